@@ -1,0 +1,112 @@
+//! Builds the built-in tools (`tools/*`) for `wasm32-wasip2` and embeds them.
+//!
+//! A user runs only `cargo build`/`cargo run`: this script runs a nested
+//! `cargo build --release --target wasm32-wasip2` for every tool crate into its
+//! own target directory (`<target>/guests`), copies the components into
+//! `OUT_DIR` and writes `builtin_tools.rs`, which `include_bytes!`s them. It also
+//! records the wasmtime version from `Cargo.lock`, a part of the compile-cache key.
+
+use std::env;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const GUEST_TARGET: &str = "wasm32-wasip2";
+
+fn main() {
+    let manifest_dir = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").unwrap());
+    let workspace = manifest_dir.parent().unwrap().to_path_buf();
+    let out_dir = PathBuf::from(env::var_os("OUT_DIR").unwrap());
+    for watched in ["tools", "wit", "Cargo.lock", "Cargo.toml"] {
+        println!("cargo:rerun-if-changed={}", workspace.join(watched).display());
+    }
+
+    let tools = tool_crates(&workspace.join("tools"));
+    check_target_installed();
+    // OUT_DIR is <target>[/<triple>]/<profile>/build/<pkg>-<hash>/out.
+    let guest_target_dir = out_dir.ancestors().nth(4).unwrap().join("guests");
+    build_guests(&workspace, &guest_target_dir, &tools);
+
+    let mut table = String::from(
+        "/// The built-in tools: (crate directory name, component bytes).\n\
+         pub static BUILTIN_TOOLS: &[(&str, &[u8])] = &[\n",
+    );
+    for tool in &tools {
+        let artifact = guest_target_dir
+            .join(GUEST_TARGET)
+            .join("release")
+            .join(format!("cordon_tool_{}.wasm", tool.replace('-', "_")));
+        let embedded = out_dir.join(format!("{tool}.wasm"));
+        fs::copy(&artifact, &embedded)
+            .unwrap_or_else(|e| panic!("copy {}: {e}", artifact.display()));
+        table.push_str(&format!("    ({tool:?}, include_bytes!({:?})),\n", embedded.display().to_string()));
+    }
+    table.push_str("];\n");
+    fs::write(out_dir.join("builtin_tools.rs"), table).unwrap();
+
+    let wasmtime = locked_version(&workspace.join("Cargo.lock"), "wasmtime");
+    println!("cargo:rustc-env=CORDON_WASMTIME_VERSION={wasmtime}");
+}
+
+/// The tool crates: every directory under `tools/` with a Cargo.toml, except the
+/// guest SDK, in name order.
+fn tool_crates(tools: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(tools)
+        .expect("tools/ exists")
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().join("Cargo.toml").is_file())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| name != "sdk")
+        .collect();
+    names.sort();
+    names
+}
+
+fn check_target_installed() {
+    let rustc = env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let sysroot = Command::new(&rustc)
+        .args(["--print", "sysroot"])
+        .output()
+        .expect("run rustc --print sysroot");
+    let sysroot = PathBuf::from(String::from_utf8_lossy(&sysroot.stdout).trim());
+    if !sysroot.join("lib/rustlib").join(GUEST_TARGET).is_dir() {
+        panic!(
+            "\n\nCordon's built-in tools are WebAssembly components and need the `{GUEST_TARGET}` \
+             Rust target, which is not installed.\nRun:  rustup target add {GUEST_TARGET}\n\n"
+        );
+    }
+}
+
+fn build_guests(workspace: &Path, target_dir: &Path, tools: &[String]) {
+    let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(workspace)
+        .args(["build", "--release", "--target", GUEST_TARGET, "--target-dir"])
+        .arg(target_dir);
+    for tool in tools {
+        cmd.args(["-p", &format!("cordon-tool-{tool}")]);
+    }
+    // The outer build's flags are for the host, not for wasm.
+    for var in [
+        "RUSTFLAGS",
+        "CARGO_ENCODED_RUSTFLAGS",
+        "CARGO_TARGET_DIR",
+        "CARGO_BUILD_TARGET",
+        "CARGO_BUILD_RUSTFLAGS",
+        "RUSTC_WORKSPACE_WRAPPER",
+    ] {
+        cmd.env_remove(var);
+    }
+    let status = cmd.status().expect("run cargo for the guest tools");
+    if !status.success() {
+        panic!("building the built-in tools for {GUEST_TARGET} failed (see the output above)");
+    }
+}
+
+/// The version of `package` recorded in Cargo.lock.
+fn locked_version(lock: &Path, package: &str) -> String {
+    let text = fs::read_to_string(lock).expect("Cargo.lock exists");
+    let needle = format!("name = \"{package}\"\nversion = \"");
+    let at = text.find(&needle).unwrap_or_else(|| panic!("{package} is not in Cargo.lock")) + needle.len();
+    text[at..].split('"').next().unwrap().to_string()
+}

@@ -1,0 +1,164 @@
+//! Newline-delimited framing, bounded, with no I/O inside.
+//!
+//! A line longer than the limit is not an error that ends the stream: its bytes
+//! are dropped as they arrive (memory stays at the limit however long the line
+//! is) and, once its newline comes, a single `Frame::TooLong` reports it so the
+//! session can answer and go on.
+
+use bytes::{Buf, Bytes, BytesMut};
+use tokio_util::codec::Decoder;
+
+/// One decoded unit of input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Frame {
+    /// A line without its `\n` (and without a `\r` before it).
+    Line(Bytes),
+    /// A line over the limit, dropped; `observed` counts its bytes (at least).
+    TooLong { observed: usize },
+}
+
+/// The decoder: splits on `\n`, skips blank lines, bounds every line.
+#[derive(Debug)]
+pub struct LineCodec {
+    max: usize,
+    /// How far the buffer has been searched for a newline.
+    scanned: usize,
+    /// Bytes of an over-long line dropped so far, while discarding.
+    discarding: Option<usize>,
+}
+
+impl LineCodec {
+    pub fn new(max: usize) -> LineCodec {
+        LineCodec { max, scanned: 0, discarding: None }
+    }
+
+    pub fn max(&self) -> usize {
+        self.max
+    }
+}
+
+impl Decoder for LineCodec {
+    type Item = Frame;
+    type Error = std::io::Error;
+
+    fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Frame>, Self::Error> {
+        loop {
+            let newline = buf[self.scanned..].iter().position(|&b| b == b'\n').map(|i| self.scanned + i);
+            let Some(at) = newline else {
+                if let Some(dropped) = &mut self.discarding {
+                    *dropped += buf.len();
+                    buf.clear();
+                    self.scanned = 0;
+                } else if buf.len() > self.max {
+                    self.discarding = Some(buf.len());
+                    buf.clear();
+                    self.scanned = 0;
+                } else {
+                    self.scanned = buf.len();
+                }
+                return Ok(None);
+            };
+            self.scanned = 0;
+            if let Some(dropped) = self.discarding.take() {
+                buf.advance(at + 1);
+                return Ok(Some(Frame::TooLong { observed: dropped + at }));
+            }
+            let mut line = buf.split_to(at + 1);
+            line.truncate(at);
+            if line.last() == Some(&b'\r') {
+                line.truncate(at - 1);
+            }
+            if line.len() > self.max {
+                return Ok(Some(Frame::TooLong { observed: line.len() }));
+            }
+            if line.iter().all(|b| b.is_ascii_whitespace()) {
+                continue;
+            }
+            return Ok(Some(Frame::Line(line.freeze())));
+        }
+    }
+
+    fn decode_eof(&mut self, buf: &mut BytesMut) -> Result<Option<Frame>, Self::Error> {
+        if let Some(frame) = self.decode(buf)? {
+            return Ok(Some(frame));
+        }
+        // The last line may lack its newline.
+        self.scanned = 0;
+        if let Some(dropped) = self.discarding.take() {
+            let observed = dropped + buf.len();
+            buf.clear();
+            return Ok(Some(Frame::TooLong { observed }));
+        }
+        if buf.is_empty() || buf.iter().all(|b| b.is_ascii_whitespace()) {
+            buf.clear();
+            return Ok(None);
+        }
+        let line = buf.split().freeze();
+        Ok(Some(Frame::Line(line)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decode_all(codec: &mut LineCodec, input: &[&[u8]]) -> Vec<Frame> {
+        let mut buf = BytesMut::new();
+        let mut out = Vec::new();
+        for piece in input {
+            buf.extend_from_slice(piece);
+            while let Some(frame) = codec.decode(&mut buf).unwrap() {
+                out.push(frame);
+            }
+            assert!(buf.len() <= codec.max() + piece.len(), "buffer grew past the limit");
+        }
+        while let Some(frame) = codec.decode_eof(&mut buf).unwrap() {
+            out.push(frame);
+        }
+        out
+    }
+
+    fn line(s: &str) -> Frame {
+        Frame::Line(Bytes::copy_from_slice(s.as_bytes()))
+    }
+
+    #[test]
+    fn lines_split_on_newlines_with_crlf_and_blank_lines_handled() {
+        let frames = decode_all(&mut LineCodec::new(100), &[b"a\r\n\nb", b"c\n  \nlast"]);
+        assert_eq!(frames, vec![line("a"), line("bc"), line("last")]);
+    }
+
+    #[test]
+    fn an_over_long_line_is_reported_once_and_the_stream_goes_on() {
+        let long = vec![b'x'; 50];
+        let frames = decode_all(&mut LineCodec::new(10), &[b"ok\n", &long, &long, b"yz\nnext\n"]);
+        assert_eq!(frames, vec![line("ok"), Frame::TooLong { observed: 102 }, line("next")]);
+    }
+
+    #[test]
+    fn an_over_long_line_arriving_whole_is_reported() {
+        let frames = decode_all(&mut LineCodec::new(3), &[b"abcdef\nok\n"]);
+        assert_eq!(frames, vec![Frame::TooLong { observed: 6 }, line("ok")]);
+    }
+
+    #[test]
+    fn an_over_long_line_cut_off_by_eof_is_reported() {
+        let frames = decode_all(&mut LineCodec::new(3), &[b"abcdefgh"]);
+        assert_eq!(frames, vec![Frame::TooLong { observed: 8 }]);
+    }
+
+    #[test]
+    fn memory_stays_bounded_for_a_huge_line_without_newline() {
+        let mut codec = LineCodec::new(1024);
+        let mut buf = BytesMut::new();
+        let block = vec![b'y'; 64 * 1024];
+        for _ in 0..1024 {
+            buf.extend_from_slice(&block);
+            assert_eq!(codec.decode(&mut buf).unwrap(), None);
+            assert!(buf.is_empty());
+        }
+        buf.extend_from_slice(b"\n{}\n");
+        assert_eq!(codec.decode(&mut buf).unwrap(), Some(Frame::TooLong { observed: 64 * 1024 * 1024 }));
+        assert_eq!(codec.decode(&mut buf).unwrap(), Some(line("{}")));
+    }
+}

@@ -1,0 +1,153 @@
+//! JSON-RPC 2.0: one message in, typed; one message out, serialized.
+//!
+//! Parsing happens once, here, at the edge: the rest of the server sees a
+//! `Message` with a typed id, never raw JSON framing.
+
+use serde::Serialize;
+use serde_json::{Map, Number, Value, json};
+
+pub const PARSE_ERROR: i64 = -32700;
+pub const INVALID_REQUEST: i64 = -32600;
+pub const METHOD_NOT_FOUND: i64 = -32601;
+pub const INVALID_PARAMS: i64 = -32602;
+pub const INTERNAL_ERROR: i64 = -32603;
+/// A request other than `initialize` or `ping` before `initialize` (as in LSP).
+pub const NOT_INITIALIZED: i64 = -32002;
+
+/// A request id: a string or a number, never null.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[serde(untagged)]
+pub enum Id {
+    Number(Number),
+    String(String),
+}
+
+/// A message from the client.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Message {
+    /// Expects exactly one response with the same id.
+    Request { id: Id, method: String, params: Option<Value> },
+    /// Never answered.
+    Notification { method: String, params: Option<Value> },
+    /// A response to a request the server sent; answered by nothing.
+    Response { id: Id },
+}
+
+/// A JSON-RPC error object.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ErrorObject {
+    pub code: i64,
+    pub message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+}
+
+impl ErrorObject {
+    pub fn new(code: i64, message: impl Into<String>) -> Self {
+        ErrorObject { code, message: message.into(), data: None }
+    }
+
+    pub fn with_data(mut self, data: Value) -> Self {
+        self.data = Some(data);
+        self
+    }
+}
+
+/// Why a line could not be turned into a `Message`, and the id to answer, if
+/// one could be read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rejected {
+    pub id: Option<Id>,
+    pub error: ErrorObject,
+}
+
+/// Parses one framed message.
+pub fn parse(line: &[u8]) -> Result<Message, Rejected> {
+    let reject = |id, code, message: String| Rejected { id, error: ErrorObject::new(code, message) };
+    let text = std::str::from_utf8(line)
+        .map_err(|e| reject(None, PARSE_ERROR, format!("Parse error: the message is not valid UTF-8 ({e})")))?;
+    let value: Value =
+        serde_json::from_str(text).map_err(|e| reject(None, PARSE_ERROR, format!("Parse error: {e}")))?;
+    let Value::Object(mut obj) = value else {
+        let what = if value.is_array() { "batches are not supported; send one message per line" } else { "a message must be a JSON object" };
+        return Err(reject(None, INVALID_REQUEST, format!("Invalid Request: {what}")));
+    };
+    let id = match obj.remove("id") {
+        None => None,
+        Some(Value::Number(n)) => Some(Id::Number(n)),
+        Some(Value::String(s)) => Some(Id::String(s)),
+        Some(other) => {
+            return Err(reject(None, INVALID_REQUEST, format!("Invalid Request: `id` must be a string or a number, not {other}")));
+        }
+    };
+    if obj.get("jsonrpc") != Some(&Value::String("2.0".into())) {
+        return Err(reject(id, INVALID_REQUEST, "Invalid Request: `jsonrpc` must be \"2.0\"".into()));
+    }
+    let params = obj.remove("params");
+    if let Some(p) = &params {
+        if !p.is_object() && !p.is_array() {
+            return Err(reject(id, INVALID_REQUEST, "Invalid Request: `params` must be an object".into()));
+        }
+    }
+    match (obj.remove("method"), id) {
+        (Some(Value::String(method)), Some(id)) => Ok(Message::Request { id, method, params }),
+        (Some(Value::String(method)), None) => Ok(Message::Notification { method, params }),
+        (Some(_), id) => Err(reject(id, INVALID_REQUEST, "Invalid Request: `method` must be a string".into())),
+        (None, Some(id)) if obj.contains_key("result") || obj.contains_key("error") => Ok(Message::Response { id }),
+        (None, id) => Err(reject(id, INVALID_REQUEST, "Invalid Request: no `method`".into())),
+    }
+}
+
+/// A success response, serialized as one line (without the newline).
+pub fn success(id: &Id, result: Value) -> String {
+    json!({ "jsonrpc": "2.0", "id": id, "result": result }).to_string()
+}
+
+/// An error response; `id` is null when the request's id could not be read.
+pub fn failure(id: Option<&Id>, error: &ErrorObject) -> String {
+    let mut msg = Map::new();
+    msg.insert("jsonrpc".into(), "2.0".into());
+    msg.insert("id".into(), id.map_or(Value::Null, |id| serde_json::to_value(id).expect("ids serialize")));
+    msg.insert("error".into(), serde_json::to_value(error).expect("errors serialize"));
+    Value::Object(msg).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_notifications_and_responses_are_told_apart() {
+        let req = parse(br#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#).unwrap();
+        assert_eq!(req, Message::Request { id: Id::Number(7.into()), method: "ping".into(), params: None });
+        let req = parse(br#"{"jsonrpc":"2.0","id":"a","method":"x","params":{}}"#).unwrap();
+        assert!(matches!(req, Message::Request { id: Id::String(ref s), .. } if s == "a"));
+        let note = parse(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).unwrap();
+        assert!(matches!(note, Message::Notification { .. }));
+        let resp = parse(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#).unwrap();
+        assert!(matches!(resp, Message::Response { .. }));
+    }
+
+    #[test]
+    fn malformed_json_is_a_parse_error() {
+        assert_eq!(parse(b"{not json").unwrap_err().error.code, PARSE_ERROR);
+        assert_eq!(parse(b"\xff\xfe").unwrap_err().error.code, PARSE_ERROR);
+    }
+
+    #[test]
+    fn wrong_shapes_are_invalid_requests_keeping_the_id_when_readable() {
+        assert_eq!(parse(b"[1,2]").unwrap_err().error.code, INVALID_REQUEST);
+        assert_eq!(parse(br#"{"jsonrpc":"2.0","id":null,"method":"x"}"#).unwrap_err().error.code, INVALID_REQUEST);
+        let r = parse(br#"{"jsonrpc":"1.0","id":3,"method":"x"}"#).unwrap_err();
+        assert_eq!((r.error.code, r.id), (INVALID_REQUEST, Some(Id::Number(3.into()))));
+        assert_eq!(parse(br#"{"jsonrpc":"2.0","id":3,"method":5}"#).unwrap_err().error.code, INVALID_REQUEST);
+        assert_eq!(parse(br#"{"jsonrpc":"2.0","id":3,"method":"x","params":1}"#).unwrap_err().error.code, INVALID_REQUEST);
+    }
+
+    #[test]
+    fn responses_echo_the_id_type() {
+        assert_eq!(success(&Id::String("x".into()), json!({})), r#"{"id":"x","jsonrpc":"2.0","result":{}}"#);
+        let e = ErrorObject::new(PARSE_ERROR, "bad");
+        assert_eq!(failure(None, &e), r#"{"error":{"code":-32700,"message":"bad"},"id":null,"jsonrpc":"2.0"}"#);
+    }
+}

@@ -1,0 +1,92 @@
+//! Which tools exist: the built-in components embedded at build time, each
+//! compiled (or loaded from the compile cache), linked, and described once.
+
+use std::sync::Arc;
+
+use anyhow::Context;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::runtime::bindings::CordonToolPre;
+use crate::runtime::cache::Outcome;
+use crate::runtime::{CallState, Runtime};
+use crate::tool::{ErrorCode, Manifest, ToolError};
+
+include!(concat!(env!("OUT_DIR"), "/builtin_tools.rs"));
+
+/// A loaded tool: its manifest, its linked component and its argument checker.
+pub struct Tool {
+    pub manifest: Manifest,
+    /// The SHA-256 of the component, hex.
+    pub digest: String,
+    /// Whether the compiled code came from the cache.
+    pub outcome: Outcome,
+    pre: CordonToolPre<CallState>,
+    validator: jsonschema::Validator,
+}
+
+impl Tool {
+    pub fn pre(&self) -> &CordonToolPre<CallState> {
+        &self.pre
+    }
+
+    /// Checks arguments against the tool's input schema; the error lists every
+    /// violation with where it is.
+    pub fn validate(&self, args: &Value) -> Result<(), ToolError> {
+        let problems: Vec<String> = self
+            .validator
+            .iter_errors(args)
+            .map(|e| {
+                let at = e.instance_path().to_string();
+                if at.is_empty() { e.to_string() } else { format!("{at}: {e}") }
+            })
+            .collect();
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(ToolError::new(
+                ErrorCode::InvalidArgument,
+                format!("arguments do not match the input schema of `{}`: {}", self.manifest.name, problems.join("; ")),
+            ))
+        }
+    }
+}
+
+/// The tools a server offers, in name order.
+pub struct Registry {
+    tools: Vec<Arc<Tool>>,
+}
+
+impl Registry {
+    /// Loads every built-in tool.
+    pub fn builtin(runtime: &Runtime) -> anyhow::Result<Registry> {
+        let mut tools = Vec::new();
+        for (crate_dir, bytes) in BUILTIN_TOOLS {
+            let tool = load(runtime, bytes).with_context(|| format!("load built-in tool `{crate_dir}`"))?;
+            tools.push(Arc::new(tool));
+        }
+        tools.sort_by(|a, b| a.manifest.name.cmp(&b.manifest.name));
+        if let Some(pair) = tools.windows(2).find(|w| w[0].manifest.name == w[1].manifest.name) {
+            anyhow::bail!("two tools are named `{}`", pair[0].manifest.name);
+        }
+        Ok(Registry { tools })
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Arc<Tool>> {
+        self.tools.iter().find(|t| t.manifest.name == name)
+    }
+
+    pub fn tools(&self) -> &[Arc<Tool>] {
+        &self.tools
+    }
+}
+
+fn load(runtime: &Runtime, bytes: &[u8]) -> anyhow::Result<Tool> {
+    let digest = hex::encode(Sha256::digest(bytes));
+    let loaded = runtime.load(bytes, &digest)?;
+    let manifest = runtime.describe(&loaded.pre).map_err(|e| anyhow::anyhow!("bad manifest: {e}"))?;
+    let validator = jsonschema::validator_for(&manifest.input_schema)
+        .map_err(|e| anyhow::anyhow!("the input schema of `{}` is not a valid JSON Schema: {e}", manifest.name))?;
+    tracing::info!(tool = %manifest.name, version = %manifest.version, cache = ?loaded.outcome, "loaded tool");
+    Ok(Tool { manifest, digest, outcome: loaded.outcome, pre: loaded.pre, validator })
+}

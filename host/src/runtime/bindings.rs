@@ -1,0 +1,106 @@
+//! The one module that holds `bindgen!` output, and its conversion into the
+//! host's own types (`crate::tool`).
+
+use crate::tool::{self, Access, Chunk, ErrorCode, Fingerprint, Payload, Span, ToolError};
+
+wasmtime::component::bindgen!({
+    path: "../wit",
+    world: "cordon-tool",
+});
+
+pub use exports::cordon::tool::tool::{Guest as ToolExports, GuestChunkStream};
+
+use cordon::tool::types as wit;
+
+impl From<wit::ErrorCode> for ErrorCode {
+    fn from(code: wit::ErrorCode) -> Self {
+        match code {
+            wit::ErrorCode::InvalidArgument => ErrorCode::InvalidArgument,
+            wit::ErrorCode::NotFound => ErrorCode::NotFound,
+            wit::ErrorCode::PermissionDenied => ErrorCode::PermissionDenied,
+            wit::ErrorCode::Conflict => ErrorCode::Conflict,
+            wit::ErrorCode::TooLarge => ErrorCode::TooLarge,
+            wit::ErrorCode::Stale => ErrorCode::Stale,
+            wit::ErrorCode::Io => ErrorCode::Io,
+            wit::ErrorCode::Unsupported => ErrorCode::Unsupported,
+            wit::ErrorCode::Internal => ErrorCode::Internal,
+        }
+    }
+}
+
+impl From<wit::Error> for ToolError {
+    fn from(err: wit::Error) -> Self {
+        ToolError { code: err.code.into(), message: err.message }
+    }
+}
+
+impl From<wit::Access> for Access {
+    fn from(access: wit::Access) -> Self {
+        match access {
+            wit::Access::None => Access::None,
+            wit::Access::Read => Access::Read,
+            wit::Access::Write => Access::Write,
+        }
+    }
+}
+
+impl From<wit::Chunk> for Chunk {
+    fn from(chunk: wit::Chunk) -> Self {
+        Chunk {
+            payload: match chunk.payload {
+                wit::Payload::Text(text) => Payload::Text(text),
+                wit::Payload::Bytes(bytes) => Payload::Bytes(bytes),
+                wit::Payload::Item(item) => Payload::Item(item),
+            },
+            span: chunk.span.map(|s| Span {
+                start_line: s.start_line,
+                end_line: s.end_line,
+                start_byte: s.start_byte,
+                end_byte: s.end_byte,
+            }),
+            resume: chunk.resume,
+        }
+    }
+}
+
+impl From<wit::Fingerprint> for Fingerprint {
+    fn from(f: wit::Fingerprint) -> Self {
+        Fingerprint { size: f.size, mtime_ns: f.mtime_ns, inode: f.inode }
+    }
+}
+
+/// The manifest as the guest wrote it, before the registry checks it.
+pub struct RawManifest(pub wit::Manifest);
+
+impl RawManifest {
+    /// Checks the manifest and converts it; the error says what is wrong.
+    pub fn check(self) -> Result<tool::Manifest, String> {
+        let m = self.0;
+        let valid_name = !m.name.is_empty()
+            && m.name.len() <= 64
+            && m.name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
+        if !valid_name {
+            return Err(format!("tool name `{}` must be 1-64 of [a-z0-9_-]", m.name));
+        }
+        let schema = |which: &str, text: &str| -> Result<serde_json::Value, String> {
+            let value: serde_json::Value =
+                serde_json::from_str(text).map_err(|e| format!("{which} is not JSON: {e}"))?;
+            if value.get("type").and_then(|t| t.as_str()) != Some("object") {
+                return Err(format!("{which} must be a JSON Schema with \"type\": \"object\""));
+            }
+            Ok(value)
+        };
+        Ok(tool::Manifest {
+            input_schema: schema("input-schema", &m.input_schema)?,
+            output_schema: schema("output-schema", &m.output_schema)?,
+            name: m.name,
+            version: m.version,
+            title: m.title,
+            description: m.description,
+            access: m.access.into(),
+            read_only: m.read_only,
+            destructive: m.destructive,
+            idempotent: m.idempotent,
+        })
+    }
+}

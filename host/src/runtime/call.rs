@@ -1,0 +1,189 @@
+//! One call of a tool: a fresh `Store`, a WASI context holding only the granted
+//! preopens, limits, and the chunk stream the tool returned.
+
+use std::time::Duration;
+
+use wasmtime::component::{ResourceAny, ResourceTable};
+use wasmtime::{ResourceLimiter, Store};
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+use super::Runtime;
+use super::bindings::{CordonTool, RawManifest};
+use super::failure::CallFailure;
+use crate::policy::Grant;
+use crate::registry::Tool;
+use crate::tool::{Chunk, Fingerprint, Manifest, ToolError};
+
+/// Limits applied to every call.
+#[derive(Debug, Clone, Copy)]
+pub struct CallLimits {
+    /// The most linear memory, summed over all the call's memories, in bytes.
+    pub memory_bytes: usize,
+    /// The most table elements, summed over all tables.
+    pub table_elements: usize,
+    /// The most core and component instances.
+    pub instances: usize,
+    /// Wall time from the start of the call to its last chunk.
+    pub wall_time: Duration,
+}
+
+/// Everything a call's `Store` holds.
+pub struct CallState {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    limiter: CallLimiter,
+}
+
+impl WasiView for CallState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+    }
+}
+
+/// Caps the total memory and table size of a call, not only each one's.
+struct CallLimiter {
+    limits: CallLimits,
+    memory_used: usize,
+    table_used: usize,
+}
+
+impl ResourceLimiter for CallLimiter {
+    fn memory_growing(&mut self, current: usize, desired: usize, _max: Option<usize>) -> wasmtime::Result<bool> {
+        let total = self.memory_used - current + desired;
+        if total > self.limits.memory_bytes {
+            return Ok(false);
+        }
+        self.memory_used = total;
+        Ok(true)
+    }
+
+    fn table_growing(&mut self, current: usize, desired: usize, _max: Option<usize>) -> wasmtime::Result<bool> {
+        let total = self.table_used - current + desired;
+        if total > self.limits.table_elements {
+            return Ok(false);
+        }
+        self.table_used = total;
+        Ok(true)
+    }
+
+    fn instances(&self) -> usize {
+        self.limits.instances
+    }
+
+    fn memories(&self) -> usize {
+        self.limits.instances
+    }
+
+    fn tables(&self) -> usize {
+        self.limits.instances
+    }
+}
+
+impl Runtime {
+    /// A store for one call: only `grants` preopened, limits and deadline set.
+    fn store(&self, grants: &[Grant]) -> Result<Store<CallState>, CallFailure> {
+        let mut wasi = WasiCtx::builder();
+        wasi.allow_blocking_current_thread(true);
+        for grant in grants {
+            wasi.preopened_dir(&grant.host, &grant.guest, grant.perms).map_err(|e| {
+                CallFailure::Host(format!("cannot preopen {}: {e}", grant.host.display()))
+            })?;
+        }
+        let state = CallState {
+            wasi: wasi.build(),
+            table: ResourceTable::new(),
+            limiter: CallLimiter { limits: self.limits, memory_used: 0, table_used: 0 },
+        };
+        let mut store = Store::new(&self.engine, state);
+        store.limiter(|s| &mut s.limiter);
+        store.set_epoch_deadline(self.deadline_ticks());
+        store.epoch_deadline_trap();
+        Ok(store)
+    }
+
+    /// Asks a freshly loaded component what it is. It gets no preopens.
+    pub(crate) fn describe(&self, pre: &super::bindings::CordonToolPre<CallState>) -> Result<Manifest, String> {
+        let mut store = self.store(&[]).map_err(|e| e.to_string())?;
+        let instance = pre.instantiate(&mut store).map_err(|e| format!("instantiate: {e}"))?;
+        let raw = instance.cordon_tool_tool().call_describe(&mut store).map_err(|e| format!("describe trapped: {e}"))?;
+        RawManifest(raw).check()
+    }
+
+    /// Starts a call of `tool` with `grants`; the tool's own refusal is the inner error.
+    pub fn open(
+        &self,
+        tool: &Tool,
+        grants: &[Grant],
+        args: &str,
+        resume: Option<&str>,
+    ) -> Result<LiveCall, CallFailure> {
+        let mut store = self.store(grants)?;
+        let instance = tool.pre().instantiate(&mut store).map_err(|e| CallFailure::trap(&tool.manifest.name, e))?;
+        let opened = instance
+            .cordon_tool_tool()
+            .call_open(&mut store, args, resume)
+            .map_err(|e| CallFailure::trap(&tool.manifest.name, e))?;
+        let stream = opened.map_err(|e| CallFailure::Tool(e.into()))?;
+        Ok(LiveCall { store, instance, stream, name: tool.manifest.name.clone() })
+    }
+}
+
+/// A call in progress: its own store and the tool's chunk stream.
+pub struct LiveCall {
+    store: Store<CallState>,
+    instance: CordonTool,
+    stream: ResourceAny,
+    name: String,
+}
+
+impl LiveCall {
+    /// The next chunk of at most `budget` payload bytes, `None` at the end.
+    pub fn next(&mut self, budget: u32) -> Result<Option<Chunk>, CallFailure> {
+        let result = self
+            .instance
+            .cordon_tool_tool()
+            .chunk_stream()
+            .call_next(&mut self.store, self.stream, budget)
+            .map_err(|e| self.trap(e))?;
+        let chunk: Option<Chunk> = result.map_err(|e| CallFailure::Tool(ToolError::from(e)))?.map(Chunk::from);
+        if let Some(chunk) = &chunk {
+            if chunk.payload.len() > budget as usize {
+                return Err(CallFailure::Contract(format!(
+                    "tool `{}` returned a chunk of {} bytes for a budget of {budget}",
+                    self.name,
+                    chunk.payload.len()
+                )));
+            }
+        }
+        Ok(chunk)
+    }
+
+    /// The tool's `info` object about the whole output.
+    pub fn info(&mut self) -> Result<serde_json::Value, CallFailure> {
+        let text = self
+            .instance
+            .cordon_tool_tool()
+            .chunk_stream()
+            .call_info(&mut self.store, self.stream)
+            .map_err(|e| self.trap(e))?;
+        match serde_json::from_str::<serde_json::Value>(&text) {
+            Ok(value @ serde_json::Value::Object(_)) => Ok(value),
+            _ => Err(CallFailure::Contract(format!("tool `{}` returned an info that is not a JSON object", self.name))),
+        }
+    }
+
+    /// The fingerprint of the file the stream pages, if any.
+    pub fn fingerprint(&mut self) -> Result<Option<Fingerprint>, CallFailure> {
+        let f = self
+            .instance
+            .cordon_tool_tool()
+            .chunk_stream()
+            .call_fingerprint(&mut self.store, self.stream)
+            .map_err(|e| self.trap(e))?;
+        Ok(f.map(Fingerprint::from))
+    }
+
+    fn trap(&self, err: wasmtime::Error) -> CallFailure {
+        CallFailure::trap(&self.name, err)
+    }
+}

@@ -1,0 +1,48 @@
+//! Why a call did not produce its output. Tool errors (the WIT `error`) and
+//! traps are kept apart: a tool error is the tool's answer and goes to the
+//! client as it is; a trap means the guest is broken or was stopped, its store
+//! is dropped, and the client learns only what kind of failure it was.
+
+use std::fmt;
+
+use crate::tool::ToolError;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallFailure {
+    /// The tool refused the call with a WIT error.
+    Tool(ToolError),
+    /// The call ran past its wall-time limit and was interrupted.
+    Timeout,
+    /// The guest trapped (a bug, or memory it could not get); details are logged.
+    Trapped { tool: String },
+    /// The tool broke a rule of the contract (e.g. a chunk over its budget).
+    Contract(String),
+    /// The host could not set the call up.
+    Host(String),
+}
+
+impl CallFailure {
+    /// Classifies an error from calling into the guest, logging its details.
+    pub fn trap(tool: &str, err: wasmtime::Error) -> CallFailure {
+        if err.downcast_ref::<wasmtime::Trap>() == Some(&wasmtime::Trap::Interrupt) {
+            tracing::warn!(tool, "call interrupted at its deadline");
+            return CallFailure::Timeout;
+        }
+        tracing::warn!(tool, "guest trapped: {err:?}");
+        CallFailure::Trapped { tool: tool.to_string() }
+    }
+}
+
+impl fmt::Display for CallFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CallFailure::Tool(e) => write!(f, "{e}"),
+            CallFailure::Timeout => f.write_str("the call ran past its time limit and was stopped"),
+            CallFailure::Trapped { tool } => {
+                write!(f, "tool `{tool}` failed inside its sandbox; the server log has details")
+            }
+            CallFailure::Contract(what) => write!(f, "{what}"),
+            CallFailure::Host(what) => write!(f, "{what}"),
+        }
+    }
+}

@@ -1,0 +1,101 @@
+//! The WebAssembly runtime: one engine, a compile cache, a linker with WASI, and
+//! a fresh store per call (see `call`).
+
+pub mod bindings;
+pub mod cache;
+mod call;
+mod failure;
+
+use std::thread;
+use std::time::Duration;
+
+use anyhow::Context;
+use wasmtime::component::{Component, Linker};
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+
+pub use call::{CallLimits, CallState, LiveCall};
+pub use failure::CallFailure;
+
+use bindings::CordonToolPre;
+use cache::{CompileCache, Outcome};
+
+/// How often the epoch advances: the granularity of call deadlines.
+const EPOCH_TICK: Duration = Duration::from_millis(10);
+
+/// Calls that can hold an instance at once; more wait for the pool.
+const POOL_SLOTS: u32 = 64;
+
+/// The engine, linker and compile cache shared by every call.
+pub struct Runtime {
+    engine: Engine,
+    linker: Linker<CallState>,
+    cache: CompileCache,
+    limits: CallLimits,
+}
+
+/// A compiled component, ready to instantiate.
+pub struct Loaded {
+    pub pre: CordonToolPre<CallState>,
+    pub outcome: Outcome,
+}
+
+impl Runtime {
+    /// Builds the engine (pooling allocator, epoch interruption) and starts the
+    /// epoch clock. `cache_dir` holds compiled artifacts; `None` compiles each start.
+    pub fn new(limits: CallLimits, cache_dir: Option<cap_std::fs::Dir>) -> anyhow::Result<Runtime> {
+        let mut pool = PoolingAllocationConfig::default();
+        pool.total_component_instances(POOL_SLOTS)
+            .total_core_instances(POOL_SLOTS * 8)
+            .total_memories(POOL_SLOTS * 2)
+            .total_tables(POOL_SLOTS * 8)
+            .total_stacks(POOL_SLOTS)
+            .max_memories_per_component(4)
+            .max_tables_per_component(16)
+            .max_core_instances_per_component(32)
+            .max_memory_size(limits.memory_bytes);
+        let mut config = Config::new();
+        config
+            .wasm_component_model(true)
+            .epoch_interruption(true)
+            .concurrency_support(false)
+            .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+        let engine = Engine::new(&config).map_err(anyhow::Error::from).context("create the wasm engine")?;
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(anyhow::Error::from)?;
+        start_epoch_clock(&engine);
+        let cache = CompileCache::new(cache_dir, &engine);
+        Ok(Runtime { engine, linker, cache, limits })
+    }
+
+    /// Compiles (or loads from the cache) a component and links it.
+    pub fn load(&self, bytes: &[u8], digest: &str) -> anyhow::Result<Loaded> {
+        let (component, outcome): (Component, Outcome) = self.cache.load(&self.engine, bytes, digest)?;
+        let instance_pre = self.linker.instantiate_pre(&component).map_err(anyhow::Error::from)?;
+        let pre = CordonToolPre::new(instance_pre).map_err(anyhow::Error::from)?;
+        Ok(Loaded { pre, outcome })
+    }
+
+    /// The compile cache, for tests and diagnostics.
+    pub fn cache(&self) -> &CompileCache {
+        &self.cache
+    }
+
+    fn deadline_ticks(&self) -> u64 {
+        (self.limits.wall_time.as_millis() / EPOCH_TICK.as_millis()).max(1) as u64
+    }
+}
+
+/// Advances the engine's epoch every tick until the engine is dropped.
+fn start_epoch_clock(engine: &Engine) {
+    let weak = engine.weak();
+    thread::Builder::new()
+        .name("cordon-epoch".into())
+        .spawn(move || {
+            while let Some(engine) = weak.upgrade() {
+                engine.increment_epoch();
+                drop(engine);
+                thread::sleep(EPOCH_TICK);
+            }
+        })
+        .expect("spawn the epoch thread");
+}

@@ -1,0 +1,200 @@
+//! The session core: every transport hands frames to a `Session` and writes back
+//! what it returns. Request handling exists once, here.
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::Context;
+use serde_json::{Value, json};
+
+use crate::framing::Frame;
+use crate::pager;
+use crate::policy::{Policy, RootSpec};
+use crate::protocol::jsonrpc::{self, ErrorObject, INTERNAL_ERROR, INVALID_REQUEST, Id, Message, NOT_INITIALIZED};
+use crate::protocol::mcp::{self, Request, Version};
+use crate::registry::Registry;
+use crate::runtime::{CallFailure, CallLimits, Runtime};
+use crate::ambient;
+
+/// Everything needed to start a server.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub roots: Vec<RootSpec>,
+    /// Where compiled components are cached; `None` compiles at every start.
+    pub state_dir: Option<PathBuf>,
+    pub limits: Limits,
+}
+
+/// The server's limits; each fails closed.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// The longest request line accepted, in bytes.
+    pub max_line_bytes: usize,
+    /// The most payload bytes one call may return.
+    pub max_result_bytes: usize,
+    /// Calls one session runs at once; more wait.
+    pub max_concurrent_calls: usize,
+    pub call: CallLimits,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_line_bytes: 8 * 1024 * 1024,
+            max_result_bytes: 256 * 1024,
+            max_concurrent_calls: 8,
+            call: CallLimits {
+                memory_bytes: 256 * 1024 * 1024,
+                table_elements: 100_000,
+                instances: 64,
+                wall_time: Duration::from_secs(30),
+            },
+        }
+    }
+}
+
+/// The state shared by every session: tools, policy, runtime.
+pub struct Server {
+    runtime: Runtime,
+    registry: Registry,
+    policy: Policy,
+    limits: Limits,
+}
+
+impl Server {
+    /// Resolves the roots, builds the runtime and loads the built-in tools.
+    pub fn start(config: &Config) -> anyhow::Result<Arc<Server>> {
+        let policy = Policy::new(&config.roots)?;
+        let cache_dir = match &config.state_dir {
+            Some(dir) => {
+                let compiled = dir.join("compiled");
+                Some(ambient::create_dir_handle(&compiled).with_context(|| format!("open {}", compiled.display()))?)
+            }
+            None => None,
+        };
+        let runtime = Runtime::new(config.limits.call, cache_dir)?;
+        let registry = Registry::builtin(&runtime)?;
+        Ok(Arc::new(Server { runtime, registry, policy, limits: config.limits }))
+    }
+
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// Runs one `tools/call` to its end and builds its result. Blocks: call it
+    /// from a thread that may block.
+    pub fn call_tool(&self, name: &str, arguments: &Value, version: Version) -> Result<Value, ErrorObject> {
+        let tool = self.registry.get(name).ok_or_else(|| mcp::unknown_tool(name))?;
+        let outcome = tool.validate(arguments).map_err(CallFailure::Tool).and_then(|()| {
+            let grants = self.policy.grants(tool.manifest.access);
+            let mut call = self.runtime.open(tool, grants, &arguments.to_string(), None)?;
+            pager::collect(&mut call, self.limits.max_result_bytes)
+        });
+        match outcome {
+            Ok(output) => Ok(mcp::call_result(output, version)),
+            Err(failure) => mcp::call_failure(failure, version),
+        }
+    }
+}
+
+/// What handling a frame gives: an answer now, or a call to run.
+pub enum Handled {
+    Now(Option<String>),
+    Later(Pin<Box<dyn Future<Output = Option<String>> + Send>>),
+}
+
+/// One client's session: its negotiated revision over a shared server.
+pub struct Session {
+    server: Arc<Server>,
+    version: Mutex<Option<Version>>,
+}
+
+impl Session {
+    pub fn new(server: Arc<Server>) -> Session {
+        Session { server, version: Mutex::new(None) }
+    }
+
+    /// Handles one frame. Lifecycle and listing requests are answered at once, in
+    /// order; tool calls come back as a future the transport runs concurrently.
+    pub fn handle(&self, frame: Frame) -> Handled {
+        let line = match frame {
+            Frame::Line(line) => line,
+            Frame::TooLong { observed } => {
+                let limit = self.server.limits.max_line_bytes;
+                let error = ErrorObject::new(
+                    INVALID_REQUEST,
+                    format!("message of at least {observed} bytes exceeds the limit of {limit} bytes per message; it was discarded"),
+                )
+                .with_data(json!({ "error": "payload_too_large", "limit_bytes": limit, "observed_bytes": observed }));
+                return Handled::Now(Some(jsonrpc::failure(None, &error)));
+            }
+        };
+        match jsonrpc::parse(&line) {
+            Err(rejected) => Handled::Now(Some(jsonrpc::failure(rejected.id.as_ref(), &rejected.error))),
+            Ok(Message::Notification { method, .. }) => {
+                tracing::debug!(%method, "notification");
+                Handled::Now(None)
+            }
+            Ok(Message::Response { id }) => {
+                tracing::debug!(?id, "ignored a response to no request");
+                Handled::Now(None)
+            }
+            Ok(Message::Request { id, method, params }) => self.request(id, &method, params),
+        }
+    }
+
+    fn request(&self, id: Id, method: &str, params: Option<Value>) -> Handled {
+        let reply = |result| respond(&id, result);
+        let request = match Request::parse(method, params) {
+            Ok(request) => request,
+            Err(error) => return Handled::Now(reply(Err(error))),
+        };
+        let negotiated = *self.version.lock().expect("version lock");
+        let version = match (&request, negotiated) {
+            (Request::Initialize { protocol_version, client }, _) => {
+                let version = Version::negotiate(protocol_version);
+                tracing::info!(%client, requested = %protocol_version, negotiated = version.as_str(), "initialize");
+                *self.version.lock().expect("version lock") = Some(version);
+                return Handled::Now(reply(Ok(mcp::initialize_result(version))));
+            }
+            (Request::Ping, _) => return Handled::Now(reply(Ok(json!({})))),
+            (_, None) => {
+                let error = ErrorObject::new(NOT_INITIALIZED, format!("Server not initialized: send `initialize` before `{method}`"));
+                return Handled::Now(reply(Err(error)));
+            }
+            (_, Some(version)) => version,
+        };
+        match request {
+            Request::ListTools => {
+                Handled::Now(reply(Ok(mcp::list_tools_result(self.server.registry.tools().iter().map(|t| &**t), version))))
+            }
+            Request::CallTool { name, arguments } => {
+                let server = Arc::clone(&self.server);
+                Handled::Later(Box::pin(async move {
+                    let joined = tokio::task::spawn_blocking(move || server.call_tool(&name, &arguments, version)).await;
+                    let result = joined.unwrap_or_else(|e| {
+                        tracing::error!("tool call thread failed: {e}");
+                        Err(ErrorObject::new(INTERNAL_ERROR, "the call failed inside the server; the log has details"))
+                    });
+                    respond(&id, result)
+                }))
+            }
+            Request::Initialize { .. } | Request::Ping => unreachable!("answered above"),
+        }
+    }
+}
+
+/// The response line for a request's outcome.
+fn respond(id: &Id, result: Result<Value, ErrorObject>) -> Option<String> {
+    Some(match result {
+        Ok(value) => jsonrpc::success(id, value),
+        Err(error) => jsonrpc::failure(Some(id), &error),
+    })
+}

@@ -1,0 +1,128 @@
+//! What a tool is and what it produces, in the host's own types.
+//!
+//! `runtime::bindings` converts the WIT types into these at the edge, so nothing
+//! past the runtime sees `bindgen!` output.
+
+use std::fmt;
+
+use serde_json::Value;
+
+/// The filesystem access a tool asks for in its manifest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    None,
+    Read,
+    Write,
+}
+
+/// A tool's manifest, checked: valid name, schemas that are JSON objects.
+#[derive(Debug, Clone)]
+pub struct Manifest {
+    pub name: String,
+    pub version: String,
+    pub title: String,
+    pub description: String,
+    pub input_schema: Value,
+    pub output_schema: Value,
+    pub access: Access,
+    pub read_only: bool,
+    pub destructive: bool,
+    pub idempotent: bool,
+}
+
+/// The WIT `error-code`, one to one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorCode {
+    InvalidArgument,
+    NotFound,
+    PermissionDenied,
+    Conflict,
+    TooLarge,
+    Stale,
+    Io,
+    Unsupported,
+    Internal,
+}
+
+impl ErrorCode {
+    /// The code as clients see it in `structuredContent.error.code`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::InvalidArgument => "invalid_argument",
+            ErrorCode::NotFound => "not_found",
+            ErrorCode::PermissionDenied => "permission_denied",
+            ErrorCode::Conflict => "conflict",
+            ErrorCode::TooLarge => "too_large",
+            ErrorCode::Stale => "stale",
+            ErrorCode::Io => "io",
+            ErrorCode::Unsupported => "unsupported",
+            ErrorCode::Internal => "internal",
+        }
+    }
+}
+
+/// A failed call as the tool (or the host on its behalf) reports it to the client.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolError {
+    pub code: ErrorCode,
+    pub message: String,
+}
+
+impl ToolError {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        ToolError { code, message: message.into() }
+    }
+}
+
+impl fmt::Display for ToolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.code.as_str(), self.message)
+    }
+}
+
+/// The data of one chunk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Payload {
+    Text(String),
+    Bytes(Vec<u8>),
+    Item(String),
+}
+
+impl Payload {
+    /// The payload's size in bytes, the unit of a budget.
+    pub fn len(&self) -> usize {
+        match self {
+            Payload::Text(s) | Payload::Item(s) => s.len(),
+            Payload::Bytes(b) => b.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Where a chunk lies in a file: 1-based lines, byte offsets (end exclusive).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Span {
+    pub start_line: u64,
+    pub end_line: u64,
+    pub start_byte: u64,
+    pub end_byte: u64,
+}
+
+/// One piece of a tool's output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Chunk {
+    pub payload: Payload,
+    pub span: Option<Span>,
+    pub resume: String,
+}
+
+/// The identity of the file a stream pages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fingerprint {
+    pub size: u64,
+    pub mtime_ns: u64,
+    pub inode: u64,
+}

@@ -1,0 +1,75 @@
+//! Serving a session over any newline-delimited byte stream.
+
+use std::sync::Arc;
+
+use futures_util::StreamExt;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::sync::{Semaphore, mpsc};
+use tokio_util::codec::FramedRead;
+
+use crate::framing::LineCodec;
+use crate::server::{Handled, Session};
+
+/// Responses waiting for the writer; a slow reader holds the session back
+/// rather than letting them pile up in memory.
+const OUTPUT_QUEUE: usize = 64;
+
+/// Reads frames until end of input, hands them to `session`, writes responses.
+/// Returns once every started call has answered and the output is flushed.
+pub async fn serve<R, W>(reader: R, mut writer: W, session: Arc<Session>, max_line_bytes: usize, max_concurrent: usize)
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let (tx, mut rx) = mpsc::channel::<String>(OUTPUT_QUEUE);
+    let writer_task = tokio::spawn(async move {
+        while let Some(mut line) = rx.recv().await {
+            line.push('\n');
+            if let Err(e) = writer.write_all(line.as_bytes()).await {
+                tracing::warn!("output closed: {e}");
+                return;
+            }
+            // Write what is queued before flushing, so a burst costs one flush.
+            while let Ok(mut more) = rx.try_recv() {
+                more.push('\n');
+                if writer.write_all(more.as_bytes()).await.is_err() {
+                    return;
+                }
+            }
+            if writer.flush().await.is_err() {
+                return;
+            }
+        }
+    });
+    let slots = Arc::new(Semaphore::new(max_concurrent));
+    let mut frames = FramedRead::new(reader, LineCodec::new(max_line_bytes));
+    while let Some(frame) = frames.next().await {
+        let frame = match frame {
+            Ok(frame) => frame,
+            Err(e) => {
+                tracing::warn!("input failed: {e}");
+                break;
+            }
+        };
+        match session.handle(frame) {
+            Handled::Now(None) => {}
+            Handled::Now(Some(line)) => {
+                if tx.send(line).await.is_err() {
+                    break;
+                }
+            }
+            Handled::Later(call) => {
+                let permit = Arc::clone(&slots).acquire_owned().await.expect("semaphore never closes");
+                let tx = tx.clone();
+                tokio::spawn(async move {
+                    if let Some(line) = call.await {
+                        let _ = tx.send(line).await;
+                    }
+                    drop(permit);
+                });
+            }
+        }
+    }
+    drop(tx);
+    let _ = writer_task.await;
+}

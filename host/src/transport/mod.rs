@@ -1,0 +1,5 @@
+//! Transports: thin adapters that move frames between a byte stream and a
+//! `Session`. None of them handles requests itself.
+
+pub mod lines;
+pub mod stdio;
