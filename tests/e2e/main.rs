@@ -1,0 +1,9 @@
+//! Cordon's end-to-end suite: the real binary, driven as clients drive it.
+
+mod support;
+
+mod cache;
+mod cli;
+mod interop;
+mod sandbox;
+mod stdio;

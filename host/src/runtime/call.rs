@@ -80,8 +80,9 @@ impl ResourceLimiter for CallLimiter {
 }
 
 impl Runtime {
-    /// A store for one call: only `grants` preopened, limits and deadline set.
-    fn store(&self, grants: &[Grant]) -> Result<Store<CallState>, CallFailure> {
+    /// A store for one call: only `grants` preopened, limits and a deadline of
+    /// `ticks` epochs set.
+    fn store(&self, grants: &[Grant], ticks: u64) -> Result<Store<CallState>, CallFailure> {
         let mut wasi = WasiCtx::builder();
         wasi.allow_blocking_current_thread(true);
         for grant in grants {
@@ -96,14 +97,15 @@ impl Runtime {
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limiter);
-        store.set_epoch_deadline(self.deadline_ticks());
+        store.set_epoch_deadline(ticks);
         store.epoch_deadline_trap();
         Ok(store)
     }
 
-    /// Asks a freshly loaded component what it is. It gets no preopens.
+    /// Asks a freshly loaded component what it is. It gets no preopens, and a
+    /// deadline of its own: a short call limit must not stop tools loading.
     pub(crate) fn describe(&self, pre: &super::bindings::CordonToolPre<CallState>) -> Result<Manifest, String> {
-        let mut store = self.store(&[]).map_err(|e| e.to_string())?;
+        let mut store = self.store(&[], super::ticks(super::DESCRIBE_DEADLINE)).map_err(|e| e.to_string())?;
         let instance = pre.instantiate(&mut store).map_err(|e| format!("instantiate: {e}"))?;
         let raw = instance.cordon_tool_tool().call_describe(&mut store).map_err(|e| format!("describe trapped: {e}"))?;
         RawManifest(raw).check()
@@ -117,7 +119,7 @@ impl Runtime {
         args: &str,
         resume: Option<&str>,
     ) -> Result<LiveCall, CallFailure> {
-        let mut store = self.store(grants)?;
+        let mut store = self.store(grants, super::ticks(self.limits.wall_time))?;
         let instance = tool.pre().instantiate(&mut store).map_err(|e| CallFailure::trap(&tool.manifest.name, e))?;
         let opened = instance
             .cordon_tool_tool()

@@ -22,6 +22,14 @@ use cache::{CompileCache, Outcome};
 /// How often the epoch advances: the granularity of call deadlines.
 const EPOCH_TICK: Duration = Duration::from_millis(10);
 
+/// The time a tool's `describe` may take when it is loaded.
+const DESCRIBE_DEADLINE: Duration = Duration::from_secs(10);
+
+/// Epoch ticks in `time`, at least one.
+fn ticks(time: Duration) -> u64 {
+    (time.as_millis() / EPOCH_TICK.as_millis()).max(1) as u64
+}
+
 /// Calls that can hold an instance at once; more wait for the pool.
 const POOL_SLOTS: u32 = 64;
 
@@ -80,9 +88,6 @@ impl Runtime {
         &self.cache
     }
 
-    fn deadline_ticks(&self) -> u64 {
-        (self.limits.wall_time.as_millis() / EPOCH_TICK.as_millis()).max(1) as u64
-    }
 }
 
 /// Advances the engine's epoch every tick until the engine is dropped.

@@ -1,0 +1,35 @@
+//! An independent client: the official Python MCP SDK drives the real binary.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::support::{CANARY, Fixture, cordon_bin, python_with_mcp, shared_state_dir, workspace};
+
+#[test]
+fn python_sdk_client_lists_tools_and_reads_a_file() {
+    let fx = Fixture::new();
+    let content = "from python: ünïcödé\nline two\n";
+    fx.write("py.txt", content);
+    let out = Command::new(python_with_mcp())
+        .arg(workspace().join("tests/interop/python_client.py"))
+        .arg(cordon_bin())
+        .arg(fx.root())
+        .arg(shared_state_dir())
+        .arg("py.txt")
+        .arg("../outside.txt")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "python client failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(seen["protocol_version"], "2025-11-25");
+    assert_eq!(seen["server"], "cordon");
+    assert!(seen["tools"].as_array().unwrap().iter().any(|t| t == "read"));
+    assert_eq!(seen["read_has_output_schema"], true);
+    assert_eq!(seen["text"], content);
+    assert_eq!(seen["is_error"], false);
+    assert_eq!(seen["structured"]["size"], content.len());
+    assert_eq!(seen["denied_is_error"], true);
+    assert_eq!(seen["denied_structured"]["error"]["code"], "permission_denied");
+    assert!(!seen.to_string().contains(CANARY));
+}

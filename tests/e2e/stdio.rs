@@ -1,0 +1,179 @@
+//! MCP over stdio: the lifecycle, listing, reading, and a session that survives
+//! bad input.
+
+use serde_json::{Value, json};
+
+use crate::support::{Fixture, Server, initialize_params, text};
+
+#[test]
+fn initialize_list_and_read_returns_the_files_exact_bytes() {
+    let fx = Fixture::new();
+    let content = "naïve 日本語 🎉\r\ncrlf line\r\n\ttabs and \"quotes\" \\ and \u{1}\nno final newline";
+    let path = fx.write("exact.txt", content);
+    let mut server = Server::initialized(&fx.root(), &[]);
+
+    let listed = server.request(1, "tools/list", json!({}));
+    let tools = listed["result"]["tools"].as_array().unwrap();
+    let read = tools.iter().find(|t| t["name"] == "read").expect("read is listed");
+    assert_eq!(read["inputSchema"]["required"], json!(["path"]));
+    assert_eq!(read["outputSchema"]["type"], "object");
+    assert_eq!(read["annotations"]["readOnlyHint"], true);
+
+    let result = server.call(2, "read", json!({"path": "exact.txt"}));
+    assert_eq!(result["isError"], false);
+    assert_eq!(text(&result), content, "the text is the file's bytes, exactly");
+    let meta = &result["structuredContent"];
+    assert_eq!(meta["path"], path.to_str().unwrap());
+    assert_eq!(meta["size"], content.len());
+    assert_eq!((meta["start_line"].clone(), meta["end_line"].clone()), (json!(1), json!(4)));
+
+    // An absolute path inside the root works the same.
+    let again = server.call(3, "read", json!({"path": path}));
+    assert_eq!(text(&again), content);
+    assert!(server.finish(), "cordon exits 0 when stdin closes");
+}
+
+#[test]
+fn line_ranges_return_just_those_lines_with_their_numbers() {
+    let fx = Fixture::new();
+    let lines: String = (1..=100).map(|i| format!("line {i}\n")).collect();
+    fx.write("lines.txt", &lines);
+    let mut server = Server::initialized(&fx.root(), &[]);
+    let result = server.call(1, "read", json!({"path": "lines.txt", "start_line": 10, "end_line": 12}));
+    assert_eq!(text(&result), "line 10\nline 11\nline 12\n");
+    assert_eq!(result["structuredContent"]["start_line"], 10);
+    assert_eq!(result["structuredContent"]["end_line"], 12);
+    let past = server.call(2, "read", json!({"path": "lines.txt", "start_line": 101}));
+    assert_eq!(past["isError"], true);
+    assert_eq!(past["structuredContent"]["error"]["code"], "invalid_argument");
+    assert!(text(&past).contains("has 100 lines"), "{past}");
+}
+
+#[test]
+fn malformed_line_gets_parse_error_and_the_session_goes_on() {
+    let fx = Fixture::new();
+    let mut server = Server::initialized(&fx.root(), &[]);
+    server.send_raw(b"{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \n");
+    let error = server.recv();
+    assert_eq!(error["error"]["code"], -32700, "{error}");
+    assert_eq!(error["id"], Value::Null);
+    let result = server.call(2, "read", json!({"path": "hello.txt"}));
+    assert_eq!(text(&result), "hello\nworld\n");
+}
+
+#[test]
+fn invalid_utf8_and_invalid_requests_are_answered_and_the_session_goes_on() {
+    let fx = Fixture::new();
+    let mut server = Server::initialized(&fx.root(), &[]);
+    server.send_raw(b"\xff\xfe{}\n");
+    assert_eq!(server.recv()["error"]["code"], -32700);
+    server.send_raw(b"[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]\n");
+    assert_eq!(server.recv()["error"]["code"], -32600);
+    server.send_raw(b"{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":42}\n");
+    let reply = server.recv();
+    assert_eq!((reply["error"]["code"].clone(), reply["id"].clone()), (json!(-32600), json!(9)));
+    assert_eq!(server.request(10, "ping", json!({}))["result"], json!({}));
+}
+
+#[test]
+fn unknown_methods_get_32601_and_notifications_get_no_answer() {
+    let fx = Fixture::new();
+    let mut server = Server::initialized(&fx.root(), &[]);
+    server.send_json(&json!({"jsonrpc": "2.0", "method": "notifications/whatever"}));
+    server.send_json(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 99}}));
+    // The next line is the answer to this request, so the notifications got none.
+    let reply = server.request("s-1", "resources/list", json!({}));
+    assert_eq!(reply["error"]["code"], -32601, "{reply}");
+    assert_eq!(reply["id"], "s-1", "string ids are echoed as strings");
+    let reply = server.request(7.0, "ping", json!({}));
+    assert_eq!(reply["result"], json!({}));
+}
+
+#[test]
+fn requests_before_initialize_are_refused_except_ping() {
+    let fx = Fixture::new();
+    let mut server = Server::start(&fx.root(), &[]);
+    assert_eq!(server.request(1, "ping", json!({}))["result"], json!({}));
+    let early = server.request(2, "tools/list", json!({}));
+    assert_eq!(early["error"]["code"], -32002, "{early}");
+    assert_eq!(server.request(3, "initialize", initialize_params("2025-11-25"))["result"]["serverInfo"]["name"], "cordon");
+    assert!(server.request(4, "tools/list", json!({}))["result"]["tools"].is_array());
+}
+
+#[test]
+fn older_protocol_versions_are_negotiated_without_structured_content() {
+    let fx = Fixture::new();
+    let mut server = Server::start(&fx.root(), &[]);
+    let init = server.request(1, "initialize", initialize_params("2024-11-05"));
+    assert_eq!(init["result"]["protocolVersion"], "2024-11-05");
+    let listed = server.request(2, "tools/list", json!({}));
+    assert!(listed["result"]["tools"][0].get("outputSchema").is_none());
+    let result = server.call(3, "read", json!({"path": "hello.txt"}));
+    assert_eq!(text(&result), "hello\nworld\n");
+    assert!(result.get("structuredContent").is_none());
+
+    let mut newer = Server::start(&fx.root(), &[]);
+    let init = newer.request(1, "initialize", initialize_params("2099-01-01"));
+    assert_eq!(init["result"]["protocolVersion"], "2025-11-25", "an unknown version gets the latest");
+}
+
+#[test]
+fn an_over_long_line_is_discarded_with_a_structured_error_and_the_session_goes_on() {
+    let fx = Fixture::new();
+    let mut server = Server::initialized(&fx.root(), &["--max-line-bytes", "4096"]);
+    let huge = format!("{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{{\"pad\":\"{}\"}}}}\n", "x".repeat(100_000));
+    server.send_raw(huge.as_bytes());
+    let error = server.recv();
+    assert_eq!(error["error"]["data"]["error"], "payload_too_large", "{error}");
+    assert_eq!(error["error"]["data"]["limit_bytes"], 4096);
+    assert!(error["error"]["data"]["observed_bytes"].as_u64().unwrap() >= 100_000);
+    assert_eq!(server.request(2, "ping", json!({}))["result"], json!({}));
+}
+
+#[test]
+fn results_over_the_limit_fail_closed_with_too_large() {
+    let fx = Fixture::new();
+    fx.write("big.txt", "0123456789\n".repeat(1000));
+    let mut server = Server::initialized(&fx.root(), &["--max-result-bytes", "5000"]);
+    let result = server.call(1, "read", json!({"path": "big.txt"}));
+    assert_eq!(result["isError"], true);
+    assert_eq!(result["structuredContent"]["error"]["code"], "too_large");
+    let part = server.call(2, "read", json!({"path": "big.txt", "start_line": 1, "end_line": 10}));
+    assert_eq!(text(&part), "0123456789\n".repeat(10));
+}
+
+#[test]
+fn non_utf8_bytes_come_back_losslessly_as_a_blob() {
+    let fx = Fixture::new();
+    fx.write("mixed.bin", b"text\n\xff\xfe\x00raw");
+    let mut server = Server::initialized(&fx.root(), &[]);
+    let result = server.call(1, "read", json!({"path": "mixed.bin"}));
+    let blocks = result["content"].as_array().unwrap();
+    assert_eq!(blocks[0]["text"], "text\n");
+    assert_eq!(blocks[1]["resource"]["blob"], "//4=", "0xff 0xfe as base64");
+    assert_eq!(blocks[2]["text"], "\u{0}raw");
+}
+
+#[test]
+fn schema_violations_are_tool_errors_and_unknown_tools_protocol_errors() {
+    let fx = Fixture::new();
+    let mut server = Server::initialized(&fx.root(), &[]);
+    let bad = server.call(1, "read", json!({"path": 5}));
+    assert_eq!(bad["isError"], true);
+    assert_eq!(bad["structuredContent"]["error"]["code"], "invalid_argument");
+    let missing = server.call(2, "read", json!({}));
+    assert!(text(&missing).contains("path"), "{missing}");
+    let unknown = server.request(3, "tools/call", json!({"name": "nope", "arguments": {}}));
+    assert_eq!(unknown["error"]["code"], -32602);
+}
+
+#[test]
+fn a_call_past_its_time_limit_is_stopped_and_the_session_goes_on() {
+    let fx = Fixture::new();
+    fx.write("large.txt", "all work and no play\n".repeat(2_000_000));
+    let mut server = Server::initialized(&fx.root(), &["--timeout-secs", "0.001", "--max-result-bytes", "100000000"]);
+    let result = server.call(1, "read", json!({"path": "large.txt"}));
+    assert_eq!(result["isError"], true, "{}", &result.to_string()[..200.min(result.to_string().len())]);
+    assert_eq!(result["structuredContent"]["error"]["code"], "timeout");
+    assert_eq!(server.request(2, "ping", json!({}))["result"], json!({}));
+}

@@ -1,0 +1,196 @@
+//! Shared fixtures: the real `cordon` binary as a child process speaking MCP
+//! over stdio, a directory fixture with roots and a canary outside them, and the
+//! Python SDK's virtualenv.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::Once;
+use std::sync::mpsc::{Receiver, channel};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+/// Generous: the suite must pass on a slow, busy machine.
+pub const REPLY_TIMEOUT: Duration = Duration::from_secs(120);
+
+pub fn cordon_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_cordon")
+}
+
+pub fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+/// A state directory shared by the tests, so the tools compile once per run.
+pub fn shared_state_dir() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("e2e-state")
+}
+
+/// A temporary tree: `root/` (the granted root) with files, and outside it a
+/// canary file and a sibling `root_evil/` whose name has the root as a prefix.
+pub struct Fixture {
+    pub dir: tempfile::TempDir,
+}
+
+pub const CANARY: &str = "CANARY-must-never-be-read";
+
+impl Fixture {
+    pub fn new() -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root");
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        std::fs::create_dir_all(dir.path().join("root_evil")).unwrap();
+        std::fs::write(dir.path().join("outside.txt"), CANARY).unwrap();
+        std::fs::write(dir.path().join("root_evil/secret.txt"), CANARY).unwrap();
+        std::fs::write(root.join("hello.txt"), "hello\nworld\n").unwrap();
+        std::fs::write(root.join("sub/inner.txt"), "inner\n").unwrap();
+        Fixture { dir }
+    }
+
+    /// The granted root, canonical (as the server reports paths).
+    pub fn root(&self) -> PathBuf {
+        self.dir.path().join("root").canonicalize().unwrap()
+    }
+
+    pub fn outside(&self) -> PathBuf {
+        self.dir.path().join("outside.txt").canonicalize().unwrap()
+    }
+
+    pub fn write(&self, rel: &str, bytes: impl AsRef<[u8]>) -> PathBuf {
+        let path = self.root().join(rel);
+        std::fs::write(&path, bytes).unwrap();
+        path
+    }
+}
+
+/// A running `cordon serve` and the lines it writes.
+pub struct Server {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+}
+
+impl Server {
+    /// Starts `cordon serve --root ROOT` with the shared state dir and `extra` flags.
+    pub fn start(root: &Path, extra: &[&str]) -> Server {
+        let mut child = Command::new(cordon_bin())
+            .arg("serve")
+            .arg("--root")
+            .arg(root)
+            .arg("--state-dir")
+            .arg(shared_state_dir())
+            .args(extra)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start cordon");
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let stdin = child.stdin.take();
+        Server { child, stdin, lines }
+    }
+
+    /// Starts a server and completes the initialize handshake.
+    pub fn initialized(root: &Path, extra: &[&str]) -> Server {
+        let mut server = Server::start(root, extra);
+        let init = server.request(0, "initialize", initialize_params("2025-11-25"));
+        assert_eq!(init["result"]["protocolVersion"], "2025-11-25", "{init}");
+        server.send_json(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        server
+    }
+
+    pub fn send_raw(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(bytes).unwrap();
+        stdin.flush().unwrap();
+    }
+
+    pub fn send_json(&mut self, message: &Value) {
+        let mut line = message.to_string().into_bytes();
+        line.push(b'\n');
+        self.send_raw(&line);
+    }
+
+    /// The next line the server writes, parsed.
+    pub fn recv(&self) -> Value {
+        let line = self.lines.recv_timeout(REPLY_TIMEOUT).expect("a reply from cordon");
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("stdout carried a non-JSON line ({e}): {line}"))
+    }
+
+    /// Sends a request and returns its response.
+    pub fn request(&mut self, id: impl Into<Value>, method: &str, params: Value) -> Value {
+        let id = id.into();
+        self.send_json(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        let reply = self.recv();
+        assert_eq!(reply["id"], id, "reply to another request: {reply}");
+        reply
+    }
+
+    /// Calls a tool and returns the `result` (panics on a JSON-RPC error).
+    pub fn call(&mut self, id: i64, tool: &str, arguments: Value) -> Value {
+        let reply = self.request(id, "tools/call", json!({"name": tool, "arguments": arguments}));
+        assert!(reply.get("error").is_none(), "protocol error: {reply}");
+        reply["result"].clone()
+    }
+
+    /// Closes stdin and waits for the server to exit; returns whether it exited 0.
+    pub fn finish(mut self) -> bool {
+        drop(self.stdin.take());
+        self.child.wait().unwrap().success()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn initialize_params(version: &str) -> Value {
+    json!({
+        "protocolVersion": version,
+        "capabilities": {},
+        "clientInfo": {"name": "cordon-e2e", "version": "0"}
+    })
+}
+
+/// The text of a tool result's first content block.
+pub fn text(result: &Value) -> &str {
+    result["content"][0]["text"].as_str().unwrap_or_else(|| panic!("no text content: {result}"))
+}
+
+/// A Python with the `mcp` SDK: `$CORDON_TEST_PYTHON`, or a virtualenv in
+/// `target/interop/venv`, created on first use (`.ci/run` creates it up front).
+pub fn python_with_mcp() -> PathBuf {
+    if let Some(python) = std::env::var_os("CORDON_TEST_PYTHON") {
+        return PathBuf::from(python);
+    }
+    static SETUP: Once = Once::new();
+    let venv = workspace().join("target/interop/venv");
+    let python = venv.join("bin/python");
+    SETUP.call_once(|| {
+        let has_mcp = |python: &Path| {
+            Command::new(python).args(["-c", "import mcp"]).status().is_ok_and(|s| s.success())
+        };
+        if has_mcp(&python) {
+            return;
+        }
+        let made = Command::new("python3").arg("-m").arg("venv").arg(&venv).status();
+        assert!(made.is_ok_and(|s| s.success()), "could not create {}: is python3 with venv installed?", venv.display());
+        let pip = Command::new(venv.join("bin/pip")).args(["install", "--quiet", "mcp"]).status();
+        assert!(pip.is_ok_and(|s| s.success()), "pip install mcp failed: the Python SDK test needs PyPI (or run .ci/run)");
+        assert!(has_mcp(&python), "the venv at {} cannot import mcp", venv.display());
+    });
+    python
+}
