@@ -37,8 +37,7 @@ fn main() {
             .join("release")
             .join(format!("cordon_tool_{}.wasm", tool.replace('-', "_")));
         let embedded = out_dir.join(format!("{tool}.wasm"));
-        fs::copy(&artifact, &embedded)
-            .unwrap_or_else(|e| panic!("copy {}: {e}", artifact.display()));
+        fs::copy(&artifact, &embedded).unwrap_or_else(|e| panic!("copy {}: {e}", artifact.display()));
         table.push_str(&format!("    ({tool:?}, include_bytes!({:?})),\n", embedded.display().to_string()));
     }
     table.push_str("];\n");
@@ -64,10 +63,7 @@ fn tool_crates(tools: &Path) -> Vec<String> {
 
 fn check_target_installed() {
     let rustc = env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
-    let sysroot = Command::new(&rustc)
-        .args(["--print", "sysroot"])
-        .output()
-        .expect("run rustc --print sysroot");
+    let sysroot = Command::new(&rustc).args(["--print", "sysroot"]).output().expect("run rustc --print sysroot");
     let sysroot = PathBuf::from(String::from_utf8_lossy(&sysroot.stdout).trim());
     if !sysroot.join("lib/rustlib").join(GUEST_TARGET).is_dir() {
         panic!(
@@ -80,9 +76,7 @@ fn check_target_installed() {
 fn build_guests(workspace: &Path, target_dir: &Path, tools: &[String]) {
     let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(cargo);
-    cmd.current_dir(workspace)
-        .args(["build", "--release", "--target", GUEST_TARGET, "--target-dir"])
-        .arg(target_dir);
+    cmd.current_dir(workspace).args(["build", "--release", "--target", GUEST_TARGET, "--target-dir"]).arg(target_dir);
     for tool in tools {
         cmd.args(["-p", &format!("cordon-tool-{tool}")]);
     }

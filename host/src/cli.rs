@@ -83,8 +83,13 @@ impl Common {
         if self.memory_mib == 0 || self.max_line_bytes == 0 || self.max_result_bytes == 0 {
             anyhow::bail!("limits must be positive: a zero limit would refuse everything");
         }
-        let mut limits = Limits { max_line_bytes: self.max_line_bytes, max_result_bytes: self.max_result_bytes, ..Limits::default() };
-        limits.call.memory_bytes = self.memory_mib.checked_mul(1 << 20).ok_or_else(|| anyhow::anyhow!("--memory-mib is too large"))?;
+        let mut limits = Limits {
+            max_line_bytes: self.max_line_bytes,
+            max_result_bytes: self.max_result_bytes,
+            ..Limits::default()
+        };
+        limits.call.memory_bytes =
+            self.memory_mib.checked_mul(1 << 20).ok_or_else(|| anyhow::anyhow!("--memory-mib is too large"))?;
         limits.call.wall_time = Duration::from_secs_f64(self.timeout_secs);
         let state_dir = if self.no_cache { None } else { self.state_dir.clone().or_else(default_state_dir) };
         Ok(Config { roots: self.roots.clone(), state_dir, limits })
@@ -139,7 +144,11 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
                 println!("{}", serde_json::to_string_pretty(&listed)?);
             } else {
                 for tool in listed["tools"].as_array().into_iter().flatten() {
-                    println!("{}\n  {}", tool["name"].as_str().unwrap_or_default(), tool["description"].as_str().unwrap_or_default());
+                    println!(
+                        "{}\n  {}",
+                        tool["name"].as_str().unwrap_or_default(),
+                        tool["description"].as_str().unwrap_or_default()
+                    );
                     println!("  input:  {}", tool["inputSchema"]);
                     println!("  output: {}\n", tool["outputSchema"]);
                 }
@@ -147,7 +156,8 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Call { tool, json, common } => {
-            let arguments: Value = serde_json::from_str(&json).map_err(|e| anyhow::anyhow!("--json is not valid JSON: {e}"))?;
+            let arguments: Value =
+                serde_json::from_str(&json).map_err(|e| anyhow::anyhow!("--json is not valid JSON: {e}"))?;
             if !arguments.is_object() {
                 anyhow::bail!("--json must be a JSON object");
             }

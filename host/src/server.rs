@@ -10,6 +10,7 @@ use std::time::Duration;
 use anyhow::Context;
 use serde_json::{Value, json};
 
+use crate::ambient;
 use crate::framing::Frame;
 use crate::pager;
 use crate::policy::{Policy, RootSpec};
@@ -17,7 +18,6 @@ use crate::protocol::jsonrpc::{self, ErrorObject, INTERNAL_ERROR, INVALID_REQUES
 use crate::protocol::mcp::{self, Request, Version};
 use crate::registry::Registry;
 use crate::runtime::{CallFailure, CallLimits, Runtime};
-use crate::ambient;
 
 /// Everything needed to start a server.
 #[derive(Debug, Clone)]
@@ -166,19 +166,24 @@ impl Session {
             }
             (Request::Ping, _) => return Handled::Now(reply(Ok(json!({})))),
             (_, None) => {
-                let error = ErrorObject::new(NOT_INITIALIZED, format!("Server not initialized: send `initialize` before `{method}`"));
+                let error = ErrorObject::new(
+                    NOT_INITIALIZED,
+                    format!("Server not initialized: send `initialize` before `{method}`"),
+                );
                 return Handled::Now(reply(Err(error)));
             }
             (_, Some(version)) => version,
         };
         match request {
-            Request::ListTools => {
-                Handled::Now(reply(Ok(mcp::list_tools_result(self.server.registry.tools().iter().map(|t| &**t), version))))
-            }
+            Request::ListTools => Handled::Now(reply(Ok(mcp::list_tools_result(
+                self.server.registry.tools().iter().map(|t| &**t),
+                version,
+            )))),
             Request::CallTool { name, arguments } => {
                 let server = Arc::clone(&self.server);
                 Handled::Later(Box::pin(async move {
-                    let joined = tokio::task::spawn_blocking(move || server.call_tool(&name, &arguments, version)).await;
+                    let joined =
+                        tokio::task::spawn_blocking(move || server.call_tool(&name, &arguments, version)).await;
                     let result = joined.unwrap_or_else(|e| {
                         tracing::error!("tool call thread failed: {e}");
                         Err(ErrorObject::new(INTERNAL_ERROR, "the call failed inside the server; the log has details"))

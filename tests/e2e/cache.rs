@@ -39,21 +39,15 @@ fn a_second_start_loads_compiled_tools_from_the_cache() {
     let files = artifacts(state.path());
     assert!(!files.is_empty(), "the first start stores compiled artifacts");
     assert!(files.iter().all(|f| f.extension().is_some_and(|e| e == "cwasm")), "no temporary files remain: {files:?}");
-    let before: Vec<(u64, i64, i64)> = files
-        .iter()
-        .map(|f| std::fs::metadata(f).unwrap())
-        .map(|m| (m.ino(), m.mtime(), m.mtime_nsec()))
-        .collect();
+    let before: Vec<(u64, i64, i64)> =
+        files.iter().map(|f| std::fs::metadata(f).unwrap()).map(|m| (m.ino(), m.mtime(), m.mtime_nsec())).collect();
 
     let second = start(state.path(), &[]);
     assert!(stderr(&second).contains("cache=Hit"), "{}", stderr(&second));
     assert!(!stderr(&second).contains("cache=Compiled"), "{}", stderr(&second));
     assert_eq!(artifacts(state.path()), files, "nothing new was written");
-    let after: Vec<(u64, i64, i64)> = files
-        .iter()
-        .map(|f| std::fs::metadata(f).unwrap())
-        .map(|m| (m.ino(), m.mtime(), m.mtime_nsec()))
-        .collect();
+    let after: Vec<(u64, i64, i64)> =
+        files.iter().map(|f| std::fs::metadata(f).unwrap()).map(|m| (m.ino(), m.mtime(), m.mtime_nsec())).collect();
     assert_eq!(before, after, "the artifacts were read, not rewritten");
     assert_eq!(first.stdout, second.stdout, "the same tools either way");
 }

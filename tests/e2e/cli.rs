@@ -58,7 +58,11 @@ fn bad_configuration_is_refused_with_a_message() {
     let missing = fx.dir.path().join("missing");
     let out = cordon(&["serve", "--root", missing.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot be used"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("cannot be used"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 
     let file = fx.root().join("hello.txt");
     let out = cordon(&["serve", "--root", file.to_str().unwrap()]);

@@ -96,7 +96,10 @@ fn requests_before_initialize_are_refused_except_ping() {
     assert_eq!(server.request(1, "ping", json!({}))["result"], json!({}));
     let early = server.request(2, "tools/list", json!({}));
     assert_eq!(early["error"]["code"], -32002, "{early}");
-    assert_eq!(server.request(3, "initialize", initialize_params("2025-11-25"))["result"]["serverInfo"]["name"], "cordon");
+    assert_eq!(
+        server.request(3, "initialize", initialize_params("2025-11-25"))["result"]["serverInfo"]["name"],
+        "cordon"
+    );
     assert!(server.request(4, "tools/list", json!({}))["result"]["tools"].is_array());
 }
 
@@ -121,7 +124,10 @@ fn older_protocol_versions_are_negotiated_without_structured_content() {
 fn an_over_long_line_is_discarded_with_a_structured_error_and_the_session_goes_on() {
     let fx = Fixture::new();
     let mut server = Server::initialized(&fx.root(), &["--max-line-bytes", "4096"]);
-    let huge = format!("{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{{\"pad\":\"{}\"}}}}\n", "x".repeat(100_000));
+    let huge = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{{\"pad\":\"{}\"}}}}\n",
+        "x".repeat(100_000)
+    );
     server.send_raw(huge.as_bytes());
     let error = server.recv();
     assert_eq!(error["error"]["data"]["error"], "payload_too_large", "{error}");

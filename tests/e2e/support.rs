@@ -180,16 +180,22 @@ pub fn python_with_mcp() -> PathBuf {
     let venv = workspace().join("target/interop/venv");
     let python = venv.join("bin/python");
     SETUP.call_once(|| {
-        let has_mcp = |python: &Path| {
-            Command::new(python).args(["-c", "import mcp"]).status().is_ok_and(|s| s.success())
-        };
+        let has_mcp =
+            |python: &Path| Command::new(python).args(["-c", "import mcp"]).status().is_ok_and(|s| s.success());
         if has_mcp(&python) {
             return;
         }
         let made = Command::new("python3").arg("-m").arg("venv").arg(&venv).status();
-        assert!(made.is_ok_and(|s| s.success()), "could not create {}: is python3 with venv installed?", venv.display());
+        assert!(
+            made.is_ok_and(|s| s.success()),
+            "could not create {}: is python3 with venv installed?",
+            venv.display()
+        );
         let pip = Command::new(venv.join("bin/pip")).args(["install", "--quiet", "mcp"]).status();
-        assert!(pip.is_ok_and(|s| s.success()), "pip install mcp failed: the Python SDK test needs PyPI (or run .ci/run)");
+        assert!(
+            pip.is_ok_and(|s| s.success()),
+            "pip install mcp failed: the Python SDK test needs PyPI (or run .ci/run)"
+        );
         assert!(has_mcp(&python), "the venv at {} cannot import mcp", venv.display());
     });
     python

@@ -69,7 +69,11 @@ pub fn parse(line: &[u8]) -> Result<Message, Rejected> {
     let value: Value =
         serde_json::from_str(text).map_err(|e| reject(None, PARSE_ERROR, format!("Parse error: {e}")))?;
     let Value::Object(mut obj) = value else {
-        let what = if value.is_array() { "batches are not supported; send one message per line" } else { "a message must be a JSON object" };
+        let what = if value.is_array() {
+            "batches are not supported; send one message per line"
+        } else {
+            "a message must be a JSON object"
+        };
         return Err(reject(None, INVALID_REQUEST, format!("Invalid Request: {what}")));
     };
     let id = match obj.remove("id") {
@@ -77,17 +81,22 @@ pub fn parse(line: &[u8]) -> Result<Message, Rejected> {
         Some(Value::Number(n)) => Some(Id::Number(n)),
         Some(Value::String(s)) => Some(Id::String(s)),
         Some(other) => {
-            return Err(reject(None, INVALID_REQUEST, format!("Invalid Request: `id` must be a string or a number, not {other}")));
+            return Err(reject(
+                None,
+                INVALID_REQUEST,
+                format!("Invalid Request: `id` must be a string or a number, not {other}"),
+            ));
         }
     };
     if obj.get("jsonrpc") != Some(&Value::String("2.0".into())) {
         return Err(reject(id, INVALID_REQUEST, "Invalid Request: `jsonrpc` must be \"2.0\"".into()));
     }
     let params = obj.remove("params");
-    if let Some(p) = &params {
-        if !p.is_object() && !p.is_array() {
-            return Err(reject(id, INVALID_REQUEST, "Invalid Request: `params` must be an object".into()));
-        }
+    if let Some(p) = &params
+        && !p.is_object()
+        && !p.is_array()
+    {
+        return Err(reject(id, INVALID_REQUEST, "Invalid Request: `params` must be an object".into()));
     }
     match (obj.remove("method"), id) {
         (Some(Value::String(method)), Some(id)) => Ok(Message::Request { id, method, params }),
@@ -141,7 +150,10 @@ mod tests {
         let r = parse(br#"{"jsonrpc":"1.0","id":3,"method":"x"}"#).unwrap_err();
         assert_eq!((r.error.code, r.id), (INVALID_REQUEST, Some(Id::Number(3.into()))));
         assert_eq!(parse(br#"{"jsonrpc":"2.0","id":3,"method":5}"#).unwrap_err().error.code, INVALID_REQUEST);
-        assert_eq!(parse(br#"{"jsonrpc":"2.0","id":3,"method":"x","params":1}"#).unwrap_err().error.code, INVALID_REQUEST);
+        assert_eq!(
+            parse(br#"{"jsonrpc":"2.0","id":3,"method":"x","params":1}"#).unwrap_err().error.code,
+            INVALID_REQUEST
+        );
     }
 
     #[test]

@@ -78,7 +78,8 @@ impl Request {
         match method {
             "initialize" => {
                 let p: InitializeParams = serde_json::from_value(params).map_err(bad)?;
-                let client = p.client_info.map_or_else(|| "unknown client".into(), |c| format!("{} {}", c.name, c.version));
+                let client =
+                    p.client_info.map_or_else(|| "unknown client".into(), |c| format!("{} {}", c.name, c.version));
                 Ok(Request::Initialize { protocol_version: p.protocol_version, client })
             }
             "ping" => Ok(Request::Ping),
@@ -88,7 +89,12 @@ impl Request {
                 let arguments = match p.arguments {
                     None | Some(Value::Null) => json!({}),
                     Some(args @ Value::Object(_)) => args,
-                    Some(_) => return Err(ErrorObject::new(INVALID_PARAMS, "Invalid params for tools/call: `arguments` must be an object")),
+                    Some(_) => {
+                        return Err(ErrorObject::new(
+                            INVALID_PARAMS,
+                            "Invalid params for tools/call: `arguments` must be an object",
+                        ));
+                    }
                 };
                 Ok(Request::CallTool { name: p.name, arguments })
             }

@@ -86,9 +86,8 @@ impl Runtime {
         let mut wasi = WasiCtx::builder();
         wasi.allow_blocking_current_thread(true);
         for grant in grants {
-            wasi.preopened_dir(&grant.host, &grant.guest, grant.perms).map_err(|e| {
-                CallFailure::Host(format!("cannot preopen {}: {e}", grant.host.display()))
-            })?;
+            wasi.preopened_dir(&grant.host, &grant.guest, grant.perms)
+                .map_err(|e| CallFailure::Host(format!("cannot preopen {}: {e}", grant.host.display())))?;
         }
         let state = CallState {
             wasi: wasi.build(),
@@ -107,7 +106,8 @@ impl Runtime {
     pub(crate) fn describe(&self, pre: &super::bindings::CordonToolPre<CallState>) -> Result<Manifest, String> {
         let mut store = self.store(&[], super::ticks(super::DESCRIBE_DEADLINE)).map_err(|e| e.to_string())?;
         let instance = pre.instantiate(&mut store).map_err(|e| format!("instantiate: {e}"))?;
-        let raw = instance.cordon_tool_tool().call_describe(&mut store).map_err(|e| format!("describe trapped: {e}"))?;
+        let raw =
+            instance.cordon_tool_tool().call_describe(&mut store).map_err(|e| format!("describe trapped: {e}"))?;
         RawManifest(raw).check()
     }
 
@@ -148,14 +148,14 @@ impl LiveCall {
             .call_next(&mut self.store, self.stream, budget)
             .map_err(|e| self.trap(e))?;
         let chunk: Option<Chunk> = result.map_err(|e| CallFailure::Tool(ToolError::from(e)))?.map(Chunk::from);
-        if let Some(chunk) = &chunk {
-            if chunk.payload.len() > budget as usize {
-                return Err(CallFailure::Contract(format!(
-                    "tool `{}` returned a chunk of {} bytes for a budget of {budget}",
-                    self.name,
-                    chunk.payload.len()
-                )));
-            }
+        if let Some(chunk) = &chunk
+            && chunk.payload.len() > budget as usize
+        {
+            return Err(CallFailure::Contract(format!(
+                "tool `{}` returned a chunk of {} bytes for a budget of {budget}",
+                self.name,
+                chunk.payload.len()
+            )));
         }
         Ok(chunk)
     }

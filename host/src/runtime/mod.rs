@@ -87,7 +87,6 @@ impl Runtime {
     pub fn cache(&self) -> &CompileCache {
         &self.cache
     }
-
 }
 
 /// Advances the engine's epoch every tick until the engine is dropped.

@@ -34,10 +34,8 @@ impl Guest for Component {
     }
 
     fn open(args: String, resume: Option<String>) -> Result<wit::ChunkStream, wit::Error> {
-        let roots: Vec<String> = wasip2::filesystem::preopens::get_directories()
-            .into_iter()
-            .map(|(_, path)| path)
-            .collect();
+        let roots: Vec<String> =
+            wasip2::filesystem::preopens::get_directories().into_iter().map(|(_, path)| path).collect();
         let read = crate::Read::open(&roots, &args, resume.as_deref()).map_err(to_wit)?;
         Ok(wit::ChunkStream::new(Stream(RefCell::new(read))))
     }

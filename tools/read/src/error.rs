@@ -34,12 +34,9 @@ impl Error {
             io::ErrorKind::NotFound => (ErrorCode::NotFound, "does not exist".to_string()),
             io::ErrorKind::PermissionDenied => (
                 ErrorCode::PermissionDenied,
-                "cannot be opened: access denied, or a symlink on the way leads outside the granted roots"
-                    .to_string(),
+                "cannot be opened: access denied, or a symlink on the way leads outside the granted roots".to_string(),
             ),
-            io::ErrorKind::IsADirectory => {
-                (ErrorCode::InvalidArgument, "is a directory, not a file".to_string())
-            }
+            io::ErrorKind::IsADirectory => (ErrorCode::InvalidArgument, "is a directory, not a file".to_string()),
             io::ErrorKind::InvalidData => (ErrorCode::Io, format!("could not be read: {err}")),
             _ => (ErrorCode::Io, format!("could not be accessed: {err}")),
         };

@@ -107,10 +107,7 @@ impl Read {
         let shown = path.display().to_string();
         let meta = std::fs::metadata(&path).map_err(|e| Error::io(&format!("`{shown}`"), &e))?;
         if meta.is_dir() {
-            return Err(Error::new(
-                ErrorCode::InvalidArgument,
-                format!("`{shown}` is a directory, not a file"),
-            ));
+            return Err(Error::new(ErrorCode::InvalidArgument, format!("`{shown}` is a directory, not a file")));
         }
         if !meta.is_file() {
             return Err(Error::new(
@@ -119,11 +116,8 @@ impl Read {
             ));
         }
         let file = File::open(&path).map_err(|e| Error::io(&format!("`{shown}`"), &e))?;
-        let mtime_ns = meta
-            .modified()
-            .ok()
-            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-            .map_or(0, |d| d.as_nanos() as u64);
+        let mtime_ns =
+            meta.modified().ok().and_then(|t| t.duration_since(UNIX_EPOCH).ok()).map_or(0, |d| d.as_nanos() as u64);
         let fingerprint = Fingerprint { size: meta.len(), mtime_ns, inode: 0 };
         let resume = resume.map(Position::decode).transpose()?;
         let stream = ReadStream::open(file, meta.len(), args.start_line.unwrap_or(1), args.end_line, resume)?;

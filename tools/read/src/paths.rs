@@ -28,11 +28,7 @@ pub fn resolve(roots: &[String], input: &str) -> Result<PathBuf, Error> {
             "this tool was granted no roots; configure one with `--root DIR`",
         ));
     };
-    let joined = if Path::new(input).is_absolute() {
-        PathBuf::from(input)
-    } else {
-        Path::new(first).join(input)
-    };
+    let joined = if Path::new(input).is_absolute() { PathBuf::from(input) } else { Path::new(first).join(input) };
     let normal = normalize(&joined);
     if roots.iter().any(|root| normal.starts_with(root)) {
         Ok(normal)

@@ -70,23 +70,32 @@ pub struct ReadStream<R> {
 
 impl<R: Read + Seek> ReadStream<R> {
     /// Opens a stream at `resume`, or at `start_line` when starting afresh.
-    pub fn open(mut src: R, size: u64, start_line: u64, end_line: Option<u64>, resume: Option<Position>) -> Result<Self, Error> {
+    pub fn open(
+        mut src: R,
+        size: u64,
+        start_line: u64,
+        end_line: Option<u64>,
+        resume: Option<Position>,
+    ) -> Result<Self, Error> {
         if start_line == 0 {
             return Err(Error::new(ErrorCode::InvalidArgument, "`start_line` counts from 1"));
         }
-        if let Some(end) = end_line {
-            if end < start_line {
-                return Err(Error::new(
-                    ErrorCode::InvalidArgument,
-                    format!("`end_line` ({end}) is before `start_line` ({start_line})"),
-                ));
-            }
+        if let Some(end) = end_line
+            && end < start_line
+        {
+            return Err(Error::new(
+                ErrorCode::InvalidArgument,
+                format!("`end_line` ({end}) is before `start_line` ({start_line})"),
+            ));
         }
         let pos = match resume {
             Some(pos) if pos.byte > size => {
                 return Err(Error::new(
                     ErrorCode::Stale,
-                    format!("the resume position is at byte {} but the file now has {size} bytes; start again", pos.byte),
+                    format!(
+                        "the resume position is at byte {} but the file now has {size} bytes; start again",
+                        pos.byte
+                    ),
                 ));
             }
             Some(pos) => pos,
@@ -195,10 +204,8 @@ impl<R: Read + Seek> ReadStream<R> {
             }
         }
         let cut_by_budget = len == budget && self.pending().len() > budget;
-        if cut_by_budget {
-            if let Some(at) = self.pending()[..len].iter().rposition(|&b| b == b'\n') {
-                len = at + 1;
-            }
+        if cut_by_budget && let Some(at) = self.pending()[..len].iter().rposition(|&b| b == b'\n') {
+            len = at + 1;
         }
         let (piece, len) = split_valid(&self.pending()[..len], !cut_by_budget);
         let newlines = self.pending()[..len].iter().filter(|&&b| b == b'\n').count() as u64;
