@@ -17,25 +17,37 @@ fn main() {
     let manifest_dir = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").unwrap());
     let workspace = manifest_dir.parent().unwrap().to_path_buf();
     let out_dir = PathBuf::from(env::var_os("OUT_DIR").unwrap());
-    for watched in ["tools", "wit", "Cargo.lock", "Cargo.toml"] {
+    for watched in ["tools", "tests/tools", "wit", "Cargo.lock", "Cargo.toml"] {
         println!("cargo:rerun-if-changed={}", workspace.join(watched).display());
     }
 
     let tools = tool_crates(&workspace.join("tools"));
+    let test_tools = tool_crates(&workspace.join("tests/tools"));
     check_target_installed();
     // OUT_DIR is <target>[/<triple>]/<profile>/build/<pkg>-<hash>/out.
     let guest_target_dir = out_dir.ancestors().nth(4).unwrap().join("guests");
-    build_guests(&workspace, &guest_target_dir, &tools);
+    let packages: Vec<String> = tools
+        .iter()
+        .map(|t| format!("cordon-tool-{t}"))
+        .chain(test_tools.iter().map(|t| format!("cordon-test-{t}")))
+        .collect();
+    build_guests(&workspace, &guest_target_dir, &packages);
+    let artifacts = guest_target_dir.join(GUEST_TARGET).join("release");
+
+    // Test components are not embedded: the end-to-end suite loads them with
+    // `--component`, from the paths given here.
+    for tool in &test_tools {
+        let path = artifacts.join(format!("cordon_test_{}.wasm", tool.replace('-', "_")));
+        let var = format!("CORDON_{}_COMPONENT", tool.to_uppercase().replace('-', "_"));
+        println!("cargo:rustc-env={var}={}", path.display());
+    }
 
     let mut table = String::from(
         "/// The built-in tools: (crate directory name, component bytes).\n\
          pub static BUILTIN_TOOLS: &[(&str, &[u8])] = &[\n",
     );
     for tool in &tools {
-        let artifact = guest_target_dir
-            .join(GUEST_TARGET)
-            .join("release")
-            .join(format!("cordon_tool_{}.wasm", tool.replace('-', "_")));
+        let artifact = artifacts.join(format!("cordon_tool_{}.wasm", tool.replace('-', "_")));
         let embedded = out_dir.join(format!("{tool}.wasm"));
         fs::copy(&artifact, &embedded).unwrap_or_else(|e| panic!("copy {}: {e}", artifact.display()));
         table.push_str(&format!("    ({tool:?}, include_bytes!({:?})),\n", embedded.display().to_string()));
@@ -47,11 +59,11 @@ fn main() {
     println!("cargo:rustc-env=CORDON_WASMTIME_VERSION={wasmtime}");
 }
 
-/// The tool crates: every directory under `tools/` with a Cargo.toml, except the
+/// The tool crates: every directory under `dir` with a Cargo.toml, except the
 /// guest SDK, in name order.
-fn tool_crates(tools: &Path) -> Vec<String> {
-    let mut names: Vec<String> = fs::read_dir(tools)
-        .expect("tools/ exists")
+fn tool_crates(dir: &Path) -> Vec<String> {
+    let Ok(entries) = fs::read_dir(dir) else { return Vec::new() };
+    let mut names: Vec<String> = entries
         .filter_map(|e| e.ok())
         .filter(|e| e.path().join("Cargo.toml").is_file())
         .map(|e| e.file_name().to_string_lossy().into_owned())
@@ -73,12 +85,12 @@ fn check_target_installed() {
     }
 }
 
-fn build_guests(workspace: &Path, target_dir: &Path, tools: &[String]) {
+fn build_guests(workspace: &Path, target_dir: &Path, packages: &[String]) {
     let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.current_dir(workspace).args(["build", "--release", "--target", GUEST_TARGET, "--target-dir"]).arg(target_dir);
-    for tool in tools {
-        cmd.args(["-p", &format!("cordon-tool-{tool}")]);
+    for package in packages {
+        cmd.args(["-p", package]);
     }
     // The outer build's flags are for the host, not for wasm.
     for var in [

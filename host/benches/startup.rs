@@ -67,6 +67,8 @@ fn main() {
     let config = Config {
         roots: vec![RootSpec { path: root.clone(), mode: cordon::policy::Mode::ReadOnly }],
         state_dir: Some(state.clone()),
+        cursor_key: None,
+        components: Vec::new(),
         limits: Limits::default(),
     };
     let server = Server::start(&config).unwrap();

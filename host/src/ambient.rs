@@ -23,3 +23,8 @@ pub fn create_dir_handle(path: &Path) -> io::Result<Dir> {
     Dir::create_ambient_dir_all(path, ambient_authority())?;
     Dir::open_ambient_dir(path, ambient_authority())
 }
+
+/// The whole content of a file named on the command line.
+pub fn read_file(path: &Path) -> io::Result<Vec<u8>> {
+    std::fs::read(path)
+}

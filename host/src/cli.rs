@@ -8,6 +8,7 @@ use clap::{Args, Parser, Subcommand};
 use serde_json::{Value, json};
 use tracing_subscriber::EnvFilter;
 
+use crate::pager::PageLimits;
 use crate::policy::RootSpec;
 use crate::protocol::mcp::{self, Version};
 use crate::server::{Config, Limits, Server};
@@ -39,9 +40,16 @@ enum Command {
     Call {
         /// The tool's name.
         tool: String,
-        /// The arguments, a JSON object.
+        /// The arguments, a JSON object (paging options such as `cursor` included).
         #[arg(long, value_name = "JSON", default_value = "{}")]
         json: String,
+        /// Follow every cursor to the end, streaming the whole payload to stdout
+        /// (raw bytes, exactly), page by page, in bounded memory.
+        #[arg(long)]
+        all: bool,
+        /// With --all: print each page's full MCP result as one JSON line instead.
+        #[arg(long, requires = "all")]
+        jsonl: bool,
         #[command(flatten)]
         common: Common,
     },
@@ -52,6 +60,9 @@ struct Common {
     /// A directory the tools may use: DIR (read-write), DIR:rw or DIR:ro. Repeatable.
     #[arg(long = "root", value_name = "DIR[:ro|:rw]")]
     roots: Vec<RootSpec>,
+    /// An extra tool component to load (repeatable); it is granted no filesystem access.
+    #[arg(long = "component", value_name = "PATH.wasm")]
+    components: Vec<PathBuf>,
     /// Where compiled tools are cached [default: $XDG_STATE_HOME/cordon or ~/.local/state/cordon].
     #[arg(long, env = "CORDON_STATE_DIR", value_name = "DIR")]
     state_dir: Option<PathBuf>,
@@ -61,9 +72,31 @@ struct Common {
     /// The longest request line accepted, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = Limits::default().max_line_bytes)]
     max_line_bytes: usize,
-    /// The most payload bytes one call may return.
-    #[arg(long, value_name = "BYTES", default_value_t = Limits::default().max_result_bytes)]
-    max_result_bytes: usize,
+    /// Page size, in estimated tokens (4 bytes each), when a call does not ask.
+    #[arg(long, value_name = "TOKENS", default_value_t = PageLimits::default().default_tokens)]
+    page_tokens: u32,
+    /// The largest page a call may ask for, in estimated tokens.
+    #[arg(long, value_name = "TOKENS", default_value_t = PageLimits::default().max_tokens)]
+    max_page_tokens: u32,
+    /// The most items (lines, for text) on one page.
+    #[arg(long, value_name = "N", default_value_t = PageLimits::default().max_items)]
+    max_page_items: u32,
+    /// Streams kept alive between pages, at most (least recently used evicted first).
+    #[arg(long, value_name = "N", default_value_t = PageLimits::default().sessions)]
+    max_sessions: usize,
+    /// How long a stream waits for its next page before it is dropped, in seconds.
+    #[arg(long, value_name = "SECS", default_value_t = PageLimits::default().session_ttl.as_secs())]
+    session_ttl_secs: u64,
+    /// How long a cursor stays valid, in seconds.
+    #[arg(long, value_name = "SECS", default_value_t = PageLimits::default().cursor_ttl.as_secs())]
+    cursor_ttl_secs: u64,
+    /// JSON items from tools nested deeper than this are truncated.
+    #[arg(long, value_name = "N", default_value_t = PageLimits::default().max_depth)]
+    max_depth: usize,
+    /// The cursor signing key, hex (at least 16 bytes); give replicas the same one
+    /// [default: <state-dir>/cursor.key, created on first use].
+    #[arg(long, env = "CORDON_CURSOR_KEY", value_name = "HEX", hide_env_values = true)]
+    cursor_key: Option<String>,
     /// Linear memory one call may use, in MiB.
     #[arg(long, value_name = "MIB", default_value_t = Limits::default().call.memory_bytes >> 20)]
     memory_mib: usize,
@@ -80,19 +113,34 @@ impl Common {
         if !(self.timeout_secs > 0.0 && self.timeout_secs.is_finite()) {
             anyhow::bail!("--timeout-secs must be a positive number of seconds");
         }
-        if self.memory_mib == 0 || self.max_line_bytes == 0 || self.max_result_bytes == 0 {
+        let counts = [self.memory_mib, self.max_line_bytes, self.max_page_items as usize, self.page_tokens as usize];
+        if counts.contains(&0) || self.max_page_tokens == 0 || self.cursor_ttl_secs == 0 || self.session_ttl_secs == 0 {
             anyhow::bail!("limits must be positive: a zero limit would refuse everything");
         }
-        let mut limits = Limits {
-            max_line_bytes: self.max_line_bytes,
-            max_result_bytes: self.max_result_bytes,
-            ..Limits::default()
+        if self.page_tokens > self.max_page_tokens {
+            anyhow::bail!("--page-tokens ({}) is above --max-page-tokens ({})", self.page_tokens, self.max_page_tokens);
+        }
+        let pages = PageLimits {
+            default_tokens: self.page_tokens,
+            max_tokens: self.max_page_tokens,
+            max_items: self.max_page_items,
+            max_depth: self.max_depth,
+            cursor_ttl: Duration::from_secs(self.cursor_ttl_secs),
+            sessions: self.max_sessions,
+            session_ttl: Duration::from_secs(self.session_ttl_secs),
         };
+        let mut limits = Limits { max_line_bytes: self.max_line_bytes, pages, ..Limits::default() };
         limits.call.memory_bytes =
             self.memory_mib.checked_mul(1 << 20).ok_or_else(|| anyhow::anyhow!("--memory-mib is too large"))?;
         limits.call.wall_time = Duration::from_secs_f64(self.timeout_secs);
         let state_dir = if self.no_cache { None } else { self.state_dir.clone().or_else(default_state_dir) };
-        Ok(Config { roots: self.roots.clone(), state_dir, limits })
+        Ok(Config {
+            roots: self.roots.clone(),
+            state_dir,
+            cursor_key: self.cursor_key.clone(),
+            components: self.components.clone(),
+            limits,
+        })
     }
 }
 
@@ -155,13 +203,16 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Call { tool, json, common } => {
+        Command::Call { tool, json, all, jsonl, common } => {
             let arguments: Value =
                 serde_json::from_str(&json).map_err(|e| anyhow::anyhow!("--json is not valid JSON: {e}"))?;
             if !arguments.is_object() {
                 anyhow::bail!("--json must be a JSON object");
             }
             let server = Server::start(&common.config()?)?;
+            if all {
+                return crate::follow::follow(&server, &tool, arguments, jsonl);
+            }
             match server.call_tool(&tool, &arguments, Version::LATEST) {
                 Ok(result) => {
                     println!("{}", serde_json::to_string_pretty(&result)?);

@@ -14,9 +14,19 @@ use crate::tool::{ErrorCode, Manifest, ToolError};
 
 include!(concat!(env!("OUT_DIR"), "/builtin_tools.rs"));
 
+/// Where a tool came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    /// Built from `tools/` and embedded in the binary.
+    Builtin,
+    /// Loaded with `--component PATH`: it is granted no filesystem access.
+    Component(std::path::PathBuf),
+}
+
 /// A loaded tool: its manifest, its linked component and its argument checker.
 pub struct Tool {
     pub manifest: Manifest,
+    pub origin: Origin,
     /// The SHA-256 of the component, hex.
     pub digest: String,
     /// Whether the compiled code came from the cache.
@@ -58,11 +68,19 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// Loads every built-in tool.
-    pub fn builtin(runtime: &Runtime) -> anyhow::Result<Registry> {
+    /// Loads every built-in tool, then the extra components.
+    pub fn load(runtime: &Runtime, components: &[std::path::PathBuf]) -> anyhow::Result<Registry> {
         let mut tools = Vec::new();
         for (crate_dir, bytes) in BUILTIN_TOOLS {
-            let tool = load(runtime, bytes).with_context(|| format!("load built-in tool `{crate_dir}`"))?;
+            let tool =
+                load(runtime, bytes, Origin::Builtin).with_context(|| format!("load built-in tool `{crate_dir}`"))?;
+            tools.push(Arc::new(tool));
+        }
+        for path in components {
+            let bytes =
+                crate::ambient::read_file(path).with_context(|| format!("read component {}", path.display()))?;
+            let tool = load(runtime, &bytes, Origin::Component(path.clone()))
+                .with_context(|| format!("load component {}", path.display()))?;
             tools.push(Arc::new(tool));
         }
         tools.sort_by(|a, b| a.manifest.name.cmp(&b.manifest.name));
@@ -81,12 +99,15 @@ impl Registry {
     }
 }
 
-fn load(runtime: &Runtime, bytes: &[u8]) -> anyhow::Result<Tool> {
+fn load(runtime: &Runtime, bytes: &[u8], origin: Origin) -> anyhow::Result<Tool> {
     let digest = hex::encode(Sha256::digest(bytes));
     let loaded = runtime.load(bytes, &digest)?;
     let manifest = runtime.describe(&loaded.pre).map_err(|e| anyhow::anyhow!("bad manifest: {e}"))?;
+    if let Some(name) = crate::protocol::mcp::reserved_argument(&manifest) {
+        anyhow::bail!("tool `{}` declares the argument `{name}`, which the host reserves for paging", manifest.name);
+    }
     let validator = jsonschema::validator_for(&manifest.input_schema)
         .map_err(|e| anyhow::anyhow!("the input schema of `{}` is not a valid JSON Schema: {e}", manifest.name))?;
     tracing::info!(tool = %manifest.name, version = %manifest.version, cache = ?loaded.outcome, "loaded tool");
-    Ok(Tool { manifest, digest, outcome: loaded.outcome, pre: loaded.pre, validator })
+    Ok(Tool { manifest, origin, digest, outcome: loaded.outcome, pre: loaded.pre, validator })
 }

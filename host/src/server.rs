@@ -12,19 +12,25 @@ use serde_json::{Value, json};
 
 use crate::ambient;
 use crate::framing::Frame;
-use crate::pager;
+use crate::pager::cursor::{CursorError, CursorKey};
+use crate::pager::{PageError, PageLimits, Pager, Paging};
 use crate::policy::{Policy, RootSpec};
 use crate::protocol::jsonrpc::{self, ErrorObject, INTERNAL_ERROR, INVALID_REQUEST, Id, Message, NOT_INITIALIZED};
 use crate::protocol::mcp::{self, Request, Version};
-use crate::registry::Registry;
-use crate::runtime::{CallFailure, CallLimits, Runtime};
+use crate::registry::{Origin, Registry};
+use crate::runtime::{CallLimits, Runtime};
 
 /// Everything needed to start a server.
 #[derive(Debug, Clone)]
 pub struct Config {
     pub roots: Vec<RootSpec>,
-    /// Where compiled components are cached; `None` compiles at every start.
+    /// Where compiled components and the cursor key are kept; `None` compiles
+    /// at every start and signs cursors with a key that dies with the process.
     pub state_dir: Option<PathBuf>,
+    /// The cursor signing key (hex), shared by replicas; else the state dir's.
+    pub cursor_key: Option<String>,
+    /// Extra tool components to load; they get no filesystem access.
+    pub components: Vec<PathBuf>,
     pub limits: Limits,
 }
 
@@ -33,18 +39,16 @@ pub struct Config {
 pub struct Limits {
     /// The longest request line accepted, in bytes.
     pub max_line_bytes: usize,
-    /// The most payload bytes one call may return.
-    pub max_result_bytes: usize,
     /// Calls one session runs at once; more wait.
     pub max_concurrent_calls: usize,
     pub call: CallLimits,
+    pub pages: PageLimits,
 }
 
 impl Default for Limits {
     fn default() -> Self {
         Limits {
             max_line_bytes: 8 * 1024 * 1024,
-            max_result_bytes: 256 * 1024,
             max_concurrent_calls: 8,
             call: CallLimits {
                 memory_bytes: 256 * 1024 * 1024,
@@ -52,6 +56,7 @@ impl Default for Limits {
                 instances: 64,
                 wall_time: Duration::from_secs(30),
             },
+            pages: PageLimits::default(),
         }
     }
 }
@@ -61,6 +66,7 @@ pub struct Server {
     runtime: Runtime,
     registry: Registry,
     policy: Policy,
+    pager: Pager,
     limits: Limits,
 }
 
@@ -68,16 +74,31 @@ impl Server {
     /// Resolves the roots, builds the runtime and loads the built-in tools.
     pub fn start(config: &Config) -> anyhow::Result<Arc<Server>> {
         let policy = Policy::new(&config.roots)?;
-        let cache_dir = match &config.state_dir {
-            Some(dir) => {
-                let compiled = dir.join("compiled");
-                Some(ambient::create_dir_handle(&compiled).with_context(|| format!("open {}", compiled.display()))?)
+        let state = match &config.state_dir {
+            Some(dir) => Some(ambient::create_dir_handle(dir).with_context(|| format!("open {}", dir.display()))?),
+            None => None,
+        };
+        let cache_dir = match &state {
+            Some(state) => {
+                state.create_dir_all("compiled").context("create the compile cache")?;
+                Some(state.open_dir("compiled").context("open the compile cache")?)
             }
             None => None,
         };
+        let key = match (&config.cursor_key, &state) {
+            (Some(hex), _) => {
+                CursorKey::from_hex(hex).map_err(|e| anyhow::anyhow!("the cursor key is unusable: {e}"))?
+            }
+            (None, Some(state)) => CursorKey::load_or_create(state).context("load the cursor key")?,
+            (None, None) => {
+                tracing::warn!("no state directory or cursor key: cursors will not survive a restart");
+                CursorKey::random()
+            }
+        };
         let runtime = Runtime::new(config.limits.call, cache_dir)?;
-        let registry = Registry::builtin(&runtime)?;
-        Ok(Arc::new(Server { runtime, registry, policy, limits: config.limits }))
+        let registry = Registry::load(&runtime, &config.components)?;
+        let pager = Pager::new(key, config.limits.pages);
+        Ok(Arc::new(Server { runtime, registry, policy, pager, limits: config.limits }))
     }
 
     pub fn registry(&self) -> &Registry {
@@ -88,20 +109,31 @@ impl Server {
         &self.limits
     }
 
-    /// Runs one `tools/call` to its end and builds its result. Blocks: call it
-    /// from a thread that may block.
+    pub fn pager(&self) -> &Pager {
+        &self.pager
+    }
+
+    /// Runs one `tools/call`: one page of the tool's output, as an MCP result.
+    /// Blocks: call it from a thread that may block.
     pub fn call_tool(&self, name: &str, arguments: &Value, version: Version) -> Result<Value, ErrorObject> {
         let tool = self.registry.get(name).ok_or_else(|| mcp::unknown_tool(name))?;
-        let outcome = tool.validate(arguments).map_err(CallFailure::Tool).and_then(|()| {
-            let grants = self.policy.grants(tool.manifest.access);
-            let mut call = self.runtime.open(tool, grants, &arguments.to_string(), None)?;
-            pager::collect(&mut call, self.limits.max_result_bytes)
-        });
-        match outcome {
-            Ok(output) => Ok(mcp::call_result(output, version)),
-            Err(failure) => mcp::call_failure(failure, version),
+        let (paging, args) = Paging::split(arguments)?;
+        let grants = match tool.origin {
+            Origin::Builtin => self.policy.grants(tool.manifest.access),
+            Origin::Component(_) => &[],
+        };
+        match self.pager.page(&self.runtime, grants, tool, args, paging) {
+            Ok(page) => Ok(mcp::call_result(page, version)),
+            Err(PageError::Call(failure)) => mcp::call_failure(failure, version),
+            Err(PageError::Cursor(e)) => Err(invalid_cursor(&e)),
         }
     }
+}
+
+/// The -32602 answer to a refused cursor.
+fn invalid_cursor(e: &CursorError) -> ErrorObject {
+    ErrorObject::new(crate::protocol::jsonrpc::INVALID_PARAMS, format!("Invalid cursor: {e}"))
+        .with_data(json!({ "error": "invalid_cursor", "reason": e.reason() }))
 }
 
 /// What handling a frame gives: an answer now, or a call to run.

@@ -102,13 +102,13 @@ impl Payload {
     }
 }
 
-/// Where a chunk lies in a file: 1-based lines, byte offsets (end exclusive).
+/// Where a chunk lies in a file: byte offsets (end exclusive) and, when known,
+/// 1-based lines (inclusive).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Span {
-    pub start_line: u64,
-    pub end_line: u64,
     pub start_byte: u64,
     pub end_byte: u64,
+    pub lines: Option<(u64, u64)>,
 }
 
 /// One piece of a tool's output.
@@ -116,13 +116,51 @@ pub struct Span {
 pub struct Chunk {
     pub payload: Payload,
     pub span: Option<Span>,
+    /// The payload stops inside an item (or line) that the next chunk continues.
+    pub continued: bool,
     pub resume: String,
 }
 
-/// The identity of the file a stream pages.
+impl Chunk {
+    /// How many items the chunk holds against a budget: one for an item (or a
+    /// piece of one), the line ends for text.
+    pub fn budget_items(&self) -> u32 {
+        match &self.payload {
+            Payload::Item(_) => 1,
+            Payload::Text(text) => bytecount_newlines(text.as_bytes()),
+            Payload::Bytes(raw) => bytecount_newlines(raw),
+        }
+    }
+}
+
+fn bytecount_newlines(bytes: &[u8]) -> u32 {
+    bytes.iter().filter(|&&b| b == b'\n').count() as u32
+}
+
+/// How much one chunk may hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    pub bytes: u32,
+    pub items: u32,
+}
+
+/// The identity of the file a stream pages, read afresh.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Fingerprint {
+    #[serde(rename = "s")]
     pub size: u64,
+    #[serde(rename = "m")]
     pub mtime_ns: u64,
-    pub inode: u64,
+    #[serde(rename = "i")]
+    pub identity: u64,
+}
+
+/// What a tool says about its whole output before it is all produced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Summary {
+    /// Counts, as a JSON object.
+    pub totals: Value,
+    /// Whether the totals are final (else lower bounds).
+    pub exact: bool,
+    pub suggestions: Vec<String>,
 }

@@ -5,5 +5,6 @@ mod support;
 mod cache;
 mod cli;
 mod interop;
+mod paging;
 mod sandbox;
 mod stdio;

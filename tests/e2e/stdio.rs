@@ -137,18 +137,6 @@ fn an_over_long_line_is_discarded_with_a_structured_error_and_the_session_goes_o
 }
 
 #[test]
-fn results_over_the_limit_fail_closed_with_too_large() {
-    let fx = Fixture::new();
-    fx.write("big.txt", "0123456789\n".repeat(1000));
-    let mut server = Server::initialized(&fx.root(), &["--max-result-bytes", "5000"]);
-    let result = server.call(1, "read", json!({"path": "big.txt"}));
-    assert_eq!(result["isError"], true);
-    assert_eq!(result["structuredContent"]["error"]["code"], "too_large");
-    let part = server.call(2, "read", json!({"path": "big.txt", "start_line": 1, "end_line": 10}));
-    assert_eq!(text(&part), "0123456789\n".repeat(10));
-}
-
-#[test]
 fn non_utf8_bytes_come_back_losslessly_as_a_blob() {
     let fx = Fixture::new();
     fx.write("mixed.bin", b"text\n\xff\xfe\x00raw");
@@ -177,7 +165,8 @@ fn schema_violations_are_tool_errors_and_unknown_tools_protocol_errors() {
 fn a_call_past_its_time_limit_is_stopped_and_the_session_goes_on() {
     let fx = Fixture::new();
     fx.write("large.txt", "all work and no play\n".repeat(2_000_000));
-    let mut server = Server::initialized(&fx.root(), &["--timeout-secs", "0.001", "--max-result-bytes", "100000000"]);
+    let huge_pages = ["--timeout-secs", "0.001", "--page-tokens", "20000000", "--max-page-tokens", "20000000"];
+    let mut server = Server::initialized(&fx.root(), &huge_pages);
     let result = server.call(1, "read", json!({"path": "large.txt"}));
     assert_eq!(result["isError"], true, "{}", &result.to_string()[..200.min(result.to_string().len())]);
     assert_eq!(result["structuredContent"]["error"]["code"], "timeout");

@@ -72,14 +72,15 @@ pub struct Server {
 }
 
 impl Server {
-    /// Starts `cordon serve --root ROOT` with the shared state dir and `extra` flags.
+    /// Starts `cordon serve --root ROOT` with `extra` flags, and the shared state
+    /// dir unless `extra` names one.
     pub fn start(root: &Path, extra: &[&str]) -> Server {
-        let mut child = Command::new(cordon_bin())
-            .arg("serve")
-            .arg("--root")
-            .arg(root)
-            .arg("--state-dir")
-            .arg(shared_state_dir())
+        let mut command = Command::new(cordon_bin());
+        command.arg("serve").arg("--root").arg(root);
+        if !extra.contains(&"--state-dir") {
+            command.arg("--state-dir").arg(shared_state_dir());
+        }
+        let mut child = command
             .args(extra)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -163,6 +164,60 @@ pub fn initialize_params(version: &str) -> Value {
         "capabilities": {},
         "clientInfo": {"name": "cordon-e2e", "version": "0"}
     })
+}
+
+/// A result's payload: its content blocks but the footer, text as is and base64
+/// blobs decoded.
+pub fn payload(result: &Value) -> Vec<u8> {
+    use base64::Engine as _;
+    let blocks = result["structuredContent"]["page"]["blocks"].as_u64().expect("page.blocks") as usize;
+    let mut out = Vec::new();
+    for block in result["content"].as_array().unwrap().iter().take(blocks) {
+        if let Some(text) = block["text"].as_str() {
+            out.extend_from_slice(text.as_bytes());
+        } else {
+            let blob = block["resource"]["blob"].as_str().expect("a text or blob block");
+            out.extend(base64::engine::general_purpose::STANDARD.decode(blob).unwrap());
+        }
+    }
+    out
+}
+
+/// Pages through a whole result with cursors: the payload of every page
+/// concatenated, and every page's result.
+pub fn read_all(server: &mut Server, tool: &str, arguments: Value, max_tokens: u64) -> (Vec<u8>, Vec<Value>) {
+    let mut out = Vec::new();
+    let mut pages = Vec::new();
+    let mut args = arguments;
+    args["max_tokens"] = max_tokens.into();
+    loop {
+        let result = server.call(1000 + pages.len() as i64, tool, args.clone());
+        assert_eq!(result["isError"], false, "page {}: {result}", pages.len());
+        out.extend(payload(&result));
+        let next = result["structuredContent"]["next_cursor"].clone();
+        pages.push(result);
+        match next.as_str() {
+            Some(cursor) => args = json!({ "cursor": cursor, "max_tokens": max_tokens }),
+            None => return (out, pages),
+        }
+    }
+}
+
+/// A small deterministic PRNG for generated inputs (xorshift64*).
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// Uniform-ish in `lo..=hi`.
+    pub fn range(&mut self, lo: u64, hi: u64) -> u64 {
+        lo + self.next() % (hi - lo + 1)
+    }
 }
 
 /// The text of a tool result's first content block.

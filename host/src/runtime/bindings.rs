@@ -1,7 +1,7 @@
 //! The one module that holds `bindgen!` output, and its conversion into the
 //! host's own types (`crate::tool`).
 
-use crate::tool::{self, Access, Chunk, ErrorCode, Fingerprint, Payload, Span, ToolError};
+use crate::tool::{self, Access, Budget, Chunk, ErrorCode, Fingerprint, Payload, Span, Summary, ToolError};
 
 wasmtime::component::bindgen!({
     path: "../wit",
@@ -53,11 +53,11 @@ impl From<wit::Chunk> for Chunk {
                 wit::Payload::Item(item) => Payload::Item(item),
             },
             span: chunk.span.map(|s| Span {
-                start_line: s.start_line,
-                end_line: s.end_line,
                 start_byte: s.start_byte,
                 end_byte: s.end_byte,
+                lines: s.lines.map(|l| (l.start, l.end)),
             }),
+            continued: chunk.continued,
             resume: chunk.resume,
         }
     }
@@ -65,7 +65,26 @@ impl From<wit::Chunk> for Chunk {
 
 impl From<wit::Fingerprint> for Fingerprint {
     fn from(f: wit::Fingerprint) -> Self {
-        Fingerprint { size: f.size, mtime_ns: f.mtime_ns, inode: f.inode }
+        Fingerprint { size: f.size, mtime_ns: f.mtime_ns, identity: f.identity }
+    }
+}
+
+impl From<Budget> for wit::Budget {
+    fn from(b: Budget) -> Self {
+        wit::Budget { bytes: b.bytes, items: b.items }
+    }
+}
+
+impl TryFrom<wit::Summary> for Summary {
+    type Error = String;
+
+    fn try_from(s: wit::Summary) -> Result<Self, String> {
+        match serde_json::from_str::<serde_json::Value>(&s.totals) {
+            Ok(totals @ serde_json::Value::Object(_)) => {
+                Ok(Summary { totals, exact: s.exact, suggestions: s.suggestions })
+            }
+            _ => Err("summary totals are not a JSON object".into()),
+        }
     }
 }
 

@@ -12,7 +12,7 @@ use super::bindings::{CordonTool, RawManifest};
 use super::failure::CallFailure;
 use crate::policy::Grant;
 use crate::registry::Tool;
-use crate::tool::{Chunk, Fingerprint, Manifest, ToolError};
+use crate::tool::{Budget, Chunk, Fingerprint, Manifest, Summary, ToolError};
 
 /// Limits applied to every call.
 #[derive(Debug, Clone, Copy)]
@@ -126,7 +126,13 @@ impl Runtime {
             .call_open(&mut store, args, resume)
             .map_err(|e| CallFailure::trap(&tool.manifest.name, e))?;
         let stream = opened.map_err(|e| CallFailure::Tool(e.into()))?;
-        Ok(LiveCall { store, instance, stream, name: tool.manifest.name.clone() })
+        Ok(LiveCall {
+            store,
+            instance,
+            stream,
+            name: tool.manifest.name.clone(),
+            ticks: super::ticks(self.limits.wall_time),
+        })
     }
 }
 
@@ -136,28 +142,47 @@ pub struct LiveCall {
     instance: CordonTool,
     stream: ResourceAny,
     name: String,
+    /// The deadline each page gets, in epoch ticks.
+    ticks: u64,
 }
 
 impl LiveCall {
-    /// The next chunk of at most `budget` payload bytes, `None` at the end.
-    pub fn next(&mut self, budget: u32) -> Result<Option<Chunk>, CallFailure> {
+    /// Gives the call a fresh deadline: a live stream serves many pages, each
+    /// with the full wall-time limit.
+    pub fn arm(&mut self) {
+        self.store.set_epoch_deadline(self.ticks);
+    }
+
+    /// The next chunk within `budget`, `None` at the end.
+    pub fn next(&mut self, budget: Budget) -> Result<Option<Chunk>, CallFailure> {
         let result = self
             .instance
             .cordon_tool_tool()
             .chunk_stream()
-            .call_next(&mut self.store, self.stream, budget)
+            .call_next(&mut self.store, self.stream, budget.into())
             .map_err(|e| self.trap(e))?;
         let chunk: Option<Chunk> = result.map_err(|e| CallFailure::Tool(ToolError::from(e)))?.map(Chunk::from);
-        if let Some(chunk) = &chunk
-            && chunk.payload.len() > budget as usize
-        {
-            return Err(CallFailure::Contract(format!(
-                "tool `{}` returned a chunk of {} bytes for a budget of {budget}",
-                self.name,
-                chunk.payload.len()
-            )));
+        if let Some(chunk) = &chunk {
+            let (bytes, items) = (chunk.payload.len(), chunk.budget_items());
+            if bytes > budget.bytes as usize || items > budget.items || (bytes == 0 && !chunk.continued) {
+                return Err(CallFailure::Contract(format!(
+                    "tool `{}` returned a chunk of {bytes} bytes and {items} items for a budget of {} bytes and {} items",
+                    self.name, budget.bytes, budget.items
+                )));
+            }
         }
         Ok(chunk)
+    }
+
+    /// What the tool can tell about the whole output now.
+    pub fn summary(&mut self) -> Result<Summary, CallFailure> {
+        let raw = self
+            .instance
+            .cordon_tool_tool()
+            .chunk_stream()
+            .call_summary(&mut self.store, self.stream)
+            .map_err(|e| self.trap(e))?;
+        Summary::try_from(raw).map_err(|e| CallFailure::Contract(format!("tool `{}`: {e}", self.name)))
     }
 
     /// The tool's `info` object about the whole output.
@@ -174,7 +199,7 @@ impl LiveCall {
         }
     }
 
-    /// The fingerprint of the file the stream pages, if any.
+    /// The fingerprint of the file the stream pages, read now, if any.
     pub fn fingerprint(&mut self) -> Result<Option<Fingerprint>, CallFailure> {
         let f = self
             .instance
@@ -182,7 +207,7 @@ impl LiveCall {
             .chunk_stream()
             .call_fingerprint(&mut self.store, self.stream)
             .map_err(|e| self.trap(e))?;
-        Ok(f.map(Fingerprint::from))
+        Ok(f.map_err(|e| CallFailure::Tool(e.into()))?.map(Fingerprint::from))
     }
 
     fn trap(&self, err: wasmtime::Error) -> CallFailure {

@@ -44,23 +44,20 @@ impl Guest for Component {
 struct Stream(RefCell<crate::Read>);
 
 impl GuestChunkStream for Stream {
-    fn next(&self, budget: u32) -> Result<Option<wit::Chunk>, wit::Error> {
+    fn next(&self, limit: wit::Budget) -> Result<Option<wit::Chunk>, wit::Error> {
         let mut read = self.0.borrow_mut();
-        let Some(chunk) = read.stream.next(budget as usize).map_err(to_wit)? else {
+        let Some(chunk) = read.stream.next(limit.bytes as usize, limit.items as usize).map_err(to_wit)? else {
             return Ok(None);
         };
         let payload = match chunk.piece {
             Piece::Text(text) => t::Payload::Text(text),
             Piece::Bytes(bytes) => t::Payload::Bytes(bytes),
         };
+        let lines = chunk.start.line.zip(chunk.end_line).map(|(start, end)| t::LineRange { start, end });
         Ok(Some(wit::Chunk {
             payload,
-            span: Some(t::Span {
-                start_line: chunk.start.line,
-                end_line: chunk.end_line,
-                start_byte: chunk.start.byte,
-                end_byte: chunk.next.byte,
-            }),
+            span: Some(t::Span { start_byte: chunk.start.byte, end_byte: chunk.next.byte, lines }),
+            continued: chunk.continued,
             resume: chunk.next.encode(),
         }))
     }
@@ -69,9 +66,14 @@ impl GuestChunkStream for Stream {
         self.0.borrow().info().to_string()
     }
 
-    fn fingerprint(&self) -> Option<wit::Fingerprint> {
-        let f = self.0.borrow().fingerprint;
-        Some(wit::Fingerprint { size: f.size, mtime_ns: f.mtime_ns, inode: f.inode })
+    fn summary(&self) -> wit::Summary {
+        let summary = self.0.borrow().summary();
+        wit::Summary { totals: summary.totals.to_string(), exact: summary.exact, suggestions: summary.suggestions }
+    }
+
+    fn fingerprint(&self) -> Result<Option<wit::Fingerprint>, wit::Error> {
+        let f = self.0.borrow().fingerprint().map_err(to_wit)?;
+        Ok(Some(wit::Fingerprint { size: f.size, mtime_ns: f.mtime_ns, identity: f.identity }))
     }
 }
 

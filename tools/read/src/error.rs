@@ -5,25 +5,37 @@ use std::io;
 /// Why a call failed; see `wit/tool.wit` for the meaning of each code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorCode {
+    /// An argument is missing, malformed, or out of range.
     InvalidArgument,
+    /// The path does not exist.
     NotFound,
+    /// The path is outside the roots, or access was refused.
     PermissionDenied,
+    /// A caller's precondition did not hold.
     Conflict,
+    /// An input or output exceeds a limit.
     TooLarge,
+    /// The file changed since the resume position was made.
     Stale,
+    /// Another filesystem error.
     Io,
+    /// Well formed, but not something this tool can do.
     Unsupported,
+    /// A bug in the tool.
     Internal,
 }
 
 /// A failed call: a code and a sentence.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Error {
+    /// What kind of failure this is.
     pub code: ErrorCode,
+    /// One or two sentences for people; never file content.
     pub message: String,
 }
 
 impl Error {
+    /// An error with `code` and `message`.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
         Error { code, message: message.into() }
     }

@@ -11,22 +11,26 @@ pub mod reader;
 #[cfg(target_arch = "wasm32")]
 mod component;
 
-use std::fs::File;
+use std::fs::{File, Metadata};
+use std::path::PathBuf;
 use std::time::UNIX_EPOCH;
 
 use serde::Deserialize;
 use serde_json::json;
 
 use error::{Error, ErrorCode};
-use reader::{Position, ReadStream};
+use reader::{Position, ReadStream, Selection};
 
-/// The tool's name and version as bound into manifests and cursors.
+/// The tool's name as clients call it.
 pub const NAME: &str = "read";
+/// The tool's version, bound into every cursor.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
+/// What the tool does, for a model choosing a tool.
 pub const DESCRIPTION: &str = "Read a text file under one of the server's roots. `path` is relative to \
 the first root or absolute inside any root. Optional `start_line`/`end_line` (1-based, inclusive) \
-select a range of lines. Returns the bytes exactly as they are in the file.";
+select a range of lines; optional `start_byte`/`end_byte` (0-based, end exclusive) select a range of \
+bytes instead. Returns the bytes exactly as they are in the file.";
 
 /// The JSON Schema of the arguments.
 pub fn input_schema() -> serde_json::Value {
@@ -41,12 +45,22 @@ pub fn input_schema() -> serde_json::Value {
             "start_line": {
                 "type": "integer",
                 "minimum": 1,
-                "description": "First line to return (1-based). Default: 1."
+                "description": "First line to return (1-based). Default: 1. Not with start_byte/end_byte."
             },
             "end_line": {
                 "type": "integer",
                 "minimum": 1,
                 "description": "Last line to return (1-based, inclusive). Default: the end of the file."
+            },
+            "start_byte": {
+                "type": "integer",
+                "minimum": 0,
+                "description": "First byte to return (0-based, inclusive). Default: 0. Not with start_line/end_line."
+            },
+            "end_byte": {
+                "type": "integer",
+                "minimum": 0,
+                "description": "Byte to stop before (0-based, exclusive). Default: the end of the file."
             }
         },
         "required": ["path"],
@@ -70,42 +84,86 @@ pub fn output_schema() -> serde_json::Value {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Args {
+    /// The file, relative to the first root or absolute inside a root.
     pub path: String,
+    /// The first line (1-based).
     pub start_line: Option<u64>,
+    /// The last line (1-based, inclusive).
     pub end_line: Option<u64>,
+    /// The first byte (0-based).
+    pub start_byte: Option<u64>,
+    /// The byte to stop before (0-based, exclusive).
+    pub end_byte: Option<u64>,
 }
 
 impl Args {
+    /// Parses the arguments' JSON text.
     pub fn parse(json: &str) -> Result<Args, Error> {
         serde_json::from_str(json)
             .map_err(|e| Error::new(ErrorCode::InvalidArgument, format!("invalid arguments: {e}")))
     }
+
+    /// The part of the file the arguments ask for: lines or bytes, not both.
+    pub fn selection(&self) -> Result<Selection, Error> {
+        let by_line = self.start_line.is_some() || self.end_line.is_some();
+        let by_byte = self.start_byte.is_some() || self.end_byte.is_some();
+        match (by_line, by_byte) {
+            (true, true) => Err(Error::new(
+                ErrorCode::InvalidArgument,
+                "`start_line`/`end_line` cannot be combined with `start_byte`/`end_byte`; give one kind of range",
+            )),
+            (false, true) => Ok(Selection::Bytes { start: self.start_byte.unwrap_or(0), end: self.end_byte }),
+            _ => Ok(Selection::Lines { start: self.start_line.unwrap_or(1), end: self.end_line }),
+        }
+    }
 }
 
-/// What identifies the file's state: size, modification time, inode (0 when the
-/// platform does not say).
+/// What identifies the file's state: size, modification time, and the file
+/// itself (0 when the platform does not say).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Fingerprint {
+    /// Size in bytes.
     pub size: u64,
+    /// Last modification, in nanoseconds since the Unix epoch (0 if unknown).
     pub mtime_ns: u64,
-    pub inode: u64,
+    /// A hash of the file's device and inode.
+    pub identity: u64,
+}
+
+/// What the tool can tell about its whole output before producing it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Summary {
+    /// Counts about the whole output, as a JSON object.
+    pub totals: serde_json::Value,
+    /// True when `totals` are final.
+    pub exact: bool,
+    /// Ways to narrow the request, for a model.
+    pub suggestions: Vec<String>,
 }
 
 /// One call of the tool: the open file and where it is.
 pub struct Read {
+    /// The file's absolute path, as shown to clients.
     pub path: String,
-    pub fingerprint: Fingerprint,
+    /// The path the file was opened by, for reading its metadata afresh.
+    resolved: PathBuf,
+    /// The file's size when it was opened.
+    pub size: u64,
+    /// How many bytes a byte range covers, if one was asked for.
+    range_bytes: Option<u64>,
+    /// The chunks still to come.
     pub stream: ReadStream<File>,
 }
 
 impl Read {
     /// Resolves the path against `roots`, checks it is a regular file and opens it
-    /// at the resume position or the requested first line.
+    /// at the resume position or the start of the requested range.
     pub fn open(roots: &[String], args: &str, resume: Option<&str>) -> Result<Read, Error> {
         let args = Args::parse(args)?;
-        let path = paths::resolve(roots, &args.path)?;
-        let shown = path.display().to_string();
-        let meta = std::fs::metadata(&path).map_err(|e| Error::io(&format!("`{shown}`"), &e))?;
+        let selection = args.selection()?;
+        let resolved = paths::resolve(roots, &args.path)?;
+        let shown = resolved.display().to_string();
+        let meta = std::fs::metadata(&resolved).map_err(|e| Error::io(&format!("`{shown}`"), &e))?;
         if meta.is_dir() {
             return Err(Error::new(ErrorCode::InvalidArgument, format!("`{shown}` is a directory, not a file")));
         }
@@ -115,19 +173,54 @@ impl Read {
                 format!("`{shown}` is not a regular file (a FIFO, socket or device); it cannot be read"),
             ));
         }
-        let file = File::open(&path).map_err(|e| Error::io(&format!("`{shown}`"), &e))?;
-        let mtime_ns =
-            meta.modified().ok().and_then(|t| t.duration_since(UNIX_EPOCH).ok()).map_or(0, |d| d.as_nanos() as u64);
-        let fingerprint = Fingerprint { size: meta.len(), mtime_ns, inode: 0 };
+        let file = File::open(&resolved).map_err(|e| Error::io(&format!("`{shown}`"), &e))?;
+        let size = meta.len();
         let resume = resume.map(Position::decode).transpose()?;
-        let stream = ReadStream::open(file, meta.len(), args.start_line.unwrap_or(1), args.end_line, resume)?;
-        Ok(Read { path: shown, fingerprint, stream })
+        let stream = ReadStream::open(file, size, selection, resume)?;
+        let range_bytes = match selection {
+            Selection::Bytes { start, end } => Some(end.unwrap_or(size).min(size).saturating_sub(start)),
+            Selection::Lines { .. } => None,
+        };
+        Ok(Read { path: shown, resolved, size, range_bytes, stream })
     }
 
     /// The `info` object: matches `output_schema`.
     pub fn info(&self) -> serde_json::Value {
-        json!({ "path": self.path, "size": self.fingerprint.size })
+        json!({ "path": self.path, "size": self.size })
     }
+
+    /// The totals known without reading: the file's size, and the byte range's.
+    pub fn summary(&self) -> Summary {
+        let mut totals = json!({ "bytes": self.size });
+        if let Some(range) = self.range_bytes {
+            totals["range_bytes"] = range.into();
+        }
+        Summary {
+            totals,
+            exact: true,
+            suggestions: vec![
+                "Read a range of lines with start_line and end_line (1-based, inclusive).".into(),
+                "Read a byte range with start_byte (inclusive) and end_byte (exclusive).".into(),
+            ],
+        }
+    }
+
+    /// The file's fingerprint, read afresh by path: a file deleted since gives
+    /// not-found, one replaced by another gives a different identity.
+    pub fn fingerprint(&self) -> Result<Fingerprint, Error> {
+        let shown = &self.path;
+        let meta = std::fs::metadata(&self.resolved).map_err(|e| Error::io(&format!("`{shown}`"), &e))?;
+        let identity = paths::identity(&self.resolved, &meta, shown)?;
+        Ok(Fingerprint { size: meta.len(), mtime_ns: mtime_ns(&meta), identity })
+    }
+}
+
+/// The modification time in nanoseconds since the Unix epoch, 0 if unknown.
+fn mtime_ns(meta: &Metadata) -> u64 {
+    meta.modified()
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }
 
 #[cfg(test)]

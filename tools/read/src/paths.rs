@@ -44,6 +44,60 @@ pub fn resolve(roots: &[String], input: &str) -> Result<PathBuf, Error> {
     }
 }
 
+/// Finds the root that holds `path` (the longest, when roots nest) and returns
+/// its index with `path` relative to it (`.` for the root itself).
+pub fn within_root<'a>(roots: &[&str], path: &'a Path) -> Option<(usize, &'a Path)> {
+    roots
+        .iter()
+        .enumerate()
+        .filter_map(|(i, root)| path.strip_prefix(root).ok().map(|rel| (i, Path::new(root).components().count(), rel)))
+        .max_by_key(|&(_, depth, _)| depth)
+        .map(|(i, _, rel)| (i, if rel.as_os_str().is_empty() { Path::new(".") } else { rel }))
+}
+
+/// What identifies the file at `path` itself, whatever its size and time: a
+/// hash of WASI's `metadata-hash-at`, asked of the preopen that holds `path`.
+/// `shown` names the path in errors.
+#[cfg(target_arch = "wasm32")]
+pub fn identity(path: &Path, _meta: &std::fs::Metadata, shown: &str) -> Result<u64, Error> {
+    use std::io;
+    use wasip2::filesystem::{preopens, types as fs};
+
+    let dirs = preopens::get_directories();
+    let roots: Vec<&str> = dirs.iter().map(|(_, root)| root.as_str()).collect();
+    let (index, relative) = within_root(&roots, path).ok_or_else(|| {
+        Error::new(
+            ErrorCode::PermissionDenied,
+            format!("`{shown}` is outside every granted root ({})", roots.join(", ")),
+        )
+    })?;
+    let relative = relative.to_str().ok_or_else(|| Error::new(ErrorCode::InvalidArgument, "`path` is not UTF-8"))?;
+    let hash = dirs[index].0.metadata_hash_at(fs::PathFlags::SYMLINK_FOLLOW, relative).map_err(|code| {
+        let kind = match code {
+            fs::ErrorCode::NoEntry => io::ErrorKind::NotFound,
+            fs::ErrorCode::Access | fs::ErrorCode::NotPermitted => io::ErrorKind::PermissionDenied,
+            fs::ErrorCode::IsDirectory => io::ErrorKind::IsADirectory,
+            _ => io::ErrorKind::Other,
+        };
+        Error::io(&format!("`{shown}`"), &io::Error::new(kind, code.message()))
+    })?;
+    Ok(hash.lower ^ hash.upper.rotate_left(1))
+}
+
+/// What identifies the file at `path` itself, whatever its size and time: its
+/// device and inode numbers combined.
+#[cfg(all(unix, not(target_arch = "wasm32")))]
+pub fn identity(_path: &Path, meta: &std::fs::Metadata, _shown: &str) -> Result<u64, Error> {
+    use std::os::unix::fs::MetadataExt;
+    Ok(meta.ino() ^ meta.dev().rotate_left(32))
+}
+
+/// What identifies the file at `path` itself: unknown (0) on this platform.
+#[cfg(not(any(unix, target_arch = "wasm32")))]
+pub fn identity(_path: &Path, _meta: &std::fs::Metadata, _shown: &str) -> Result<u64, Error> {
+    Ok(0)
+}
+
 /// Applies `.` and `..` lexically; `..` at the top stays at the top.
 fn normalize(path: &Path) -> PathBuf {
     let mut out = PathBuf::from("/");
@@ -103,6 +157,16 @@ mod tests {
     fn empty_and_nul_paths_are_invalid() {
         assert_eq!(resolve(&roots(), "").unwrap_err().code, ErrorCode::InvalidArgument);
         assert_eq!(resolve(&roots(), "a\0b").unwrap_err().code, ErrorCode::InvalidArgument);
+    }
+
+    #[test]
+    fn within_root_picks_the_deepest_root_and_gives_the_rest() {
+        let roots = ["/srv", "/srv/root", "/data"];
+        assert_eq!(within_root(&roots, Path::new("/srv/root/a/b")), Some((1, Path::new("a/b"))));
+        assert_eq!(within_root(&roots, Path::new("/srv/other")), Some((0, Path::new("other"))));
+        assert_eq!(within_root(&roots, Path::new("/data")), Some((2, Path::new("."))));
+        assert_eq!(within_root(&roots, Path::new("/srv_evil/x")), None);
+        assert_eq!(within_root(&roots, Path::new("/etc")), None);
     }
 
     #[test]

@@ -1,5 +1,10 @@
-//! The read stream: a file's bytes, in chunks of at most a budget, cut at line
-//! ends where possible and on character boundaries always.
+//! The read stream: a file's bytes, in chunks of at most a budget of bytes and
+//! line ends, cut at line ends where possible and on character boundaries always.
+//!
+//! Every `next` call costs time in proportion to the chunk it returns (plus one
+//! read-ahead from the file): the buffer is consumed through a `head` index and
+//! only compacted when it runs low, and newlines are only searched for within
+//! the chunk's window.
 
 use std::io::{Read, Seek, SeekFrom};
 
@@ -8,54 +13,118 @@ use crate::error::{Error, ErrorCode};
 /// How many bytes to ask the file for at a time.
 const READ_AHEAD: usize = 64 * 1024;
 
-/// A place in the file: the byte offset and the 1-based line it lies on.
+/// The fewest bytes a chunk may be limited to, so that a UTF-8 character fits.
+pub const MIN_BYTES: usize = 4;
+
+/// The most bytes this tool puts in one chunk, whatever the budget: a chunk may
+/// hold less than the budget, and this keeps a careless budget from making the
+/// tool buffer gigabytes.
+pub const MAX_BYTES: usize = 16 * 1024 * 1024;
+
+/// A place in the file: the byte offset and, when known, the 1-based line it
+/// lies on. Lines are unknown when reading started in the middle of the file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Position {
+    /// The byte offset from the start of the file.
     pub byte: u64,
-    pub line: u64,
+    /// The line the byte lies on, if known.
+    pub line: Option<u64>,
 }
 
 impl Position {
     /// The start of the file.
-    pub const START: Position = Position { byte: 0, line: 1 };
+    pub const START: Position = Position { byte: 0, line: Some(1) };
 
-    /// The opaque text a chunk carries as its resume position.
+    /// The opaque text a chunk carries as its resume position: `BYTE:LINE`, or
+    /// `BYTE:?` when the line is unknown.
     pub fn encode(self) -> String {
-        format!("{}:{}", self.byte, self.line)
+        match self.line {
+            Some(line) => format!("{}:{line}", self.byte),
+            None => format!("{}:?", self.byte),
+        }
     }
 
-    /// Parses what `encode` wrote.
+    /// Parses what `encode` wrote; anything else is an invalid argument.
     pub fn decode(text: &str) -> Result<Position, Error> {
         let bad = || Error::new(ErrorCode::InvalidArgument, format!("malformed resume position `{text}`"));
         let (byte, line) = text.split_once(':').ok_or_else(bad)?;
-        let byte = byte.parse().map_err(|_| bad())?;
-        let line: u64 = line.parse().map_err(|_| bad())?;
-        if line == 0 {
-            return Err(bad());
-        }
+        let byte = parse_digits(byte).ok_or_else(bad)?;
+        let line = match line {
+            "?" => None,
+            digits => Some(parse_digits(digits).filter(|&line| line > 0).ok_or_else(bad)?),
+        };
         Ok(Position { byte, line })
     }
+}
+
+/// Parses a plain run of ASCII digits (no sign, no spaces) as a `u64`.
+fn parse_digits(text: &str) -> Option<u64> {
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    text.parse().ok()
+}
+
+/// What part of the file a call asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Selection {
+    /// Lines `start..=end` (1-based); `end` absent means to the end of the file.
+    Lines {
+        /// The first line.
+        start: u64,
+        /// The last line, inclusive.
+        end: Option<u64>,
+    },
+    /// Bytes `start..end` (0-based, `end` exclusive); `end` absent or past the
+    /// end of the file means to the end of the file.
+    Bytes {
+        /// The first byte.
+        start: u64,
+        /// The byte just after the last one.
+        end: Option<u64>,
+    },
+}
+
+impl Selection {
+    /// The whole file.
+    pub const ALL: Selection = Selection::Lines { start: 1, end: None };
 }
 
 /// What one chunk holds, before it is put in the WIT shape.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Piece {
+    /// Valid UTF-8.
     Text(String),
+    /// Bytes that are not valid UTF-8, as they are in the file.
     Bytes(Vec<u8>),
+}
+
+impl Piece {
+    /// The payload's bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        match self {
+            Piece::Text(text) => text.as_bytes(),
+            Piece::Bytes(bytes) => bytes,
+        }
+    }
 }
 
 /// A chunk of the file and where it lies.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Chunk {
+    /// The data.
     pub piece: Piece,
+    /// Where the chunk starts.
     pub start: Position,
-    /// The line of the chunk's last byte.
-    pub end_line: u64,
+    /// The line of the chunk's last byte, when lines are known.
+    pub end_line: Option<u64>,
     /// Where the next chunk starts.
     pub next: Position,
+    /// True when the chunk stops inside a line that the next chunk continues.
+    pub continued: bool,
 }
 
-/// Pages one file from a position up to an optional last line.
+/// Pages one file, or a range of its lines or bytes.
 pub struct ReadStream<R> {
     src: R,
     /// Bytes read from `src`; those from `head` on are not returned yet and
@@ -65,31 +134,32 @@ pub struct ReadStream<R> {
     pos: Position,
     /// The last line to return (inclusive), if the caller set one.
     end_line: Option<u64>,
+    /// The byte offset to stop before, if the caller set one.
+    end_byte: Option<u64>,
     eof: bool,
 }
 
 impl<R: Read + Seek> ReadStream<R> {
-    /// Opens a stream at `resume`, or at `start_line` when starting afresh.
-    pub fn open(
-        mut src: R,
-        size: u64,
-        start_line: u64,
-        end_line: Option<u64>,
-        resume: Option<Position>,
-    ) -> Result<Self, Error> {
-        if start_line == 0 {
-            return Err(Error::new(ErrorCode::InvalidArgument, "`start_line` counts from 1"));
-        }
-        if let Some(end) = end_line
-            && end < start_line
-        {
-            return Err(Error::new(
-                ErrorCode::InvalidArgument,
-                format!("`end_line` ({end}) is before `start_line` ({start_line})"),
-            ));
-        }
-        let pos = match resume {
-            Some(pos) if pos.byte > size => {
+    /// Opens a stream over `selection` of a file of `size` bytes, at `resume` if
+    /// given (a position an earlier stream with the same selection handed out).
+    pub fn open(mut src: R, size: u64, selection: Selection, resume: Option<Position>) -> Result<Self, Error> {
+        let invalid = |message: String| Err(Error::new(ErrorCode::InvalidArgument, message));
+        let (first, end_line, end_byte) = match selection {
+            Selection::Lines { start: 0, .. } => return invalid("`start_line` counts from 1".into()),
+            Selection::Lines { start, end: Some(end) } if end < start => {
+                return invalid(format!("`end_line` ({end}) is before `start_line` ({start})"));
+            }
+            Selection::Bytes { start, end: Some(end) } if end < start => {
+                return invalid(format!("`end_byte` ({end}) is before `start_byte` ({start})"));
+            }
+            Selection::Bytes { start, .. } if start > size => {
+                return invalid(format!("`start_byte` {start} is past the end of the file, which has {size} bytes"));
+            }
+            Selection::Lines { end, .. } => (Position::START, end, None),
+            Selection::Bytes { start, end } => (Position { byte: start, line: (start == 0).then_some(1) }, None, end),
+        };
+        if let Some(pos) = resume {
+            if pos.byte > size {
                 return Err(Error::new(
                     ErrorCode::Stale,
                     format!(
@@ -98,13 +168,20 @@ impl<R: Read + Seek> ReadStream<R> {
                     ),
                 ));
             }
-            Some(pos) => pos,
-            None => Position::START,
-        };
+            if pos.byte < first.byte || end_byte.is_some_and(|end| pos.byte > end) {
+                return invalid(format!("the resume position (byte {}) is outside the requested byte range", pos.byte));
+            }
+            if end_line.is_some() && pos.line.is_none() {
+                return invalid("the resume position has no line number, which `end_line` needs".into());
+            }
+        }
+        let pos = resume.unwrap_or(first);
         src.seek(SeekFrom::Start(pos.byte)).map_err(|e| Error::io("the file", &e))?;
-        let mut stream = ReadStream { src, buf: Vec::new(), head: 0, pos, end_line, eof: false };
-        if resume.is_none() && start_line > 1 {
-            stream.skip_to_line(start_line)?;
+        let mut stream = ReadStream { src, buf: Vec::new(), head: 0, pos, end_line, end_byte, eof: false };
+        if let (None, Selection::Lines { start, .. }) = (resume, selection)
+            && start > 1
+        {
+            stream.skip_to_line(start)?;
         }
         Ok(stream)
     }
@@ -115,32 +192,36 @@ impl<R: Read + Seek> ReadStream<R> {
     }
 
     /// Drops whole lines until `line` is next; an error if the file is shorter.
+    /// Only called from the start of the file, where lines are known.
     fn skip_to_line(&mut self, line: u64) -> Result<(), Error> {
         // Whether the bytes skipped so far end inside a line (no newline yet).
         let mut partial = false;
         loop {
+            let now = self.pos.line.unwrap_or(1);
             if self.pending().is_empty() {
                 self.fill(READ_AHEAD)?;
             }
             if self.pending().is_empty() {
-                let lines = self.pos.line - 1 + u64::from(partial);
+                let lines = now - 1 + u64::from(partial);
                 return Err(Error::new(
                     ErrorCode::InvalidArgument,
                     format!("`start_line` {line} is past the end of the file, which has {lines} lines"),
                 ));
             }
-            if self.pos.line == line {
+            if now == line {
                 return Ok(());
             }
-            match self.pending().iter().position(|&b| b == b'\n') {
+            let want = line - now;
+            match nth_newline(self.pending(), want) {
                 Some(at) => {
-                    self.consume(at + 1, 1);
+                    self.consume(at + 1, want);
                     partial = false;
                 }
                 None => {
-                    let len = self.pending().len();
-                    self.consume(len, 0);
-                    partial = true;
+                    let pending = self.pending();
+                    let (len, newlines) = (pending.len(), count_newlines(pending));
+                    partial = pending.last() != Some(&b'\n');
+                    self.consume(len, newlines);
                 }
             }
         }
@@ -155,7 +236,9 @@ impl<R: Read + Seek> ReadStream<R> {
     fn consume(&mut self, n: usize, newlines: u64) {
         self.head += n;
         self.pos.byte += n as u64;
-        self.pos.line += newlines;
+        if let Some(line) = &mut self.pos.line {
+            *line += newlines;
+        }
     }
 
     /// Reads until at least `want` bytes are pending or the file ends.
@@ -165,66 +248,92 @@ impl<R: Read + Seek> ReadStream<R> {
         }
         self.buf.drain(..self.head);
         self.head = 0;
-        while self.buf.len() < want && !self.eof {
-            let have = self.buf.len();
-            let ask = want.max(READ_AHEAD) - have;
-            self.buf.resize(have + ask, 0);
-            let got = loop {
-                match self.src.read(&mut self.buf[have..]) {
-                    Ok(n) => break n,
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                    Err(e) => {
-                        self.buf.truncate(have);
-                        return Err(Error::io("the file", &e));
-                    }
-                }
-            };
-            self.buf.truncate(have + got);
-            self.eof = got == 0;
-        }
+        // Read ahead generously so a budget just under the buffer's length does
+        // not turn into alternating tiny reads.
+        let ask = (want - self.buf.len()).max(READ_AHEAD) as u64;
+        // `read_to_end` grows the buffer as data arrives, retries interrupted
+        // reads, and stops at `ask` bytes or at the end of the file.
+        let got = (&mut self.src).take(ask).read_to_end(&mut self.buf).map_err(|e| Error::io("the file", &e))?;
+        self.eof = (got as u64) < ask;
         Ok(())
     }
 
-    /// The next chunk of at most `budget` bytes (`budget` ≥ 4), or `None` at the end.
-    pub fn next(&mut self, budget: usize) -> Result<Option<Chunk>, Error> {
-        let budget = budget.max(4);
-        if self.end_line.is_some_and(|end| self.pos.line > end) {
+    /// The next chunk, of at most `bytes` payload bytes (taken as at least
+    /// `MIN_BYTES` and at most `MAX_BYTES`) holding at most `items` line ends
+    /// (at least 1), or `None` at the end of the selection.
+    pub fn next(&mut self, bytes: usize, items: usize) -> Result<Option<Chunk>, Error> {
+        let budget = bytes.clamp(MIN_BYTES, MAX_BYTES);
+        let items = items.max(1) as u64;
+        if let (Some(end), Some(line)) = (self.end_line, self.pos.line)
+            && line > end
+        {
             return Ok(None);
         }
-        self.fill(budget + 1)?;
-        if self.pending().is_empty() {
+        let range_left = match self.end_byte {
+            Some(end) => usize::try_from(end.saturating_sub(self.pos.byte)).unwrap_or(usize::MAX),
+            None => usize::MAX,
+        };
+        // One byte past the budget tells whether more of the selection follows.
+        let window = range_left.min(budget + 1);
+        if window == 0 {
             return Ok(None);
         }
-        let mut len = self.pending().len().min(budget);
-        // Stop after the last requested line.
-        if let Some(end) = self.end_line {
-            let allowed = end - self.pos.line + 1;
-            if let Some(at) = nth_newline(&self.pending()[..len], allowed) {
-                len = at + 1;
-            }
+        self.fill(window)?;
+        let pending = self.pending();
+        // `look`: the bytes of the selection in view; nothing of it follows
+        // them unless `look` is `budget + 1`.
+        let mut look = pending.len().min(window);
+        if look == 0 {
+            return Ok(None);
         }
-        let cut_by_budget = len == budget && self.pending().len() > budget;
-        if cut_by_budget && let Some(at) = self.pending()[..len].iter().rposition(|&b| b == b'\n') {
+        if let (Some(end), Some(line)) = (self.end_line, self.pos.line)
+            && let Some(at) = nth_newline(&pending[..look], end - line + 1)
+        {
+            look = at + 1;
+        }
+        let mut len = look.min(budget);
+        if let Some(at) = nth_newline(&pending[..len], items) {
+            len = at + 1;
+        } else if look > len
+            && let Some(at) = pending[..len].iter().rposition(|&b| b == b'\n')
+        {
             len = at + 1;
         }
-        let (piece, len) = split_valid(&self.pending()[..len], !cut_by_budget);
-        let newlines = self.pending()[..len].iter().filter(|&&b| b == b'\n').count() as u64;
+        let (piece, len) = split_valid(&pending[..len], len == look);
+        let newlines = count_newlines(&pending[..len]);
+        let ends_line = pending[len - 1] == b'\n';
+        let continued = len < look && !ends_line;
         let start = self.pos;
-        let end_line = start.line + newlines - u64::from(self.pending()[len - 1] == b'\n');
+        let end_line = start.line.map(|line| line + newlines - u64::from(ends_line));
         self.consume(len, newlines);
-        Ok(Some(Chunk { piece, start, end_line, next: self.pos }))
+        Ok(Some(Chunk { piece, start, end_line, next: self.pos, continued }))
     }
 }
 
-/// The index of the `n`th newline (1-based) in `bytes`, if there are that many.
+/// How many line ends `bytes` holds.
+fn count_newlines(bytes: &[u8]) -> u64 {
+    bytes.iter().filter(|&&b| b == b'\n').count() as u64
+}
+
+/// The index of the `n`th newline (1-based, `n` ≥ 1) in `bytes`, if there are
+/// that many.
 fn nth_newline(bytes: &[u8], n: u64) -> Option<usize> {
-    bytes.iter().enumerate().filter(|(_, b)| **b == b'\n').nth(n as usize - 1).map(|(i, _)| i)
+    let mut from = 0;
+    let mut left = n;
+    loop {
+        let at = from + bytes[from..].iter().position(|&b| b == b'\n')?;
+        left -= 1;
+        if left == 0 {
+            return Some(at);
+        }
+        from = at + 1;
+    }
 }
 
 /// Takes the longest text prefix of `bytes`, or, when it starts with bytes that
 /// are not UTF-8, the run of such bytes. `complete` says no more bytes follow
-/// `bytes` in this chunk's range, so an unfinished character at its end is
-/// returned as raw bytes rather than left for later.
+/// `bytes` in the selection, so an unfinished character at its end is returned
+/// as raw bytes rather than left for later.
 fn split_valid(bytes: &[u8], complete: bool) -> (Piece, usize) {
     match std::str::from_utf8(bytes) {
         Ok(text) => (Piece::Text(text.to_owned()), bytes.len()),

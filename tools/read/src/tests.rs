@@ -1,32 +1,53 @@
 //! The read stream's exactness: at every budget the chunks put back together are
-//! the file, the spans add up, and resuming at any chunk boundary gives the rest.
+//! the selection, the spans add up, the limits hold, and resuming at any chunk
+//! boundary gives the rest. Then the call as a whole, on real files.
 
 use std::io::Cursor;
+use std::path::PathBuf;
 
 use crate::error::ErrorCode;
-use crate::reader::{Chunk, Piece, Position, ReadStream};
+use crate::reader::{Chunk, Piece, Position, ReadStream, Selection};
 
-fn stream(bytes: &[u8], start: u64, end: Option<u64>, resume: Option<Position>) -> ReadStream<Cursor<Vec<u8>>> {
-    ReadStream::open(Cursor::new(bytes.to_vec()), bytes.len() as u64, start, end, resume).unwrap()
+type Stream = ReadStream<Cursor<Vec<u8>>>;
+
+fn stream(bytes: &[u8], selection: Selection, resume: Option<Position>) -> Stream {
+    ReadStream::open(Cursor::new(bytes.to_vec()), bytes.len() as u64, selection, resume).unwrap()
 }
 
-fn drain(mut s: ReadStream<Cursor<Vec<u8>>>, budget: usize) -> Vec<Chunk> {
+fn lines(start: u64, end: Option<u64>) -> Selection {
+    Selection::Lines { start, end }
+}
+
+fn byte_range(start: u64, end: Option<u64>) -> Selection {
+    Selection::Bytes { start, end }
+}
+
+fn drain(mut s: Stream, budget: usize, items: usize) -> Vec<Chunk> {
     let mut out = Vec::new();
-    while let Some(chunk) = s.next(budget).unwrap() {
+    while let Some(chunk) = s.next(budget, items).unwrap() {
         out.push(chunk);
     }
     out
 }
 
 fn bytes_of(chunks: &[Chunk]) -> Vec<u8> {
-    let mut out = Vec::new();
-    for c in chunks {
-        match &c.piece {
-            Piece::Text(t) => out.extend_from_slice(t.as_bytes()),
-            Piece::Bytes(b) => out.extend_from_slice(b),
-        }
+    chunks.iter().flat_map(|c| c.piece.as_bytes().to_vec()).collect()
+}
+
+fn newlines(bytes: &[u8]) -> u64 {
+    bytes.iter().filter(|&&b| b == b'\n').count() as u64
+}
+
+/// A small deterministic generator, so the property tests need no crate.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
     }
-    out
 }
 
 fn samples() -> Vec<Vec<u8>> {
@@ -36,6 +57,7 @@ fn samples() -> Vec<Vec<u8>> {
         b"".to_vec(),
         b"one line, no newline".to_vec(),
         b"a\nb\nc\n".to_vec(),
+        b"\n\n\n\nx\n\n".to_vec(),
         b"crlf\r\nlines\r\n\r\n".to_vec(),
         "naïve 日本語 🎉\nsecond ✓\n".repeat(50).into_bytes(),
         b"valid\n\xff\xfe broken \xc3\n\xe6\x97 end".to_vec(),
@@ -43,23 +65,55 @@ fn samples() -> Vec<Vec<u8>> {
     ]
 }
 
+/// Checks every chunk of a selection that starts at `start` and whose bytes
+/// are `expect`: sizes, limits, spans, line numbers and `continued`.
+fn check(chunks: &[Chunk], expect: &[u8], start: Position, budget: usize, items: usize) {
+    assert_eq!(bytes_of(chunks), expect, "budget {budget}, items {items}");
+    let mut at = start;
+    for (i, c) in chunks.iter().enumerate() {
+        let bytes = c.piece.as_bytes();
+        let ends_line = bytes.last() == Some(&b'\n');
+        assert!(!bytes.is_empty() && bytes.len() <= budget, "chunk of {} bytes at budget {budget}", bytes.len());
+        assert!(newlines(bytes) <= items as u64, "{} line ends at items {items}", newlines(bytes));
+        assert_eq!(c.start, at);
+        assert_eq!(c.next.byte, c.start.byte + bytes.len() as u64);
+        assert_eq!(c.next.line, c.start.line.map(|l| l + newlines(bytes)));
+        assert_eq!(c.end_line, c.start.line.map(|l| l + newlines(bytes) - u64::from(ends_line)));
+        assert_eq!(c.continued, !ends_line && i + 1 < chunks.len(), "chunk {i} of {}: {c:?}", chunks.len());
+        at = c.next;
+    }
+}
+
 #[test]
 fn chunks_concatenate_to_the_file_at_every_budget() {
+    let mut rng = Rng(0x5eed);
     for file in samples() {
         for budget in [4, 5, 7, 16, 100, 4096, 65536] {
-            let chunks = drain(stream(&file, 1, None, None), budget);
-            assert_eq!(bytes_of(&chunks), file, "budget {budget}");
-            let mut expect = Position::START;
-            for c in &chunks {
-                let len = match &c.piece {
-                    Piece::Text(t) => t.len(),
-                    Piece::Bytes(b) => b.len(),
-                };
-                assert!(len <= budget && len > 0, "chunk of {len} bytes at budget {budget}");
-                assert_eq!(c.start, expect);
-                assert_eq!(c.next.byte, c.start.byte + len as u64);
-                expect = c.next;
+            let items = [usize::MAX, 1 + rng.below(3) as usize, 1 + rng.below(50) as usize];
+            for items in items {
+                check(
+                    &drain(stream(&file, Selection::ALL, None), budget, items),
+                    &file,
+                    Position::START,
+                    budget,
+                    items,
+                );
             }
+        }
+    }
+}
+
+#[test]
+fn resuming_at_any_boundary_gives_exactly_the_rest() {
+    let mut rng = Rng(42);
+    for file in samples() {
+        let budget = if file.len() > 10_000 { 8192 } else { 7 };
+        let items = 1 + rng.below(4) as usize;
+        let chunks = drain(stream(&file, Selection::ALL, None), budget, items);
+        for (i, c) in chunks.iter().enumerate() {
+            let resume = Position::decode(&c.next.encode()).unwrap();
+            let rest = drain(stream(&file, Selection::ALL, Some(resume)), budget, items);
+            assert_eq!(rest, chunks[i + 1..]);
         }
     }
 }
@@ -68,7 +122,7 @@ fn chunks_concatenate_to_the_file_at_every_budget() {
 fn text_is_never_cut_inside_a_character() {
     let file = "🎉".repeat(1000).into_bytes();
     for budget in [4, 5, 6, 7, 9] {
-        for c in drain(stream(&file, 1, None, None), budget) {
+        for c in drain(stream(&file, Selection::ALL, None), budget, usize::MAX) {
             assert!(matches!(c.piece, Piece::Text(_)), "budget {budget}: {c:?}");
         }
     }
@@ -77,61 +131,242 @@ fn text_is_never_cut_inside_a_character() {
 #[test]
 fn invalid_utf8_comes_back_as_bytes_not_replacement_characters() {
     let file = b"ok\n\xff\xfeok".to_vec();
-    let chunks = drain(stream(&file, 1, None, None), 1024);
+    let chunks = drain(stream(&file, Selection::ALL, None), 1024, 100);
     assert!(chunks.iter().any(|c| c.piece == Piece::Bytes(vec![0xff, 0xfe])), "{chunks:?}");
     assert_eq!(bytes_of(&chunks), file);
 }
 
 #[test]
-fn resuming_at_any_boundary_gives_exactly_the_rest() {
-    for file in samples() {
-        let budget = if file.len() > 10_000 { 8192 } else { 7 };
-        let chunks = drain(stream(&file, 1, None, None), budget);
+fn chunks_are_cut_after_the_last_whole_line_that_fits() {
+    let chunks = drain(stream(b"aaa\nbbb\ncccccc\n", Selection::ALL, None), 10, 100);
+    let texts: Vec<_> = chunks.iter().map(|c| c.piece.clone()).collect();
+    assert_eq!(texts, ["aaa\nbbb\n", "cccccc\n"].map(|t| Piece::Text(t.into())));
+    assert!(chunks.iter().all(|c| !c.continued));
+}
+
+#[test]
+fn items_limit_the_line_ends_per_chunk() {
+    let file: String = (1..=100).map(|n| format!("line {n}\n")).collect();
+    for items in [1, 7, 10, 33, 100, 1000] {
+        let chunks = drain(stream(file.as_bytes(), Selection::ALL, None), 65536, items);
+        assert_eq!(chunks.len(), 100usize.div_ceil(items), "items {items}");
         for (i, c) in chunks.iter().enumerate() {
-            let rest = drain(stream(&file, 1, None, Some(Position::decode(&c.next.encode()).unwrap())), 4096);
-            assert_eq!(bytes_of(&rest), bytes_of(&chunks[i + 1..]));
+            let want = if i + 1 < chunks.len() { items.min(100) } else { 100 - items * i };
+            assert_eq!(newlines(c.piece.as_bytes()) as usize, want, "items {items}, chunk {i}");
+            assert_eq!(c.end_line, Some(c.start.line.unwrap() + want as u64 - 1));
+            assert!(!c.continued);
         }
     }
+    // Zero is taken as one.
+    assert_eq!(drain(stream(b"a\nb\n", Selection::ALL, None), 100, 0).len(), 2);
+}
+
+#[test]
+fn continued_marks_pieces_of_a_line_larger_than_the_budget() {
+    let mut file = "y".repeat(200 * 1024).into_bytes();
+    file.push(b'\n');
+    let chunks = drain(stream(&file, Selection::ALL, None), 64 * 1024, 1000);
+    assert_eq!(chunks.len(), 4);
+    let flags: Vec<bool> = chunks.iter().map(|c| c.continued).collect();
+    assert_eq!(flags, [true, true, true, false]);
+    assert!(chunks.iter().all(|c| c.start.line == Some(1) && c.end_line == Some(1)));
+    assert_eq!(bytes_of(&chunks), file);
+
+    // A last line with no newline ends the file, so it is not continued.
+    let chunks = drain(stream(b"a\nlastline", Selection::ALL, None), 4, 1000);
+    let flags: Vec<_> = chunks.iter().map(|c| (c.piece.as_bytes().to_vec(), c.continued)).collect();
+    assert_eq!(flags, [(b"a\n".to_vec(), false), (b"last".to_vec(), true), (b"line".to_vec(), false)]);
+    let one = drain(stream(b"a\nlast", Selection::ALL, None), 4096, 1000);
+    assert_eq!(one.len(), 1);
+    assert!(!one[0].continued);
 }
 
 #[test]
 fn line_ranges_select_whole_lines() {
     let file = b"l1\nl2\nl3\nl4\nl5".to_vec();
-    let read = |s, e, budget| String::from_utf8(bytes_of(&drain(stream(&file, s, e, None), budget))).unwrap();
-    assert_eq!(read(2, Some(3), 4096), "l2\nl3\n");
-    assert_eq!(read(2, Some(3), 4), "l2\nl3\n");
-    assert_eq!(read(5, None, 4096), "l5");
-    assert_eq!(read(4, Some(99), 4), "l4\nl5");
-    assert_eq!(read(1, Some(1), 4096), "l1\n");
+    let read = |s, e, budget, items| {
+        String::from_utf8(bytes_of(&drain(stream(&file, lines(s, e), None), budget, items))).unwrap()
+    };
+    assert_eq!(read(2, Some(3), 4096, 100), "l2\nl3\n");
+    assert_eq!(read(2, Some(3), 4, 100), "l2\nl3\n");
+    assert_eq!(read(2, Some(4), 4096, 1), "l2\nl3\nl4\n");
+    assert_eq!(read(5, None, 4096, 100), "l5");
+    assert_eq!(read(4, Some(99), 4, 100), "l4\nl5");
+    assert_eq!(read(1, Some(1), 4096, 100), "l1\n");
+    // The last chunk of a line range is not continued, even mid-file.
+    let chunks = drain(stream(&file, lines(1, Some(2)), None), 4096, 100);
+    assert!(chunks.iter().all(|c| !c.continued));
 }
 
 #[test]
 fn spans_give_lines_and_bytes() {
     let file = b"l1\nl2\nl3\n".to_vec();
-    let chunks = drain(stream(&file, 2, None, None), 4096);
+    let chunks = drain(stream(&file, lines(2, None), None), 4096, 100);
     assert_eq!(chunks.len(), 1);
-    assert_eq!(chunks[0].start, Position { byte: 3, line: 2 });
-    assert_eq!(chunks[0].end_line, 3);
-    assert_eq!(chunks[0].next, Position { byte: 9, line: 4 });
+    assert_eq!(chunks[0].start, Position { byte: 3, line: Some(2) });
+    assert_eq!(chunks[0].end_line, Some(3));
+    assert_eq!(chunks[0].next, Position { byte: 9, line: Some(4) });
 }
 
 #[test]
 fn start_line_past_the_end_is_an_error_naming_the_length() {
-    for (file, lines) in [(&b"a\nb\n"[..], 2), (&b"a\nb"[..], 2)] {
-        let err = ReadStream::open(Cursor::new(file.to_vec()), file.len() as u64, 3, None, None).err().unwrap();
+    for (file, lines_in_file) in [(&b"a\nb\n"[..], 2), (&b"a\nb"[..], 2), (&b""[..], 0)] {
+        let err = ReadStream::open(Cursor::new(file.to_vec()), file.len() as u64, lines(3, None), None).err().unwrap();
         assert_eq!(err.code, ErrorCode::InvalidArgument);
-        assert!(err.message.contains(&format!("has {lines} lines")), "{}", err.message);
+        assert!(err.message.contains(&format!("has {lines_in_file} lines")), "{}", err.message);
     }
-    let ok = ReadStream::open(Cursor::new(b"a\nb".to_vec()), 3, 2, None, None);
-    assert!(ok.is_ok());
+    assert!(ReadStream::open(Cursor::new(b"a\nb".to_vec()), 3, lines(2, None), None).is_ok());
+}
+
+#[test]
+fn byte_ranges_give_exactly_their_bytes() {
+    for file in samples() {
+        let len = file.len() as u64;
+        let ranges =
+            [(0, None), (0, Some(len / 2)), (1, None), (len / 3, Some(len / 3 + 5)), (len, None), (2, Some(len + 50))];
+        for (start, end) in ranges {
+            let (start, end) = (start.min(len), end.map(|e: u64| e.max(start.min(len))));
+            let expect = &file[start as usize..end.unwrap_or(len).min(len) as usize];
+            let at = Position { byte: start, line: (start == 0).then_some(1) };
+            for budget in [4, 7, 100, 65536] {
+                for items in [1, 3, usize::MAX] {
+                    let chunks = drain(stream(&file, byte_range(start, end), None), budget, items);
+                    check(&chunks, expect, at, budget, items);
+                    assert!(chunks.iter().all(|c| c.start.line.is_some() == (start == 0)));
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_byte_range_starting_mid_character_begins_with_bytes() {
+    let file = "日本語\n".as_bytes();
+    let chunks = drain(stream(file, byte_range(1, None), None), 4096, 100);
+    assert_eq!(chunks[0].piece, Piece::Bytes(vec![0x97, 0xa5]));
+    assert_eq!(chunks[1].piece, Piece::Text("本語\n".into()));
+    assert_eq!(chunks[0].start, Position { byte: 1, line: None });
+    assert_eq!(chunks[0].end_line, None);
+    // An end inside a character is kept exactly: its first bytes come as bytes.
+    let chunks = drain(stream(file, byte_range(0, Some(4)), None), 4096, 100);
+    assert_eq!(bytes_of(&chunks), &file[..4]);
+    assert_eq!(chunks.last().unwrap().piece, Piece::Bytes(vec![0xe6]));
+    assert_eq!(chunks.last().unwrap().next.byte, 4);
+}
+
+#[test]
+fn resuming_within_a_byte_range_gives_the_rest_with_lines_unknown() {
+    let file = "naïve 日本語 🎉\nsecond ✓\n".repeat(20).into_bytes();
+    let (start, end) = (5, file.len() as u64 - 9);
+    let chunks = drain(stream(&file, byte_range(start, Some(end)), None), 11, 2);
+    assert_eq!(bytes_of(&chunks), &file[start as usize..end as usize]);
+    for (i, c) in chunks.iter().enumerate() {
+        let resume = Position::decode(&c.next.encode()).unwrap();
+        assert_eq!(resume.line, None);
+        let rest = drain(stream(&file, byte_range(start, Some(end)), Some(resume)), 11, 2);
+        assert_eq!(rest, chunks[i + 1..]);
+        assert!(rest.iter().all(|c| c.start.line.is_none() && c.end_line.is_none() && c.next.byte <= end));
+    }
 }
 
 #[test]
 fn bad_ranges_and_positions_are_rejected() {
-    let open = |s, e, r| ReadStream::open(Cursor::new(b"abc".to_vec()), 3, s, e, r).err().map(|e| e.code);
-    assert_eq!(open(0, None, None), Some(ErrorCode::InvalidArgument));
-    assert_eq!(open(3, Some(2), None), Some(ErrorCode::InvalidArgument));
-    assert_eq!(open(1, None, Some(Position { byte: 9, line: 1 })), Some(ErrorCode::Stale));
-    assert!(Position::decode("nonsense").is_err());
-    assert!(Position::decode("5:0").is_err());
+    let open = |sel, r| ReadStream::open(Cursor::new(b"abc".to_vec()), 3, sel, r).err().map(|e| (e.code, e.message));
+    let code = |sel, r| open(sel, r).map(|(code, _)| code);
+    assert_eq!(code(lines(0, None), None), Some(ErrorCode::InvalidArgument));
+    assert_eq!(code(lines(3, Some(2)), None), Some(ErrorCode::InvalidArgument));
+    assert_eq!(code(byte_range(2, Some(1)), None), Some(ErrorCode::InvalidArgument));
+    let (code_past, message) = open(byte_range(4, None), None).unwrap();
+    assert_eq!(code_past, ErrorCode::InvalidArgument);
+    assert!(message.contains("3 bytes"), "{message}");
+    assert_eq!(code(byte_range(3, None), None), None);
+    assert_eq!(code(lines(1, None), Some(Position { byte: 9, line: Some(1) })), Some(ErrorCode::Stale));
+    assert_eq!(code(byte_range(2, None), Some(Position { byte: 1, line: None })), Some(ErrorCode::InvalidArgument));
+    assert_eq!(code(byte_range(0, Some(1)), Some(Position { byte: 2, line: None })), Some(ErrorCode::InvalidArgument));
+    assert_eq!(code(lines(1, Some(2)), Some(Position { byte: 1, line: None })), Some(ErrorCode::InvalidArgument));
+    for bad in ["nonsense", "5:0", "5", ":3", "5:", "-1:2", "+5:2", "5:?:1", "5: 2", "x:?"] {
+        assert_eq!(Position::decode(bad).unwrap_err().code, ErrorCode::InvalidArgument, "{bad}");
+    }
+    assert_eq!(Position::decode("7:?").unwrap(), Position { byte: 7, line: None });
+    assert_eq!(Position::decode("7:3").unwrap(), Position { byte: 7, line: Some(3) });
+}
+
+/// A scratch directory removed when dropped.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(tag: &str) -> Scratch {
+        let dir = std::env::temp_dir().join(format!("cordon-read-{}-{tag}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch(dir)
+    }
+
+    fn roots(&self) -> Vec<String> {
+        vec![self.0.display().to_string()]
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[test]
+fn arguments_take_one_kind_of_range() {
+    let dir = Scratch::new("args");
+    std::fs::write(dir.0.join("f.txt"), "hello\nworld\n").unwrap();
+    let open = |args: &str| crate::Read::open(&dir.roots(), args, None);
+    let err = open(r#"{"path":"f.txt","start_line":1,"end_byte":3}"#).err().unwrap();
+    assert_eq!(err.code, ErrorCode::InvalidArgument);
+    assert!(err.message.contains("cannot be combined"), "{}", err.message);
+    assert_eq!(open(r#"{"path":"f.txt","start_byte":99}"#).err().unwrap().code, ErrorCode::InvalidArgument);
+    assert_eq!(open(r#"{"path":"f.txt","start_byte":-1}"#).err().unwrap().code, ErrorCode::InvalidArgument);
+    assert_eq!(open(r#"{"path":"f.txt","bogus":1}"#).err().unwrap().code, ErrorCode::InvalidArgument);
+
+    let mut read = open(r#"{"path":"f.txt","start_byte":6,"end_byte":9}"#).unwrap();
+    let chunk = read.stream.next(4096, 100).unwrap().unwrap();
+    assert_eq!(chunk.piece, Piece::Text("wor".into()));
+    assert_eq!(read.stream.next(4096, 100).unwrap(), None);
+    let summary = read.summary();
+    assert_eq!(summary.totals, serde_json::json!({ "bytes": 12, "range_bytes": 3 }));
+    assert!(summary.exact && !summary.suggestions.is_empty());
+    assert_eq!(open(r#"{"path":"f.txt"}"#).unwrap().summary().totals, serde_json::json!({ "bytes": 12 }));
+    let resumed = crate::Read::open(&dir.roots(), r#"{"path":"f.txt","start_byte":6}"#, Some("8:?")).unwrap();
+    assert_eq!(bytes_of(&drain_file(resumed)), b"rld\n");
+    let bad = crate::Read::open(&dir.roots(), r#"{"path":"f.txt"}"#, Some("garbage"));
+    assert_eq!(bad.err().unwrap().code, ErrorCode::InvalidArgument);
+}
+
+fn drain_file(mut read: crate::Read) -> Vec<Chunk> {
+    let mut out = Vec::new();
+    while let Some(chunk) = read.stream.next(4096, 100).unwrap() {
+        out.push(chunk);
+    }
+    out
+}
+
+#[test]
+fn fingerprints_are_read_afresh_from_the_path() {
+    let dir = Scratch::new("fingerprint");
+    let path = dir.0.join("f.txt");
+    std::fs::write(&path, "one\n").unwrap();
+    let read = crate::Read::open(&dir.roots(), r#"{"path":"f.txt"}"#, None).unwrap();
+    let first = read.fingerprint().unwrap();
+    assert_eq!(first.size, 4);
+    assert_ne!(first.identity, 0);
+    assert_eq!(read.fingerprint().unwrap(), first);
+
+    std::fs::write(&path, "one two\n").unwrap();
+    let grown = read.fingerprint().unwrap();
+    assert_eq!((grown.size, grown.identity), (8, first.identity));
+
+    // Replaced by another file: a new identity, even at the same size.
+    let other = dir.0.join("g.txt");
+    std::fs::write(&other, "one two\n").unwrap();
+    std::fs::rename(&other, &path).unwrap();
+    assert_ne!(read.fingerprint().unwrap().identity, first.identity);
+
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(read.fingerprint().unwrap_err().code, ErrorCode::NotFound);
 }

@@ -1,0 +1,313 @@
+//! Cursors: opaque, versioned, HMAC-SHA256-signed continuation tokens.
+//!
+//! A cursor is `c1.<body>.<mac>`, both parts base64url without padding. The body
+//! (JSON) binds the tool and its version, the original arguments, the resume
+//! position after the last chunk delivered, the fingerprint of what is paged,
+//! the index of the next page, the live session that holds the stream, the
+//! running SHA-256 of everything delivered, the signing key's id and an expiry.
+//! The body is readable by whoever holds the cursor (it holds only what that
+//! client sent or was sent); only the server's key can make one.
+
+use std::fmt;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
+use hmac::{Hmac, KeyInit, Mac};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::tool::Fingerprint;
+
+const PREFIX: &str = "c1.";
+
+/// The server's signing key.
+#[derive(Clone)]
+pub struct CursorKey {
+    key: Vec<u8>,
+    /// The first bytes of the key's SHA-256, hex: tells a foreign cursor from a
+    /// tampered one.
+    id: String,
+}
+
+impl fmt::Debug for CursorKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "CursorKey({})", self.id)
+    }
+}
+
+impl CursorKey {
+    /// At least 16 bytes of secret.
+    pub fn new(key: Vec<u8>) -> Result<CursorKey, String> {
+        if key.len() < 16 {
+            return Err(format!("a cursor key needs at least 16 bytes, got {}", key.len()));
+        }
+        let id = hex::encode(&Sha256::digest(&key)[..4]);
+        Ok(CursorKey { key, id })
+    }
+
+    /// A key from hex text (as in `CORDON_CURSOR_KEY` or the key file).
+    pub fn from_hex(text: &str) -> Result<CursorKey, String> {
+        let bytes = hex::decode(text.trim()).map_err(|e| format!("a cursor key must be hex: {e}"))?;
+        CursorKey::new(bytes)
+    }
+
+    /// 32 random bytes.
+    pub fn random() -> CursorKey {
+        let mut key = vec![0u8; 32];
+        getrandom::fill(&mut key).expect("the OS random source works");
+        CursorKey::new(key).expect("32 bytes")
+    }
+
+    /// The key in `dir/cursor.key`, created (random, owner-only) if missing, so
+    /// cursors survive restarts.
+    pub fn load_or_create(dir: &cap_std::fs::Dir) -> std::io::Result<CursorKey> {
+        use std::io::{Read, Write};
+        const NAME: &str = "cursor.key";
+        let invalid = |e: String| std::io::Error::new(std::io::ErrorKind::InvalidData, format!("{NAME}: {e}"));
+        let mut options = cap_std::fs::OpenOptions::new();
+        cap_std::fs::OpenOptionsExt::mode(options.write(true).create_new(true), 0o600);
+        match dir.open_with(NAME, &options) {
+            Ok(mut file) => {
+                let key = CursorKey::random();
+                file.write_all(key.to_hex().as_bytes())?;
+                file.sync_all()?;
+                Ok(key)
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                let mut text = String::new();
+                dir.open(NAME)?.read_to_string(&mut text)?;
+                CursorKey::from_hex(&text).map_err(invalid)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    pub fn to_hex(&self) -> String {
+        hex::encode(&self.key)
+    }
+
+    fn mac(&self, body: &[u8]) -> Hmac<Sha256> {
+        let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(&self.key).expect("HMAC takes any key length");
+        mac.update(body);
+        mac
+    }
+}
+
+/// What a cursor says.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cursor {
+    /// The signing key's id.
+    #[serde(rename = "k")]
+    pub key_id: String,
+    #[serde(rename = "t")]
+    pub tool: String,
+    #[serde(rename = "tv")]
+    pub tool_version: String,
+    /// The original arguments, canonical JSON (keys sorted).
+    #[serde(rename = "a")]
+    pub args: String,
+    /// The tool's resume position after the last chunk delivered.
+    #[serde(rename = "r")]
+    pub resume: String,
+    #[serde(rename = "f", default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<Fingerprint>,
+    /// The index of the page this cursor asks for.
+    #[serde(rename = "p")]
+    pub page: u64,
+    /// The live session holding the stream, if it is still there.
+    #[serde(rename = "s")]
+    pub session: u64,
+    /// Payload bytes delivered on earlier pages.
+    #[serde(rename = "b")]
+    pub bytes_before: u64,
+    /// Items delivered on earlier pages.
+    #[serde(rename = "n")]
+    pub items_before: u64,
+    /// The SHA-256 state over every payload byte delivered so far.
+    #[serde(rename = "h")]
+    pub hash_state: String,
+    /// Expiry, seconds since the Unix epoch.
+    #[serde(rename = "e")]
+    pub expires: u64,
+}
+
+/// Why a cursor was refused. Every kind is answered with -32602 `invalid_cursor`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CursorError {
+    /// Not a cursor this server writes (wrong prefix, bad encoding, bad body).
+    Malformed,
+    /// The signature does not match: the cursor was altered.
+    Tampered,
+    /// Signed with another key: another server, or this one before its key changed.
+    Foreign,
+    /// Past its expiry.
+    Expired,
+    /// Made by another tool.
+    OtherTool { made_by: String },
+    /// Made by another version of the tool.
+    OtherVersion { made_by: String },
+    /// The call's other arguments differ from the ones the cursor was made for.
+    ArgumentsChanged,
+}
+
+impl CursorError {
+    /// A short machine-readable reason.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            CursorError::Malformed => "malformed",
+            CursorError::Tampered => "bad_signature",
+            CursorError::Foreign => "foreign_key",
+            CursorError::Expired => "expired",
+            CursorError::OtherTool { .. } => "other_tool",
+            CursorError::OtherVersion { .. } => "other_tool_version",
+            CursorError::ArgumentsChanged => "arguments_changed",
+        }
+    }
+}
+
+impl fmt::Display for CursorError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let again = "start again: call the tool without `cursor`";
+        match self {
+            CursorError::Malformed => {
+                write!(f, "the cursor is not one this server made; pass it exactly as received, or {again}")
+            }
+            CursorError::Tampered => write!(
+                f,
+                "the cursor's signature does not match: it was altered; pass it exactly as received, or {again}"
+            ),
+            CursorError::Foreign => write!(f, "the cursor was signed by another server or an earlier key; {again}"),
+            CursorError::Expired => write!(f, "the cursor has expired; {again}"),
+            CursorError::OtherTool { made_by } => {
+                write!(f, "the cursor belongs to tool `{made_by}`; call `{made_by}` with it")
+            }
+            CursorError::OtherVersion { made_by } => {
+                write!(f, "the cursor was made by version {made_by} of this tool, which has since changed; {again}")
+            }
+            CursorError::ArgumentsChanged => write!(
+                f,
+                "the other arguments differ from the call that made the cursor; send only `cursor` (and paging options), or the same arguments"
+            ),
+        }
+    }
+}
+
+impl Cursor {
+    /// Signs and encodes the cursor.
+    pub fn encode(&self, key: &CursorKey) -> String {
+        let body = serde_json::to_vec(self).expect("cursors serialize");
+        let body = B64.encode(body);
+        let mac = key.mac(body.as_bytes()).finalize().into_bytes();
+        format!("{PREFIX}{body}.{}", B64.encode(mac))
+    }
+
+    /// Decodes, checks the signature, the key and the expiry.
+    pub fn decode(text: &str, key: &CursorKey, now: SystemTime) -> Result<Cursor, CursorError> {
+        let rest = text.strip_prefix(PREFIX).ok_or(CursorError::Malformed)?;
+        let (body, mac) = rest.split_once('.').ok_or(CursorError::Malformed)?;
+        let mac = B64.decode(mac).map_err(|_| CursorError::Malformed)?;
+        let raw = B64.decode(body).map_err(|_| CursorError::Malformed)?;
+        let signed_ok = key.mac(body.as_bytes()).verify_slice(&mac).is_ok();
+        let cursor: Option<Cursor> = serde_json::from_slice(&raw).ok();
+        match (signed_ok, cursor) {
+            (true, Some(cursor)) => {
+                if cursor.expires < unix_secs(now) {
+                    return Err(CursorError::Expired);
+                }
+                Ok(cursor)
+            }
+            (true, None) => Err(CursorError::Malformed),
+            (false, Some(cursor)) if cursor.key_id != key.id => Err(CursorError::Foreign),
+            (false, _) => Err(CursorError::Tampered),
+        }
+    }
+
+    /// The expiry for a cursor made `now` that lives `ttl`.
+    pub fn expiry(now: SystemTime, ttl: Duration) -> u64 {
+        unix_secs(now).saturating_add(ttl.as_secs())
+    }
+
+    pub fn key_id(key: &CursorKey) -> String {
+        key.id.clone()
+    }
+}
+
+fn unix_secs(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(key: &CursorKey) -> Cursor {
+        Cursor {
+            key_id: Cursor::key_id(key),
+            tool: "read".into(),
+            tool_version: "0.1.0".into(),
+            args: r#"{"path":"a"}"#.into(),
+            resume: "10:2".into(),
+            fingerprint: Some(Fingerprint { size: 5, mtime_ns: 6, identity: 7 }),
+            page: 1,
+            session: 42,
+            bytes_before: 100,
+            items_before: 3,
+            hash_state: "x".into(),
+            expires: Cursor::expiry(SystemTime::now(), Duration::from_secs(60)),
+        }
+    }
+
+    #[test]
+    fn a_cursor_round_trips() {
+        let key = CursorKey::random();
+        let cursor = sample(&key);
+        assert_eq!(Cursor::decode(&cursor.encode(&key), &key, SystemTime::now()), Ok(cursor));
+    }
+
+    #[test]
+    fn every_bit_flip_is_refused() {
+        let key = CursorKey::random();
+        let text = sample(&key).encode(&key);
+        let bytes = text.as_bytes();
+        for i in 0..bytes.len() {
+            for bit in 0..8 {
+                let mut flipped = bytes.to_vec();
+                flipped[i] ^= 1 << bit;
+                let Ok(flipped) = String::from_utf8(flipped) else { continue };
+                assert!(Cursor::decode(&flipped, &key, SystemTime::now()).is_err(), "flip at {i}:{bit} accepted");
+            }
+        }
+    }
+
+    #[test]
+    fn a_cursor_from_another_key_is_foreign() {
+        let (ours, theirs) = (CursorKey::random(), CursorKey::random());
+        let text = sample(&theirs).encode(&theirs);
+        assert_eq!(Cursor::decode(&text, &ours, SystemTime::now()), Err(CursorError::Foreign));
+    }
+
+    #[test]
+    fn an_expired_cursor_is_refused() {
+        let key = CursorKey::random();
+        let text = sample(&key).encode(&key);
+        let later = SystemTime::now() + Duration::from_secs(3600);
+        assert_eq!(Cursor::decode(&text, &key, later), Err(CursorError::Expired));
+    }
+
+    #[test]
+    fn garbage_is_malformed() {
+        let key = CursorKey::random();
+        for text in ["", "c1.", "c1.abc", "c2.abc.def", "c1.!!.??"] {
+            assert_eq!(Cursor::decode(text, &key, SystemTime::now()), Err(CursorError::Malformed), "{text}");
+        }
+    }
+
+    #[test]
+    fn short_or_non_hex_keys_are_refused() {
+        assert!(CursorKey::from_hex("abcd").is_err());
+        assert!(CursorKey::from_hex("zz".repeat(16).as_str()).is_err());
+        let key = CursorKey::random();
+        assert_eq!(CursorKey::from_hex(&key.to_hex()).unwrap().id, key.id);
+    }
+}

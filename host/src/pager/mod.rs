@@ -1,0 +1,331 @@
+//! The continuation engine: every tool's chunk stream, paged to the client in
+//! bounded, exact, signed, resumable pages.
+//!
+//! A call without a cursor opens the tool; a call with one takes the parked
+//! stream (or reopens the tool at the cursor's resume position when the stream
+//! is gone) after checking that what is paged has not changed. The pager pulls
+//! chunks until the next one does not fit the page's budget; that chunk waits,
+//! parked with the stream, for the next page. Concatenating every page's payload
+//! gives exactly the unpaged output, whatever the budgets.
+
+pub mod cursor;
+pub mod depth;
+pub mod page;
+pub mod sessions;
+
+use std::time::{Duration, SystemTime};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
+use serde_json::{Map, Value};
+use sha2::Sha256;
+use sha2::digest::common::hazmat::{SerializableState, SerializedState};
+
+use crate::policy::Grant;
+use crate::protocol::jsonrpc::{ErrorObject, INVALID_PARAMS};
+use crate::registry::Tool;
+use crate::runtime::{CallFailure, LiveCall, Runtime};
+use crate::tool::{Budget, ErrorCode, Fingerprint, ToolError};
+use cursor::{Cursor, CursorError, CursorKey};
+use page::{Builder, Page};
+use sessions::{Parked, Sessions};
+
+/// The argument names the host owns in every tool's input.
+pub const PAGING_ARGS: [&str; 3] = ["cursor", "max_tokens", "page_size"];
+
+/// Bytes per estimated token.
+pub const BYTES_PER_TOKEN: u32 = 4;
+
+/// The pager's limits and defaults.
+#[derive(Debug, Clone, Copy)]
+pub struct PageLimits {
+    /// Tokens per page when the caller does not say.
+    pub default_tokens: u32,
+    /// The most tokens a caller may ask for per page.
+    pub max_tokens: u32,
+    /// The most items (lines, for text) per page.
+    pub max_items: u32,
+    /// JSON items nested deeper are truncated.
+    pub max_depth: usize,
+    /// How long a cursor stays valid.
+    pub cursor_ttl: Duration,
+    /// Streams parked between pages, at most.
+    pub sessions: usize,
+    /// How long a parked stream waits for its next page.
+    pub session_ttl: Duration,
+}
+
+impl Default for PageLimits {
+    fn default() -> Self {
+        PageLimits {
+            default_tokens: 6_000,
+            max_tokens: 25_000,
+            max_items: 10_000,
+            max_depth: 16,
+            cursor_ttl: Duration::from_secs(24 * 3600),
+            sessions: 64,
+            session_ttl: Duration::from_secs(600),
+        }
+    }
+}
+
+/// The paging options of one call, taken out of its arguments.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Paging {
+    pub cursor: Option<String>,
+    pub max_tokens: Option<u64>,
+    pub page_size: Option<u64>,
+}
+
+impl Paging {
+    /// Splits the host's paging options from the tool's own arguments.
+    pub fn split(arguments: &Value) -> Result<(Paging, Value), ErrorObject> {
+        let mut args: Map<String, Value> = arguments.as_object().cloned().unwrap_or_default();
+        let bad = |name: &str, what: &str| ErrorObject::new(INVALID_PARAMS, format!("`{name}` must be {what}"));
+        let count = |v: Option<Value>, name: &str| match v {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Number(n)) => {
+                n.as_u64().filter(|n| *n > 0).map(Some).ok_or_else(|| bad(name, "a positive integer"))
+            }
+            Some(_) => Err(bad(name, "a positive integer")),
+        };
+        let cursor = match args.remove("cursor") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(s),
+            Some(_) => return Err(bad("cursor", "a string (as returned in next_cursor)")),
+        };
+        let max_tokens = count(args.remove("max_tokens"), "max_tokens")?;
+        let page_size = count(args.remove("page_size"), "page_size")?;
+        Ok((Paging { cursor, max_tokens, page_size }, Value::Object(args)))
+    }
+}
+
+/// Why no page came back.
+#[derive(Debug)]
+pub enum PageError {
+    /// The call failed (the tool's error, a trap, a limit).
+    Call(CallFailure),
+    /// The cursor was refused.
+    Cursor(CursorError),
+}
+
+impl From<CallFailure> for PageError {
+    fn from(f: CallFailure) -> Self {
+        PageError::Call(f)
+    }
+}
+
+impl From<CursorError> for PageError {
+    fn from(e: CursorError) -> Self {
+        PageError::Cursor(e)
+    }
+}
+
+/// The engine: signing key, parked streams, limits.
+pub struct Pager {
+    key: CursorKey,
+    sessions: Sessions,
+    limits: PageLimits,
+}
+
+/// Where a page starts.
+struct Start {
+    call: LiveCall,
+    pending: Option<crate::tool::Chunk>,
+    /// The resume position after the last chunk delivered (none on page 0).
+    position: Option<String>,
+    index: u64,
+    fingerprint: Option<Fingerprint>,
+    hasher: Sha256,
+    session: u64,
+    args: String,
+    bytes_before: u64,
+    items_before: u64,
+}
+
+impl Pager {
+    pub fn new(key: CursorKey, limits: PageLimits) -> Pager {
+        Pager { key, sessions: Sessions::new(limits.sessions, limits.session_ttl), limits }
+    }
+
+    pub fn limits(&self) -> &PageLimits {
+        &self.limits
+    }
+
+    /// Streams parked now.
+    pub fn parked(&self) -> usize {
+        self.sessions.len()
+    }
+
+    /// The page budget for these options, clamped by the server's limits.
+    pub fn budget(&self, paging: &Paging) -> Budget {
+        let tokens =
+            paging.max_tokens.map_or(self.limits.default_tokens, |t| t.min(u64::from(self.limits.max_tokens)) as u32);
+        let items = paging.page_size.map_or(self.limits.max_items, |n| n.min(u64::from(self.limits.max_items)) as u32);
+        Budget { bytes: tokens.saturating_mul(BYTES_PER_TOKEN).max(4), items: items.max(1) }
+    }
+
+    /// Produces one page of `tool`'s output.
+    pub fn page(
+        &self,
+        runtime: &Runtime,
+        grants: &[Grant],
+        tool: &Tool,
+        args: Value,
+        paging: Paging,
+    ) -> Result<Page, PageError> {
+        let budget = self.budget(&paging);
+        let mut start = match &paging.cursor {
+            None => {
+                tool.validate(&args).map_err(CallFailure::Tool)?;
+                let args = args.to_string();
+                let mut call = runtime.open(tool, grants, &args, None)?;
+                let fingerprint = call.fingerprint()?;
+                Start {
+                    call,
+                    pending: None,
+                    position: None,
+                    index: 0,
+                    fingerprint,
+                    hasher: Sha256::default(),
+                    session: Sessions::new_id(),
+                    args,
+                    bytes_before: 0,
+                    items_before: 0,
+                }
+            }
+            Some(text) => self.resume(runtime, grants, tool, &args, text)?,
+        };
+        start.call.arm();
+        let mut builder = Builder::new(budget, self.limits.max_depth);
+        let mut complete = false;
+        loop {
+            let chunk = match start.pending.take() {
+                Some(chunk) => chunk,
+                None => match start.call.next(budget)? {
+                    Some(chunk) => chunk,
+                    None => {
+                        complete = true;
+                        break;
+                    }
+                },
+            };
+            if !builder.fits(&chunk) {
+                if builder.is_empty() {
+                    // Pulled for an earlier, larger page: take it again at this budget.
+                    start.call = runtime.open(tool, grants, &start.args, start.position.as_deref())?;
+                    start.call.arm();
+                    continue;
+                }
+                start.pending = Some(chunk);
+                break;
+            }
+            match &chunk.payload {
+                crate::tool::Payload::Text(t) => sha2::Digest::update(&mut start.hasher, t.as_bytes()),
+                crate::tool::Payload::Item(i) => sha2::Digest::update(&mut start.hasher, i.as_bytes()),
+                crate::tool::Payload::Bytes(b) => sha2::Digest::update(&mut start.hasher, b),
+            }
+            start.position = Some(chunk.resume.clone());
+            builder.push(chunk);
+        }
+        if start.fingerprint.is_some() && start.call.fingerprint()? != start.fingerprint {
+            return Err(stale(tool, "changed while this page was read").into());
+        }
+        let info = start.call.info()?;
+        let mut page = builder.finish(&tool.manifest.name, start.index, info);
+        page.bytes_before = start.bytes_before;
+        page.items_before = start.items_before;
+        if complete {
+            page.sha256 = Some(hex::encode(sha2::Digest::finalize(start.hasher)));
+            return Ok(page);
+        }
+        page.summary = Some(start.call.summary()?);
+        let position = start.position.clone().expect("an incomplete page delivered a chunk");
+        let cursor = Cursor {
+            key_id: Cursor::key_id(&self.key),
+            tool: tool.manifest.name.clone(),
+            tool_version: tool.manifest.version.clone(),
+            args: start.args.clone(),
+            resume: position.clone(),
+            fingerprint: start.fingerprint,
+            page: start.index + 1,
+            session: start.session,
+            bytes_before: start.bytes_before + page.bytes,
+            items_before: start.items_before + page.items,
+            hash_state: B64.encode(start.hasher.serialize()),
+            expires: Cursor::expiry(SystemTime::now(), self.limits.cursor_ttl),
+        }
+        .encode(&self.key);
+        let mut continue_with: Map<String, Value> = serde_json::from_str(&start.args).unwrap_or_default();
+        continue_with.insert("cursor".into(), Value::String(cursor.clone()));
+        page.continue_with = Some(Value::Object(continue_with));
+        page.next_cursor = Some(cursor);
+        self.sessions.park(start.session, Parked { call: start.call, pending: start.pending, position });
+        Ok(page)
+    }
+
+    /// Checks a cursor and finds (or reopens) its stream.
+    fn resume(
+        &self,
+        runtime: &Runtime,
+        grants: &[Grant],
+        tool: &Tool,
+        args: &Value,
+        text: &str,
+    ) -> Result<Start, PageError> {
+        let cursor = Cursor::decode(text, &self.key, SystemTime::now())?;
+        if cursor.tool != tool.manifest.name {
+            return Err(CursorError::OtherTool { made_by: cursor.tool }.into());
+        }
+        if cursor.tool_version != tool.manifest.version {
+            return Err(CursorError::OtherVersion { made_by: cursor.tool_version }.into());
+        }
+        let given = args.as_object().is_some_and(|a| !a.is_empty());
+        if given && args.to_string() != cursor.args {
+            return Err(CursorError::ArgumentsChanged.into());
+        }
+        let state = B64.decode(&cursor.hash_state).map_err(|_| CursorError::Malformed)?;
+        let state = SerializedState::<Sha256>::try_from(&state[..]).map_err(|_| CursorError::Malformed)?;
+        let hasher = Sha256::deserialize(&state).map_err(|_| CursorError::Malformed)?;
+        let gone = |f: CallFailure| match f {
+            CallFailure::Tool(e) => stale(tool, &format!("can no longer be resumed ({})", e.message)),
+            other => other,
+        };
+        let (mut call, pending) = match self.sessions.take(cursor.session, &cursor.resume) {
+            Some(parked) => (parked.call, parked.pending),
+            None => {
+                tracing::debug!(tool = %tool.manifest.name, page = cursor.page, "stream gone, reopening at the cursor");
+                (runtime.open(tool, grants, &cursor.args, Some(&cursor.resume)).map_err(gone)?, None)
+            }
+        };
+        let now = call.fingerprint().map_err(gone)?;
+        if now != cursor.fingerprint {
+            let what = match (cursor.fingerprint, now) {
+                (Some(then), Some(now)) if then.size != now.size => {
+                    format!("changed since the first page (size {} → {} bytes)", then.size, now.size)
+                }
+                _ => "changed since the first page (it was modified or replaced)".to_string(),
+            };
+            return Err(stale(tool, &what).into());
+        }
+        Ok(Start {
+            call,
+            pending,
+            position: Some(cursor.resume),
+            index: cursor.page,
+            fingerprint: cursor.fingerprint,
+            hasher,
+            session: cursor.session,
+            args: cursor.args,
+            bytes_before: cursor.bytes_before,
+            items_before: cursor.items_before,
+        })
+    }
+}
+
+fn stale(tool: &Tool, what: &str) -> CallFailure {
+    CallFailure::Tool(ToolError::new(
+        ErrorCode::Stale,
+        format!("what this cursor pages {what}; start again: call `{}` without `cursor`", tool.manifest.name),
+    ))
+}

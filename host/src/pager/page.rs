@@ -1,0 +1,197 @@
+//! One page: the chunks that fit a budget, rendered as payload blocks, with the
+//! per-chunk metadata a client needs to check and stitch pages together.
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use super::depth;
+use crate::tool::{Budget, Chunk, Payload, Span, Summary};
+
+/// A run of payload of one kind, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Block {
+    /// Text, and items as JSON lines.
+    Text(String),
+    /// Bytes that are not UTF-8, returned base64-encoded.
+    Bytes(Vec<u8>),
+}
+
+/// What a client learns about each chunk on a page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChunkMeta {
+    pub span: Option<Span>,
+    pub bytes: usize,
+    /// SHA-256 of the chunk's payload bytes, hex.
+    pub sha256: String,
+    /// "utf8" for text, "base64" for raw bytes, "json" for items.
+    pub encoding: &'static str,
+    pub continued: bool,
+}
+
+/// A finished page.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Page {
+    pub tool: String,
+    pub blocks: Vec<Block>,
+    pub chunks: Vec<ChunkMeta>,
+    /// From the first chunk's start to the last chunk's end, if chunks had spans.
+    pub span: Option<Span>,
+    /// The tool's `info` object.
+    pub info: Value,
+    /// 0-based.
+    pub index: u64,
+    /// Items (lines, for text) completed on this page.
+    pub items: u64,
+    pub bytes: u64,
+    /// The page ends inside an item the next page continues.
+    pub continued: bool,
+    pub budget: Budget,
+    pub next_cursor: Option<String>,
+    /// The arguments to continue with: the original ones plus `cursor`.
+    pub continue_with: Option<Value>,
+    /// What the tool says about the whole output, on every page but the last.
+    pub summary: Option<Summary>,
+    /// Payload bytes and items on the pages before this one.
+    pub bytes_before: u64,
+    pub items_before: u64,
+    /// On the last page: SHA-256 of every page's payload, concatenated.
+    pub sha256: Option<String>,
+}
+
+/// Gathers chunks up to a budget.
+pub struct Builder {
+    budget: Budget,
+    max_depth: usize,
+    blocks: Vec<Block>,
+    chunks: Vec<ChunkMeta>,
+    span: Option<Span>,
+    items: u64,
+    bytes: u64,
+    budget_items: u64,
+    continued: bool,
+}
+
+impl Builder {
+    pub fn new(budget: Budget, max_depth: usize) -> Builder {
+        Builder {
+            budget,
+            max_depth,
+            blocks: Vec::new(),
+            chunks: Vec::new(),
+            span: None,
+            items: 0,
+            bytes: 0,
+            budget_items: 0,
+            continued: false,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.chunks.is_empty()
+    }
+
+    /// Whether `chunk` fits what is left of the budget.
+    pub fn fits(&self, chunk: &Chunk) -> bool {
+        self.bytes + chunk.payload.len() as u64 <= u64::from(self.budget.bytes)
+            && self.budget_items + u64::from(chunk.budget_items()) <= u64::from(self.budget.items)
+    }
+
+    /// Adds a chunk that fits.
+    pub fn push(&mut self, chunk: Chunk) {
+        let (raw, encoding): (&[u8], _) = match &chunk.payload {
+            Payload::Text(t) => (t.as_bytes(), "utf8"),
+            Payload::Bytes(b) => (b, "base64"),
+            Payload::Item(i) => (i.as_bytes(), "json"),
+        };
+        self.chunks.push(ChunkMeta {
+            span: chunk.span,
+            bytes: raw.len(),
+            sha256: hex::encode(Sha256::digest(raw)),
+            encoding,
+            continued: chunk.continued,
+        });
+        self.bytes += raw.len() as u64;
+        self.budget_items += u64::from(chunk.budget_items());
+        self.items += match &chunk.payload {
+            Payload::Item(_) => u64::from(!chunk.continued),
+            _ => u64::from(chunk.budget_items()),
+        };
+        self.continued = chunk.continued;
+        if let Some(s) = chunk.span {
+            self.span = Some(match self.span {
+                None => s,
+                Some(first) => Span {
+                    start_byte: first.start_byte,
+                    end_byte: s.end_byte,
+                    lines: first.lines.zip(s.lines).map(|(a, b)| (a.0, b.1)),
+                },
+            });
+        }
+        self.append(chunk);
+    }
+
+    fn append(&mut self, chunk: Chunk) {
+        let text = match chunk.payload {
+            Payload::Bytes(raw) => {
+                match self.blocks.last_mut() {
+                    Some(Block::Bytes(last)) => last.extend_from_slice(&raw),
+                    _ => self.blocks.push(Block::Bytes(raw)),
+                }
+                return;
+            }
+            Payload::Text(text) => text,
+            Payload::Item(item) => self.render_item(item, chunk.continued),
+        };
+        match self.blocks.last_mut() {
+            Some(Block::Text(last)) => last.push_str(&text),
+            _ => self.blocks.push(Block::Text(text)),
+        }
+    }
+
+    /// An item as a JSON line, truncated when nested too deep. The pieces of an
+    /// item split across chunks pass through unchanged: a leading piece is
+    /// `continued`, and a trailing piece never parses alone (it closes more
+    /// brackets than it opens), so it is never rewritten either.
+    fn render_item(&self, item: String, continued: bool) -> String {
+        if continued {
+            return item;
+        }
+        let item = match serde_json::from_str::<Value>(&item).ok().and_then(|v| depth::truncate(&v, self.max_depth)) {
+            Some(cut) => cut.to_string(),
+            None => item,
+        };
+        item + "\n"
+    }
+
+    /// The page, without its cursor, summary or hash (the pager adds those).
+    pub fn finish(self, tool: &str, index: u64, info: Value) -> Page {
+        Page {
+            tool: tool.to_string(),
+            blocks: self.blocks,
+            chunks: self.chunks,
+            span: self.span,
+            info,
+            index,
+            items: self.items,
+            bytes: self.bytes,
+            continued: self.continued,
+            budget: self.budget,
+            next_cursor: None,
+            continue_with: None,
+            summary: None,
+            bytes_before: 0,
+            items_before: 0,
+            sha256: None,
+        }
+    }
+}
+
+/// The first few lines (at most 5, at most 400 bytes) of a page's text.
+pub fn preview(blocks: &[Block]) -> String {
+    let Some(Block::Text(text)) = blocks.first() else { return String::new() };
+    let mut end = text.match_indices('\n').nth(4).map_or(text.len(), |(i, _)| i + 1).min(400);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text[..end].to_string()
+}
