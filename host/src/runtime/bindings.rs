@@ -10,7 +10,7 @@ wasmtime::component::bindgen!({
 
 pub use exports::cordon::tool::tool::{Guest as ToolExports, GuestChunkStream};
 
-use cordon::tool::types as wit;
+use self::cordon::tool::types as wit;
 
 impl From<wit::ErrorCode> for ErrorCode {
     fn from(code: wit::ErrorCode) -> Self {
