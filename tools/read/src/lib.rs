@@ -149,8 +149,8 @@ pub struct Read {
     resolved: PathBuf,
     /// The file's size when it was opened.
     pub size: u64,
-    /// How many bytes a byte range covers, if one was asked for.
-    range_bytes: Option<u64>,
+    /// The byte range asked for, clamped to the file: (start, end exclusive).
+    range: Option<(u64, u64)>,
     /// The chunks still to come.
     pub stream: ReadStream<File>,
 }
@@ -177,11 +177,11 @@ impl Read {
         let size = meta.len();
         let resume = resume.map(Position::decode).transpose()?;
         let stream = ReadStream::open(file, size, selection, resume)?;
-        let range_bytes = match selection {
-            Selection::Bytes { start, end } => Some(end.unwrap_or(size).min(size).saturating_sub(start)),
+        let range = match selection {
+            Selection::Bytes { start, end } => Some((start, end.unwrap_or(size).min(size).max(start))),
             Selection::Lines { .. } => None,
         };
-        Ok(Read { path: shown, resolved, size, range_bytes, stream })
+        Ok(Read { path: shown, resolved, size, range, stream })
     }
 
     /// The `info` object: matches `output_schema`.
@@ -189,11 +189,13 @@ impl Read {
         json!({ "path": self.path, "size": self.size })
     }
 
-    /// The totals known without reading: the file's size, and the byte range's.
+    /// The totals known without reading: the file's size, and for a byte range
+    /// its length and end offset.
     pub fn summary(&self) -> Summary {
         let mut totals = json!({ "bytes": self.size });
-        if let Some(range) = self.range_bytes {
-            totals["range_bytes"] = range.into();
+        if let Some((start, end)) = self.range {
+            totals["range_bytes"] = (end - start).into();
+            totals["range_end"] = end.into();
         }
         Summary {
             totals,

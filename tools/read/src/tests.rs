@@ -329,7 +329,7 @@ fn arguments_take_one_kind_of_range() {
     assert_eq!(chunk.piece, Piece::Text("wor".into()));
     assert_eq!(read.stream.next(4096, 100).unwrap(), None);
     let summary = read.summary();
-    assert_eq!(summary.totals, serde_json::json!({ "bytes": 12, "range_bytes": 3 }));
+    assert_eq!(summary.totals, serde_json::json!({ "bytes": 12, "range_bytes": 3, "range_end": 9 }));
     assert!(summary.exact && !summary.suggestions.is_empty());
     assert_eq!(open(r#"{"path":"f.txt"}"#).unwrap().summary().totals, serde_json::json!({ "bytes": 12 }));
     let resumed = crate::Read::open(&dir.roots(), r#"{"path":"f.txt","start_byte":6}"#, Some("8:?")).unwrap();
