@@ -270,3 +270,76 @@ fn call_all_streams_the_whole_result_exactly() {
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
+
+#[test]
+fn byte_ranges_page_exactly_and_the_footer_counts_what_remains() {
+    let fx = Fixture::new();
+    let content: String = (0..5000).map(|i| format!("{i} é\n")).collect();
+    fx.write("range.txt", &content);
+    let mut server = Server::initialized(&fx.root(), &[]);
+    let (got, pages) =
+        read_all(&mut server, "read", json!({"path": "range.txt", "start_byte": 1001, "end_byte": 20001}), 500);
+    assert!(got == content.as_bytes()[1001..20001], "a byte range, paged, is exactly those bytes");
+    assert!(pages.len() > 5);
+    let first = &pages[0];
+    assert!(first["structuredContent"].get("start_line").is_none(), "lines are unknown mid-file");
+    let footer = first["content"].as_array().unwrap().last().unwrap()["text"].as_str().unwrap().to_string();
+    let end = first["structuredContent"]["end_byte"].as_u64().unwrap();
+    assert!(footer.contains(&format!("About {} more bytes", 20001 - end)), "{footer}");
+}
+
+#[test]
+fn deeply_nested_items_are_truncated_with_markers() {
+    let fx = Fixture::new();
+    let fixture = env!("CORDON_FIXTURE_COMPONENT");
+    let mut server = Server::initialized(&fx.root(), &["--component", fixture, "--max-depth", "3"]);
+    let (got, _) = read_all(&mut server, "fixture", json!({"count": 5, "depth": 10, "max_item_bytes": 20}), 25_000);
+    let text = String::from_utf8(got).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 5, "{text}");
+    for line in lines {
+        let item: Value = serde_json::from_str(line).unwrap();
+        assert!(line.contains("items truncated]"), "{line}");
+        assert!(depth(&item) <= 3, "{line}");
+    }
+    let (shallow, _) = read_all(&mut server, "fixture", json!({"count": 5, "depth": 1, "max_item_bytes": 20}), 25_000);
+    assert!(!String::from_utf8(shallow).unwrap().contains("truncated"));
+}
+
+fn depth(v: &Value) -> usize {
+    match v {
+        Value::Array(items) => 1 + items.iter().map(depth).max().unwrap_or(0),
+        Value::Object(map) => 1 + map.values().map(depth).max().unwrap_or(0),
+        _ => 0,
+    }
+}
+
+#[test]
+fn paging_a_large_file_keeps_the_servers_memory_bounded() {
+    let fx = Fixture::new();
+    let path = fx.root().join("large.txt");
+    {
+        use std::io::Write;
+        let mut out = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+        let line = "a line of a large file, paged through and never held whole ✓\n".as_bytes();
+        for _ in 0..(128 << 20) / line.len() {
+            out.write_all(line).unwrap();
+        }
+    }
+    let size = std::fs::metadata(&path).unwrap().len();
+    let mut server = Server::initialized(&fx.root(), &[]);
+    let baseline = server.peak_rss_kib();
+    let mut args = json!({"path": "large.txt", "max_tokens": 25_000});
+    let mut total = 0u64;
+    for id in 1.. {
+        let page = server.call(id, "read", args.clone());
+        total += page["structuredContent"]["page"]["bytes"].as_u64().unwrap();
+        match page["structuredContent"]["next_cursor"].as_str() {
+            Some(cursor) => args = json!({"cursor": cursor, "max_tokens": 25_000}),
+            None => break,
+        }
+    }
+    assert_eq!(total, size);
+    let grew_mib = server.peak_rss_kib().saturating_sub(baseline) / 1024;
+    assert!(grew_mib < 48, "peak RSS grew by {grew_mib} MiB while paging a {} MiB file", size >> 20);
+}

@@ -144,6 +144,13 @@ impl Server {
         reply["result"].clone()
     }
 
+    /// The server process's peak resident memory so far (VmHWM), in KiB.
+    pub fn peak_rss_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        let line = status.lines().find_map(|l| l.strip_prefix("VmHWM:")).expect("VmHWM in /proc status");
+        line.trim().trim_end_matches("kB").trim().parse().unwrap()
+    }
+
     /// Closes stdin and waits for the server to exit; returns whether it exited 0.
     pub fn finish(mut self) -> bool {
         drop(self.stdin.take());

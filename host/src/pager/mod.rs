@@ -329,3 +329,41 @@ fn stale(tool: &Tool, what: &str) -> CallFailure {
         format!("what this cursor pages {what}; start again: call `{}` without `cursor`", tool.manifest.name),
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn paging_options_are_split_from_the_tools_arguments() {
+        let (paging, args) =
+            Paging::split(&json!({"path": "a", "cursor": "c1.x", "max_tokens": 10, "page_size": 3})).unwrap();
+        assert_eq!(paging, Paging { cursor: Some("c1.x".into()), max_tokens: Some(10), page_size: Some(3) });
+        assert_eq!(args, json!({"path": "a"}));
+        let (paging, _) = Paging::split(&json!({"cursor": null})).unwrap();
+        assert_eq!(paging, Paging::default());
+    }
+
+    #[test]
+    fn bad_paging_options_are_invalid_params() {
+        for bad in
+            [json!({"max_tokens": 0}), json!({"max_tokens": "9"}), json!({"page_size": -1}), json!({"cursor": 5})]
+        {
+            assert_eq!(Paging::split(&bad).unwrap_err().code, INVALID_PARAMS, "{bad}");
+        }
+    }
+
+    #[test]
+    fn budgets_default_and_clamp_to_the_server_limits() {
+        let pager = Pager::new(CursorKey::random(), PageLimits::default());
+        let limits = PageLimits::default();
+        let default = pager.budget(&Paging::default());
+        assert_eq!(default, Budget { bytes: limits.default_tokens * BYTES_PER_TOKEN, items: limits.max_items });
+        let huge = pager.budget(&Paging { max_tokens: Some(u64::MAX), page_size: Some(u64::MAX), cursor: None });
+        assert_eq!(huge, Budget { bytes: limits.max_tokens * BYTES_PER_TOKEN, items: limits.max_items });
+        let tiny = pager.budget(&Paging { max_tokens: Some(1), page_size: Some(1), cursor: None });
+        assert_eq!(tiny, Budget { bytes: 4, items: 1 });
+    }
+}
