@@ -281,7 +281,7 @@ impl Pager {
             return Err(CursorError::OtherVersion { made_by: cursor.tool_version }.into());
         }
         let given = args.as_object().is_some_and(|a| !a.is_empty());
-        if given && args.to_string() != cursor.args {
+        if given && serde_json::from_str::<Value>(&cursor.args).ok().as_ref() != Some(args) {
             return Err(CursorError::ArgumentsChanged.into());
         }
         let state = B64.decode(&cursor.hash_state).map_err(|_| CursorError::Malformed)?;
