@@ -28,7 +28,7 @@ use crate::runtime::{CallFailure, LiveCall, Runtime};
 use crate::tool::{Budget, ErrorCode, Fingerprint, ToolError};
 use cursor::{Cursor, CursorError, CursorKey};
 use page::{Builder, Page};
-use sessions::{Parked, Sessions};
+use sessions::Sessions;
 
 /// The argument names the host owns in every tool's input.
 pub const PAGING_ARGS: [&str; 3] = ["cursor", "max_tokens", "page_size"];
@@ -121,10 +121,17 @@ impl From<CursorError> for PageError {
     }
 }
 
+/// A stream parked between two pages, with the chunk pulled but not delivered
+/// because it did not fit the last page.
+struct Parked {
+    call: LiveCall,
+    pending: Option<crate::tool::Chunk>,
+}
+
 /// The engine: signing key, parked streams, limits.
 pub struct Pager {
     key: CursorKey,
-    sessions: Sessions,
+    sessions: Sessions<Parked>,
     limits: PageLimits,
 }
 
@@ -188,7 +195,7 @@ impl Pager {
                     index: 0,
                     fingerprint,
                     hasher: Sha256::default(),
-                    session: Sessions::new_id(),
+                    session: sessions::new_id(),
                     args,
                     bytes_before: 0,
                     items_before: 0,
@@ -260,7 +267,7 @@ impl Pager {
         continue_with.insert("cursor".into(), Value::String(cursor.clone()));
         page.continue_with = Some(Value::Object(continue_with));
         page.next_cursor = Some(cursor);
-        self.sessions.park(start.session, Parked { call: start.call, pending: start.pending, position });
+        self.sessions.park(start.session, position, Parked { call: start.call, pending: start.pending });
         Ok(page)
     }
 

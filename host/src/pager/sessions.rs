@@ -8,44 +8,34 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crate::runtime::LiveCall;
-use crate::tool::Chunk;
-
-/// A stream parked between two pages.
-pub struct Parked {
-    pub call: LiveCall,
-    /// A chunk pulled but not delivered: it did not fit the last page.
-    pub pending: Option<Chunk>,
-    /// The resume position after the last chunk delivered; the stream (with its
-    /// pending chunk) continues exactly there.
-    pub position: String,
+/// A fresh session id, random so that ids from before a restart do not collide.
+pub fn new_id() -> u64 {
+    getrandom::u64().expect("the OS random source works")
 }
 
-struct Entry {
-    parked: Parked,
+struct Entry<T> {
+    parked: T,
+    /// The resume position after the last chunk delivered; the parked stream
+    /// continues exactly there.
+    position: String,
     last_used: Instant,
 }
 
-/// The table of parked streams.
-pub struct Sessions {
-    entries: Mutex<HashMap<u64, Entry>>,
+/// The table of parked streams (`T`: a live call and what it holds).
+pub struct Sessions<T> {
+    entries: Mutex<HashMap<u64, Entry<T>>>,
     max: usize,
     ttl: Duration,
 }
 
-impl Sessions {
-    pub fn new(max: usize, ttl: Duration) -> Sessions {
+impl<T> Sessions<T> {
+    pub fn new(max: usize, ttl: Duration) -> Sessions<T> {
         Sessions { entries: Mutex::new(HashMap::new()), max, ttl }
-    }
-
-    /// A fresh session id.
-    pub fn new_id() -> u64 {
-        getrandom::u64().expect("the OS random source works")
     }
 
     /// Takes the stream parked under `id` if it is there, still fresh, and at
     /// `position`; a stream elsewhere (an older cursor replayed) stays parked.
-    pub fn take(&self, id: u64, position: &str) -> Option<Parked> {
+    pub fn take(&self, id: u64, position: &str) -> Option<T> {
         let mut entries = self.entries.lock().expect("sessions lock");
         let entry = entries.get(&id)?;
         if entry.last_used.elapsed() > self.ttl {
@@ -54,7 +44,7 @@ impl Sessions {
             drop(stale);
             return None;
         }
-        if entry.parked.position != position {
+        if entry.position != position {
             return None;
         }
         entries.remove(&id).map(|e| e.parked)
@@ -62,7 +52,7 @@ impl Sessions {
 
     /// Parks a stream, evicting expired ones and then the least recently used
     /// while the table is full.
-    pub fn park(&self, id: u64, parked: Parked) {
+    pub fn park(&self, id: u64, position: String, parked: T) {
         let mut evicted = Vec::new();
         {
             let mut entries = self.entries.lock().expect("sessions lock");
@@ -77,7 +67,7 @@ impl Sessions {
                 evicted.extend(entries.remove(&oldest));
             }
             if self.max > 0 {
-                entries.insert(id, Entry { parked, last_used: Instant::now() });
+                entries.insert(id, Entry { parked, position, last_used: Instant::now() });
             }
         }
         if !evicted.is_empty() {
@@ -94,5 +84,51 @@ impl Sessions {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stream_is_taken_once_and_only_at_its_position() {
+        let sessions = Sessions::new(4, Duration::from_secs(60));
+        sessions.park(1, "10:2".into(), "stream");
+        assert_eq!(sessions.take(1, "5:1"), None, "an older cursor does not take the stream");
+        assert_eq!(sessions.take(1, "10:2"), Some("stream"));
+        assert_eq!(sessions.take(1, "10:2"), None);
+    }
+
+    #[test]
+    fn a_full_table_evicts_the_least_recently_used() {
+        let sessions = Sessions::new(2, Duration::from_secs(60));
+        sessions.park(1, "p".into(), 1);
+        std::thread::sleep(Duration::from_millis(5));
+        sessions.park(2, "p".into(), 2);
+        std::thread::sleep(Duration::from_millis(5));
+        sessions.park(3, "p".into(), 3);
+        assert_eq!(sessions.len(), 2);
+        assert_eq!(sessions.take(1, "p"), None, "the oldest was evicted");
+        assert_eq!((sessions.take(2, "p"), sessions.take(3, "p")), (Some(2), Some(3)));
+    }
+
+    #[test]
+    fn an_idle_stream_expires() {
+        let sessions = Sessions::new(4, Duration::from_millis(20));
+        sessions.park(1, "p".into(), ());
+        std::thread::sleep(Duration::from_millis(40));
+        assert_eq!(sessions.take(1, "p"), None);
+        sessions.park(2, "p".into(), ());
+        std::thread::sleep(Duration::from_millis(40));
+        sessions.park(3, "p".into(), ());
+        assert_eq!(sessions.len(), 1, "parking sweeps out expired streams");
+    }
+
+    #[test]
+    fn a_table_of_size_zero_keeps_nothing() {
+        let sessions = Sessions::new(0, Duration::from_secs(60));
+        sessions.park(1, "p".into(), ());
+        assert!(sessions.is_empty());
     }
 }
