@@ -89,12 +89,17 @@ pub enum Payload {
 }
 
 impl Payload {
+    /// The payload's bytes, as they count against a budget and into hashes.
+    pub fn as_bytes(&self) -> &[u8] {
+        match self {
+            Payload::Text(s) | Payload::Item(s) => s.as_bytes(),
+            Payload::Bytes(b) => b,
+        }
+    }
+
     /// The payload's size in bytes, the unit of a budget.
     pub fn len(&self) -> usize {
-        match self {
-            Payload::Text(s) | Payload::Item(s) => s.len(),
-            Payload::Bytes(b) => b.len(),
-        }
+        self.as_bytes().len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -127,14 +132,9 @@ impl Chunk {
     pub fn budget_items(&self) -> u32 {
         match &self.payload {
             Payload::Item(_) => 1,
-            Payload::Text(text) => bytecount_newlines(text.as_bytes()),
-            Payload::Bytes(raw) => bytecount_newlines(raw),
+            other => other.as_bytes().iter().filter(|&&b| b == b'\n').count() as u32,
         }
     }
-}
-
-fn bytecount_newlines(bytes: &[u8]) -> u32 {
-    bytes.iter().filter(|&&b| b == b'\n').count() as u32
 }
 
 /// How much one chunk may hold.

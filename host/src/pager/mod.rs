@@ -227,11 +227,7 @@ impl Pager {
                 start.pending = Some(chunk);
                 break;
             }
-            match &chunk.payload {
-                crate::tool::Payload::Text(t) => sha2::Digest::update(&mut start.hasher, t.as_bytes()),
-                crate::tool::Payload::Item(i) => sha2::Digest::update(&mut start.hasher, i.as_bytes()),
-                crate::tool::Payload::Bytes(b) => sha2::Digest::update(&mut start.hasher, b),
-            }
+            sha2::Digest::update(&mut start.hasher, chunk.payload.as_bytes());
             start.position = Some(chunk.resume.clone());
             builder.push(chunk);
         }

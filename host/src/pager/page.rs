@@ -98,10 +98,11 @@ impl Builder {
 
     /// Adds a chunk that fits.
     pub fn push(&mut self, chunk: Chunk) {
-        let (raw, encoding): (&[u8], _) = match &chunk.payload {
-            Payload::Text(t) => (t.as_bytes(), "utf8"),
-            Payload::Bytes(b) => (b, "base64"),
-            Payload::Item(i) => (i.as_bytes(), "json"),
+        let raw = chunk.payload.as_bytes();
+        let encoding = match &chunk.payload {
+            Payload::Text(_) => "utf8",
+            Payload::Bytes(_) => "base64",
+            Payload::Item(_) => "json",
         };
         self.chunks.push(ChunkMeta {
             span: chunk.span,
