@@ -1,25 +1,21 @@
 //! Cordon's `read` tool.
 //!
-//! The domain logic (resolving a path inside the roots, paging a file) is plain
-//! Rust, unit-tested natively; `component` wires it to the WIT exports when built
-//! for `wasm32-wasip2`.
+//! The domain logic (paging a file) is plain Rust, unit-tested natively; the
+//! SDK resolves paths inside the granted roots and exports the tool as a
+//! component when built for `wasm32-wasip2`.
 
-pub mod error;
-pub mod paths;
 pub mod reader;
 
-#[cfg(target_arch = "wasm32")]
-mod component;
-
-use std::fs::{File, Metadata};
+use std::fs::File;
 use std::path::PathBuf;
-use std::time::UNIX_EPOCH;
 
+use cordon_sdk::{
+    Access, Budget, Chunk, Context, Error, ErrorCode, Fingerprint, Manifest, Payload, Span, Summary, paths,
+};
 use serde::Deserialize;
 use serde_json::json;
 
-use error::{Error, ErrorCode};
-use reader::{Position, ReadStream, Selection};
+use reader::{Piece, Position, ReadStream, Selection};
 
 /// The tool's name as clients call it.
 pub const NAME: &str = "read";
@@ -118,29 +114,6 @@ impl Args {
     }
 }
 
-/// What identifies the file's state: size, modification time, and the file
-/// itself (0 when the platform does not say).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Fingerprint {
-    /// Size in bytes.
-    pub size: u64,
-    /// Last modification, in nanoseconds since the Unix epoch (0 if unknown).
-    pub mtime_ns: u64,
-    /// A hash of the file's device and inode.
-    pub identity: u64,
-}
-
-/// What the tool can tell about its whole output before producing it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Summary {
-    /// Counts about the whole output, as a JSON object.
-    pub totals: serde_json::Value,
-    /// True when `totals` are final.
-    pub exact: bool,
-    /// Ways to narrow the request, for a model.
-    pub suggestions: Vec<String>,
-}
-
 /// One call of the tool: the open file and where it is.
 pub struct Read {
     /// The file's absolute path, as shown to clients.
@@ -213,17 +186,66 @@ impl Read {
         let shown = &self.path;
         let meta = std::fs::metadata(&self.resolved).map_err(|e| Error::io(&format!("`{shown}`"), &e))?;
         let identity = paths::identity(&self.resolved, &meta, shown)?;
-        Ok(Fingerprint { size: meta.len(), mtime_ns: mtime_ns(&meta), identity })
+        Ok(Fingerprint { size: meta.len(), mtime_ns: paths::mtime_ns(&meta), identity })
     }
 }
 
-/// The modification time in nanoseconds since the Unix epoch, 0 if unknown.
-fn mtime_ns(meta: &Metadata) -> u64 {
-    meta.modified()
-        .ok()
-        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+/// The tool, as the SDK exports it.
+pub struct ReadTool;
+
+impl cordon_sdk::Tool for ReadTool {
+    fn manifest() -> Manifest {
+        Manifest {
+            name: NAME.into(),
+            version: VERSION.into(),
+            title: "Read file".into(),
+            description: DESCRIPTION.into(),
+            input_schema: input_schema(),
+            output_schema: output_schema(),
+            access: Access::Read,
+            read_only: true,
+            destructive: false,
+            idempotent: true,
+        }
+    }
+
+    fn open(ctx: &Context, args: &str, resume: Option<&str>) -> Result<Box<dyn cordon_sdk::Stream>, Error> {
+        Ok(Box::new(Read::open(&ctx.roots, args, resume)?))
+    }
 }
+
+impl cordon_sdk::Stream for Read {
+    fn next(&mut self, budget: Budget) -> Result<Option<Chunk>, Error> {
+        let Some(chunk) = self.stream.next(budget.bytes as usize, budget.items as usize)? else { return Ok(None) };
+        Ok(Some(Chunk {
+            payload: match chunk.piece {
+                Piece::Text(text) => Payload::Text(text),
+                Piece::Bytes(bytes) => Payload::Bytes(bytes),
+            },
+            span: Some(Span {
+                start_byte: chunk.start.byte,
+                end_byte: chunk.next.byte,
+                lines: chunk.start.line.zip(chunk.end_line),
+            }),
+            continued: chunk.continued,
+            resume: chunk.next.encode(),
+        }))
+    }
+
+    fn info(&self) -> serde_json::Value {
+        Read::info(self)
+    }
+
+    fn summary(&self) -> Summary {
+        Read::summary(self)
+    }
+
+    fn fingerprint(&self) -> Result<Option<Fingerprint>, Error> {
+        Read::fingerprint(self).map(Some)
+    }
+}
+
+cordon_sdk::export_tool!(ReadTool);
 
 #[cfg(test)]
 mod tests;

@@ -5,8 +5,8 @@
 use std::io::Cursor;
 use std::path::PathBuf;
 
-use crate::error::ErrorCode;
 use crate::reader::{Chunk, Piece, Position, ReadStream, Selection};
+use cordon_sdk::error::ErrorCode;
 
 type Stream = ReadStream<Cursor<Vec<u8>>>;
 

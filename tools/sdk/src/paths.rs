@@ -98,6 +98,14 @@ pub fn identity(_path: &Path, _meta: &std::fs::Metadata, _shown: &str) -> Result
     Ok(0)
 }
 
+/// The modification time in nanoseconds since the Unix epoch, 0 if unknown.
+pub fn mtime_ns(meta: &std::fs::Metadata) -> u64 {
+    meta.modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
 /// Applies `.` and `..` lexically; `..` at the top stays at the top.
 fn normalize(path: &Path) -> PathBuf {
     let mut out = PathBuf::from("/");

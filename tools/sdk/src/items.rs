@@ -1,0 +1,198 @@
+//! Paging a sequence of JSON items: one item per chunk, an item larger than the
+//! budget split on character boundaries into `continued` pieces, and resume
+//! positions that work at item boundaries and inside items alike.
+//!
+//! A tool supplies an `ItemSource`: items in a deterministic order, each with
+//! the source's own position after it, and a way to reopen at such a position.
+
+use crate::error::{Error, ErrorCode};
+use crate::types::{Budget, Chunk, Payload};
+
+/// Items in a deterministic order.
+pub trait ItemSource {
+    /// The next item as JSON text and the source position just after it, or
+    /// `None` at the end.
+    fn next_item(&mut self) -> Result<Option<(String, String)>, Error>;
+}
+
+/// Pages an `ItemSource`.
+///
+/// Resume positions: `b<pos>` is the boundary after the item that ended at
+/// source position `pos` (`b` alone: the start); `m<offset>:<pos>` is `offset`
+/// bytes into the item that follows source position `pos`.
+pub struct Items<S> {
+    source: S,
+    /// The source position before the next item (empty: the start).
+    before: String,
+    /// An item being emitted in pieces: its text, the position after it, and
+    /// how much of it was emitted.
+    partial: Option<(String, String, usize)>,
+}
+
+/// Where an `Items` stream starts, decoded from a resume position.
+pub struct Start<'a> {
+    /// The source position to reopen at (`None`: the beginning).
+    pub source: Option<&'a str>,
+    offset: usize,
+}
+
+impl<'a> Start<'a> {
+    /// Decodes a resume position written by `Items`.
+    pub fn decode(resume: Option<&'a str>) -> Result<Start<'a>, Error> {
+        let Some(resume) = resume else { return Ok(Start { source: None, offset: 0 }) };
+        let bad = || Error::new(ErrorCode::InvalidArgument, format!("malformed resume position `{resume}`"));
+        let (pos, offset) = if let Some(pos) = resume.strip_prefix('b') {
+            (pos, 0)
+        } else if let Some(rest) = resume.strip_prefix('m') {
+            let (offset, pos) = rest.split_once(':').ok_or_else(bad)?;
+            let offset: usize = offset.parse().map_err(|_| bad())?;
+            if offset == 0 {
+                return Err(bad());
+            }
+            (pos, offset)
+        } else {
+            return Err(bad());
+        };
+        Ok(Start { source: (!pos.is_empty()).then_some(pos), offset })
+    }
+}
+
+impl<S: ItemSource> Items<S> {
+    /// Starts paging `source`, which was opened at `start.source`; skips into the
+    /// first item when the start is inside one.
+    pub fn new(mut source: S, start: Start<'_>) -> Result<Items<S>, Error> {
+        let before = start.source.unwrap_or_default().to_string();
+        let mut partial = None;
+        if start.offset > 0 {
+            let Some((item, after)) = source.next_item()? else {
+                return Err(Error::new(
+                    ErrorCode::Stale,
+                    "the resume position is past the end of the output; start again",
+                ));
+            };
+            if start.offset >= item.len() || !item.is_char_boundary(start.offset) {
+                return Err(Error::new(
+                    ErrorCode::Stale,
+                    "the resume position no longer falls inside its item; start again",
+                ));
+            }
+            partial = Some((item, after, start.offset));
+        }
+        Ok(Items { source, before, partial })
+    }
+
+    /// The source, for tools that report on it.
+    pub fn source(&self) -> &S {
+        &self.source
+    }
+
+    /// The next chunk: one whole item, or the next piece of a large one.
+    pub fn next(&mut self, budget: Budget) -> Result<Option<Chunk>, Error> {
+        let limit = (budget.bytes as usize).max(4);
+        let (item, after, done) = match self.partial.take() {
+            Some(partial) => partial,
+            None => match self.source.next_item()? {
+                Some((item, after)) if item.len() <= limit => {
+                    self.before = after.clone();
+                    return Ok(Some(Chunk {
+                        payload: Payload::Item(item),
+                        span: None,
+                        continued: false,
+                        resume: format!("b{after}"),
+                    }));
+                }
+                Some((item, after)) => (item, after, 0),
+                None => return Ok(None),
+            },
+        };
+        let mut end = (done + limit).min(item.len());
+        while !item.is_char_boundary(end) {
+            end -= 1;
+        }
+        let piece = item[done..end].to_string();
+        if end == item.len() {
+            self.before = after.clone();
+            return Ok(Some(Chunk {
+                payload: Payload::Item(piece),
+                span: None,
+                continued: false,
+                resume: format!("b{after}"),
+            }));
+        }
+        let resume = format!("m{end}:{}", self.before);
+        self.partial = Some((item, after, end));
+        Ok(Some(Chunk { payload: Payload::Item(piece), span: None, continued: true, resume }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Items "0".."n" as JSON strings of growing length; position = index.
+    struct Numbers {
+        next: usize,
+        n: usize,
+    }
+
+    impl ItemSource for Numbers {
+        fn next_item(&mut self) -> Result<Option<(String, String)>, Error> {
+            if self.next == self.n {
+                return Ok(None);
+            }
+            let i = self.next;
+            self.next += 1;
+            Ok(Some((format!("\"{}{}\"", i, "é".repeat(i * 7)), self.next.to_string())))
+        }
+    }
+
+    fn open(resume: Option<&str>) -> Items<Numbers> {
+        let start = Start::decode(resume).unwrap();
+        let next = start.source.map_or(0, |p| p.parse().unwrap());
+        Items::new(Numbers { next, n: 30 }, start).unwrap()
+    }
+
+    fn drain(items: &mut Items<Numbers>, bytes: u32) -> Vec<Chunk> {
+        std::iter::from_fn(|| items.next(Budget { bytes, items: 1 }).unwrap()).collect()
+    }
+
+    fn joined(chunks: &[Chunk]) -> String {
+        chunks.iter().map(|c| std::str::from_utf8(c.payload.as_bytes()).unwrap()).collect()
+    }
+
+    #[test]
+    fn items_split_into_pieces_and_resume_anywhere_with_the_same_bytes() {
+        let whole = joined(&drain(&mut open(None), u32::MAX));
+        for bytes in [4, 5, 9, 64, 300] {
+            let chunks = drain(&mut open(None), bytes);
+            assert_eq!(joined(&chunks), whole);
+            for (i, c) in chunks.iter().enumerate() {
+                assert!(c.payload.as_bytes().len() <= bytes as usize);
+                let rest = joined(&drain(&mut open(Some(&c.resume)), 50));
+                assert_eq!(rest, joined(&chunks[i + 1..]), "resume at {}", c.resume);
+            }
+        }
+    }
+
+    #[test]
+    fn only_the_last_piece_of_an_item_is_not_continued() {
+        let chunks = drain(&mut open(None), 8);
+        let mut text = String::new();
+        for c in chunks {
+            text.push_str(std::str::from_utf8(c.payload.as_bytes()).unwrap());
+            if !c.continued {
+                assert!(serde_json::from_str::<String>(&text).is_ok(), "{text}");
+                text.clear();
+            }
+        }
+    }
+
+    #[test]
+    fn malformed_and_stale_positions_are_refused() {
+        for bad in ["x", "m0:1", "mz:1", "m3"] {
+            assert_eq!(Start::decode(Some(bad)).err().unwrap().code, ErrorCode::InvalidArgument, "{bad}");
+        }
+        let start = Start::decode(Some("m999:2")).unwrap();
+        assert_eq!(Items::new(Numbers { next: 2, n: 30 }, start).err().unwrap().code, ErrorCode::Stale);
+    }
+}
