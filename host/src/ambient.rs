@@ -28,3 +28,8 @@ pub fn create_dir_handle(path: &Path) -> io::Result<Dir> {
 pub fn read_file(path: &Path) -> io::Result<Vec<u8>> {
     std::fs::read(path)
 }
+
+/// Opens an existing directory (a configured root) as a capability.
+pub fn open_dir(path: &Path) -> io::Result<Dir> {
+    Dir::open_ambient_dir(path, ambient_authority())
+}

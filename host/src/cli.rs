@@ -12,6 +12,7 @@ use crate::pager::PageLimits;
 use crate::policy::RootSpec;
 use crate::protocol::mcp::{self, Version};
 use crate::server::{Config, Limits, Server};
+use crate::uploads::UploadLimits;
 
 /// Cordon: an MCP file server whose tools run sandboxed in WebAssembly.
 #[derive(Parser, Debug)]
@@ -90,6 +91,12 @@ struct Common {
     /// How long a cursor stays valid, in seconds.
     #[arg(long, value_name = "SECS", default_value_t = PageLimits::default().cursor_ttl.as_secs())]
     cursor_ttl_secs: u64,
+    /// The most bytes one staged upload may hold.
+    #[arg(long, value_name = "BYTES", default_value_t = UploadLimits::default().max_bytes)]
+    max_upload_bytes: u64,
+    /// How long an idle staged upload is kept before it is deleted, in seconds.
+    #[arg(long, value_name = "SECS", default_value_t = UploadLimits::default().ttl.as_secs())]
+    upload_ttl_secs: u64,
     /// JSON items from tools nested deeper than this are truncated.
     #[arg(long, value_name = "N", default_value_t = PageLimits::default().max_depth)]
     max_depth: usize,
@@ -129,7 +136,15 @@ impl Common {
             sessions: self.max_sessions,
             session_ttl: Duration::from_secs(self.session_ttl_secs),
         };
-        let mut limits = Limits { max_line_bytes: self.max_line_bytes, pages, ..Limits::default() };
+        if self.max_upload_bytes == 0 || self.upload_ttl_secs == 0 {
+            anyhow::bail!("upload limits must be positive");
+        }
+        let uploads = UploadLimits {
+            max_bytes: self.max_upload_bytes,
+            ttl: Duration::from_secs(self.upload_ttl_secs),
+            ..UploadLimits::default()
+        };
+        let mut limits = Limits { max_line_bytes: self.max_line_bytes, pages, uploads, ..Limits::default() };
         limits.call.memory_bytes =
             self.memory_mib.checked_mul(1 << 20).ok_or_else(|| anyhow::anyhow!("--memory-mib is too large"))?;
         limits.call.wall_time = Duration::from_secs_f64(self.timeout_secs);

@@ -16,5 +16,7 @@ pub mod protocol;
 pub mod registry;
 pub mod runtime;
 pub mod server;
+pub mod staging;
 pub mod tool;
 pub mod transport;
+pub mod uploads;

@@ -103,6 +103,9 @@ fn load(runtime: &Runtime, bytes: &[u8], origin: Origin) -> anyhow::Result<Tool>
     let digest = hex::encode(Sha256::digest(bytes));
     let loaded = runtime.load(bytes, &digest)?;
     let manifest = runtime.describe(&loaded.pre).map_err(|e| anyhow::anyhow!("bad manifest: {e}"))?;
+    if manifest.name == crate::staging::UPLOAD_TOOL {
+        anyhow::bail!("the tool name `{}` is the host's", manifest.name);
+    }
     if let Some(name) = crate::protocol::mcp::reserved_argument(&manifest) {
         anyhow::bail!("tool `{}` declares the argument `{name}`, which the host reserves for paging", manifest.name);
     }

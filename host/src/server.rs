@@ -18,7 +18,9 @@ use crate::policy::{Policy, RootSpec};
 use crate::protocol::jsonrpc::{self, ErrorObject, INTERNAL_ERROR, INVALID_REQUEST, Id, Message, NOT_INITIALIZED};
 use crate::protocol::mcp::{self, Request, Version};
 use crate::registry::{Origin, Registry};
-use crate::runtime::{CallLimits, Runtime};
+use crate::runtime::{CallFailure, CallLimits, Runtime};
+use crate::staging::{self, UPLOAD_TOOL};
+use crate::uploads::{UploadLimits, Uploads};
 
 /// Everything needed to start a server.
 #[derive(Debug, Clone)]
@@ -43,6 +45,7 @@ pub struct Limits {
     pub max_concurrent_calls: usize,
     pub call: CallLimits,
     pub pages: PageLimits,
+    pub uploads: UploadLimits,
 }
 
 impl Default for Limits {
@@ -57,6 +60,7 @@ impl Default for Limits {
                 wall_time: Duration::from_secs(30),
             },
             pages: PageLimits::default(),
+            uploads: UploadLimits::default(),
         }
     }
 }
@@ -67,6 +71,7 @@ pub struct Server {
     registry: Registry,
     policy: Policy,
     pager: Pager,
+    uploads: Uploads,
     limits: Limits,
 }
 
@@ -95,10 +100,18 @@ impl Server {
                 CursorKey::random()
             }
         };
+        let uploads_path = match &config.state_dir {
+            Some(dir) => dir.join("uploads"),
+            None => std::env::temp_dir().join(format!("cordon-uploads-{}", std::process::id())),
+        };
+        let uploads_dir = ambient::create_dir_handle(&uploads_path)
+            .with_context(|| format!("open the uploads directory {}", uploads_path.display()))?;
+        let uploads =
+            Uploads::new(uploads_path, uploads_dir, config.limits.uploads).context("clean the uploads directory")?;
         let runtime = Runtime::new(config.limits.call, cache_dir)?;
         let registry = Registry::load(&runtime, &config.components)?;
         let pager = Pager::new(key, config.limits.pages);
-        Ok(Arc::new(Server { runtime, registry, policy, pager, limits: config.limits }))
+        Ok(Arc::new(Server { runtime, registry, policy, pager, uploads, limits: config.limits }))
     }
 
     pub fn registry(&self) -> &Registry {
@@ -116,14 +129,34 @@ impl Server {
     /// Runs one `tools/call`: one page of the tool's output, as an MCP result.
     /// Blocks: call it from a thread that may block.
     pub fn call_tool(&self, name: &str, arguments: &Value, version: Version) -> Result<Value, ErrorObject> {
+        if name == UPLOAD_TOOL {
+            return match staging::call_upload(&self.uploads, arguments) {
+                Ok(ack) => Ok(mcp::host_tool_result(ack, version)),
+                Err(e) => mcp::call_failure(CallFailure::Tool(e), version),
+            };
+        }
         let tool = self.registry.get(name).ok_or_else(|| mcp::unknown_tool(name))?;
         let (paging, args) = Paging::split(arguments)?;
-        let grants = match tool.origin {
-            Origin::Builtin => self.policy.grants(tool.manifest.access),
-            Origin::Component(_) => &[],
+        let mut args = match args {
+            Value::Object(map) => map,
+            _ => Default::default(),
         };
-        match self.pager.page(&self.runtime, grants, tool, args, paging) {
-            Ok(page) => Ok(mcp::call_result(page, version)),
+        let attached = match staging::attach(&self.uploads, &tool.manifest, &mut args)? {
+            Ok(attached) => attached,
+            Err(e) => return mcp::call_failure(CallFailure::Tool(e), version),
+        };
+        let mut grants = match tool.origin {
+            Origin::Builtin => self.policy.grants(tool.manifest.access).to_vec(),
+            Origin::Component(_) => Vec::new(),
+        };
+        grants.extend(attached.as_ref().map(|a| a.grant.clone()));
+        match self.pager.page(&self.runtime, &grants, tool, Value::Object(args), paging) {
+            Ok(page) => {
+                if let Some(attached) = attached {
+                    self.uploads.finish(&attached.id);
+                }
+                Ok(mcp::call_result(page, version))
+            }
             Err(PageError::Call(failure)) => mcp::call_failure(failure, version),
             Err(PageError::Cursor(e)) => Err(invalid_cursor(&e)),
         }

@@ -4,7 +4,9 @@ mod support;
 
 mod cache;
 mod cli;
+mod corpus;
 mod interop;
 mod paging;
 mod sandbox;
 mod stdio;
+mod write;

@@ -30,8 +30,8 @@ use cursor::{Cursor, CursorError, CursorKey};
 use page::{Builder, Page};
 use sessions::Sessions;
 
-/// The argument names the host owns in every tool's input.
-pub const PAGING_ARGS: [&str; 3] = ["cursor", "max_tokens", "page_size"];
+/// The argument names the host owns in every tool's input (paging, uploads).
+pub const RESERVED_ARGS: [&str; 4] = ["cursor", "max_tokens", "page_size", "upload_id"];
 
 /// Bytes per estimated token.
 pub const BYTES_PER_TOKEN: u32 = 4;

@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 
 use super::jsonrpc::{ErrorObject, INVALID_PARAMS, METHOD_NOT_FOUND};
 use crate::pager::page::{Block, Page};
-use crate::pager::{BYTES_PER_TOKEN, PAGING_ARGS, page};
+use crate::pager::{BYTES_PER_TOKEN, RESERVED_ARGS, page};
 use crate::registry::Tool;
 use crate::runtime::CallFailure;
 use crate::tool::{ErrorCode, Manifest};
@@ -114,10 +114,21 @@ pub fn initialize_result(version: Version) -> Value {
     })
 }
 
-/// The `tools/list` result.
+/// The `tools/list` result: the component tools, then the host's `upload`.
 pub fn list_tools_result<'a>(tools: impl Iterator<Item = &'a Tool>, version: Version) -> Value {
-    let tools: Vec<Value> = tools.map(|t| describe_tool(&t.manifest, version)).collect();
+    let mut tools: Vec<Value> = tools.map(|t| describe_tool(&t.manifest, version)).collect();
+    tools.push(crate::staging::upload_tool(version.structured()));
     json!({ "tools": tools })
+}
+
+/// The result of a tool the host serves itself: its small JSON answer as text
+/// and as structured content.
+pub fn host_tool_result(answer: Value, version: Version) -> Value {
+    let mut result = json!({ "content": [{ "type": "text", "text": answer.to_string() }], "isError": false });
+    if version.structured() {
+        result["structuredContent"] = answer;
+    }
+    result
 }
 
 fn describe_tool(m: &Manifest, version: Version) -> Value {
@@ -158,6 +169,7 @@ pub fn input_schema(m: &Manifest) -> Value {
         }
     });
     merge_properties(&mut schema, extra);
+    crate::staging::advertise(&mut schema);
     schema
 }
 
@@ -228,7 +240,7 @@ fn merge_properties(schema: &mut Value, extra: Value) {
 /// Whether a tool's own schema uses a name the host reserves.
 pub fn reserved_argument(m: &Manifest) -> Option<&'static str> {
     let props = m.input_schema.get("properties")?.as_object()?;
-    PAGING_ARGS.into_iter().find(|name| props.contains_key(*name))
+    RESERVED_ARGS.into_iter().find(|name| props.contains_key(*name))
 }
 
 /// A page as a `tools/call` result. The content is the payload (text blocks,

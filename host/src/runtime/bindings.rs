@@ -5,12 +5,21 @@ use crate::tool::{self, Access, Budget, Chunk, ErrorCode, Fingerprint, Payload, 
 
 wasmtime::component::bindgen!({
     path: "../wit",
-    world: "cordon-tool",
+    world: "cordon-file-tool",
 });
+
+/// Components of either world: `cordon-tool` exports the same interface and
+/// imports a subset.
+pub type CordonTool = CordonFileTool;
+pub type CordonToolPre<T> = CordonFileToolPre<T>;
 
 pub use exports::cordon::tool::tool::{Guest as ToolExports, GuestChunkStream};
 
 use self::cordon::tool::types as wit;
+
+pub use self::cordon::tool::host_files::Host as HostFiles;
+pub use self::cordon::tool::types::Error as WitError;
+pub use self::cordon::tool::types::ErrorCode as WitErrorCode;
 
 impl From<wit::ErrorCode> for ErrorCode {
     fn from(code: wit::ErrorCode) -> Self {

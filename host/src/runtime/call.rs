@@ -32,6 +32,14 @@ pub struct CallState {
     wasi: WasiCtx,
     table: ResourceTable,
     limiter: CallLimiter,
+    /// The preopens this call holds, for the host's file services.
+    grants: Vec<Grant>,
+}
+
+impl CallState {
+    pub(super) fn grants(&self) -> &[Grant] {
+        &self.grants
+    }
 }
 
 impl WasiView for CallState {
@@ -93,6 +101,7 @@ impl Runtime {
             wasi: wasi.build(),
             table: ResourceTable::new(),
             limiter: CallLimiter { limits: self.limits, memory_used: 0, table_used: 0 },
+            grants: grants.to_vec(),
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limiter);

@@ -5,6 +5,7 @@ pub mod bindings;
 pub mod cache;
 mod call;
 mod failure;
+mod host_files;
 
 use std::thread;
 use std::time::Duration;
@@ -70,6 +71,11 @@ impl Runtime {
         let engine = Engine::new(&config).map_err(anyhow::Error::from).context("create the wasm engine")?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(anyhow::Error::from)?;
+        bindings::CordonFileTool::add_to_linker::<CallState, wasmtime::component::HasSelf<CallState>>(
+            &mut linker,
+            |state| state,
+        )
+        .map_err(anyhow::Error::from)?;
         start_epoch_clock(&engine);
         let cache = CompileCache::new(cache_dir, &engine);
         Ok(Runtime { engine, linker, cache, limits })

@@ -8,7 +8,7 @@ use crate::types::{Access, Budget, Payload};
 
 wit_bindgen::generate!({
     path: "../../wit",
-    world: "cordon-tool",
+    world: "cordon-file-tool",
     pub_export_macro: true,
     default_bindings_module: "cordon_sdk::component",
 });
@@ -85,6 +85,22 @@ impl wit::GuestChunkStream for StreamAdapter {
         let f = self.0.borrow().fingerprint().map_err(to_wit)?;
         Ok(f.map(|f| wit::Fingerprint { size: f.size, mtime_ns: f.mtime_ns, identity: f.identity }))
     }
+}
+
+/// A WIT error as the SDK's.
+pub fn from_wit(err: t::Error) -> Error {
+    let code = match err.code {
+        t::ErrorCode::InvalidArgument => ErrorCode::InvalidArgument,
+        t::ErrorCode::NotFound => ErrorCode::NotFound,
+        t::ErrorCode::PermissionDenied => ErrorCode::PermissionDenied,
+        t::ErrorCode::Conflict => ErrorCode::Conflict,
+        t::ErrorCode::TooLarge => ErrorCode::TooLarge,
+        t::ErrorCode::Stale => ErrorCode::Stale,
+        t::ErrorCode::Io => ErrorCode::Io,
+        t::ErrorCode::Unsupported => ErrorCode::Unsupported,
+        t::ErrorCode::Internal => ErrorCode::Internal,
+    };
+    Error::new(code, err.message)
 }
 
 fn to_wit(err: Error) -> wit::Error {

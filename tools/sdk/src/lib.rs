@@ -9,7 +9,9 @@
 //! The logic of a tool stays plain Rust, testable natively; only
 //! `export_tool!` is specific to `wasm32`.
 
+pub mod atomic;
 pub mod error;
+pub mod host;
 pub mod items;
 pub mod paths;
 pub mod tool;

@@ -55,11 +55,14 @@ pub fn within_root<'a>(roots: &[&str], path: &'a Path) -> Option<(usize, &'a Pat
         .map(|(i, _, rel)| (i, if rel.as_os_str().is_empty() { Path::new(".") } else { rel }))
 }
 
-/// What identifies the file at `path` itself, whatever its size and time: a
-/// hash of WASI's `metadata-hash-at`, asked of the preopen that holds `path`.
-/// `shown` names the path in errors.
+/// Runs `op` on the preopen that holds `path`, with `path` relative to it,
+/// mapping WASI error codes like `Error::io` does. `shown` names the path.
 #[cfg(target_arch = "wasm32")]
-pub fn identity(path: &Path, _meta: &std::fs::Metadata, shown: &str) -> Result<u64, Error> {
+fn at_preopen<T>(
+    path: &Path,
+    shown: &str,
+    op: impl FnOnce(&wasip2::filesystem::types::Descriptor, &str) -> Result<T, wasip2::filesystem::types::ErrorCode>,
+) -> Result<T, Error> {
     use std::io;
     use wasip2::filesystem::{preopens, types as fs};
 
@@ -72,16 +75,51 @@ pub fn identity(path: &Path, _meta: &std::fs::Metadata, shown: &str) -> Result<u
         )
     })?;
     let relative = relative.to_str().ok_or_else(|| Error::new(ErrorCode::InvalidArgument, "`path` is not UTF-8"))?;
-    let hash = dirs[index].0.metadata_hash_at(fs::PathFlags::SYMLINK_FOLLOW, relative).map_err(|code| {
+    op(&dirs[index].0, relative).map_err(|code| {
         let kind = match code {
             fs::ErrorCode::NoEntry => io::ErrorKind::NotFound,
-            fs::ErrorCode::Access | fs::ErrorCode::NotPermitted => io::ErrorKind::PermissionDenied,
+            fs::ErrorCode::Access | fs::ErrorCode::NotPermitted | fs::ErrorCode::ReadOnly => {
+                io::ErrorKind::PermissionDenied
+            }
             fs::ErrorCode::IsDirectory => io::ErrorKind::IsADirectory,
             _ => io::ErrorKind::Other,
         };
         Error::io(&format!("`{shown}`"), &io::Error::new(kind, code.message()))
-    })?;
+    })
+}
+
+/// What identifies the file at `path` itself, whatever its size and time: a
+/// hash of WASI's `metadata-hash-at`, asked of the preopen that holds `path`.
+/// `shown` names the path in errors.
+#[cfg(target_arch = "wasm32")]
+pub fn identity(path: &Path, _meta: &std::fs::Metadata, shown: &str) -> Result<u64, Error> {
+    use wasip2::filesystem::types::PathFlags;
+    let hash = at_preopen(path, shown, |dir, rel| dir.metadata_hash_at(PathFlags::SYMLINK_FOLLOW, rel))?;
     Ok(hash.lower ^ hash.upper.rotate_left(1))
+}
+
+/// How many hard links the file at `path` has (the path itself not followed if
+/// it is a symlink).
+#[cfg(target_arch = "wasm32")]
+pub fn link_count(path: &Path, shown: &str) -> Result<u64, Error> {
+    use wasip2::filesystem::types::PathFlags;
+    Ok(at_preopen(path, shown, |dir, rel| dir.stat_at(PathFlags::empty(), rel))?.link_count)
+}
+
+/// How many hard links the file at `path` has.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn link_count(path: &Path, shown: &str) -> Result<u64, Error> {
+    let meta = std::fs::symlink_metadata(path).map_err(|e| Error::io(&format!("`{shown}`"), &e))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        Ok(meta.nlink())
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        Ok(1)
+    }
 }
 
 /// What identifies the file at `path` itself, whatever its size and time: its

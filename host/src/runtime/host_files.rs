@@ -1,0 +1,59 @@
+//! The `host-files` interface: file services WASI lacks, done by the host
+//! through capability handles on the call's own grants.
+
+use std::path::{Component, Path};
+
+use cap_std::fs::Dir;
+use wasmtime_wasi::FsPerms;
+
+use super::bindings::{HostFiles, WitError, WitErrorCode};
+use super::call::CallState;
+use crate::ambient;
+
+impl HostFiles for CallState {
+    fn copy_permissions(&mut self, from: String, to: String) -> Result<(), WitError> {
+        let (from_dir, from_rel) = self.locate(&from, false)?;
+        let (to_dir, to_rel) = self.locate(&to, true)?;
+        let perms = from_dir.metadata(&from_rel).map_err(|e| io_error(&from, &e))?.permissions();
+        to_dir.set_permissions(&to_rel, perms).map_err(|e| io_error(&to, &e))
+    }
+}
+
+impl super::bindings::cordon::tool::types::Host for CallState {}
+
+impl CallState {
+    /// The root directory (as a capability) holding `path`, and `path` relative
+    /// to it. `write` asks for a read-write grant.
+    fn locate(&self, path: &str, write: bool) -> Result<(Dir, String), WitError> {
+        let denied = |why: &str| WitError { code: WitErrorCode::PermissionDenied, message: format!("`{path}` {why}") };
+        let p = Path::new(path);
+        if !p.is_absolute() || p.components().any(|c| matches!(c, Component::ParentDir | Component::CurDir)) {
+            return Err(WitError {
+                code: WitErrorCode::InvalidArgument,
+                message: format!("`{path}` must be an absolute, normalized path"),
+            });
+        }
+        let grant = self
+            .grants()
+            .iter()
+            .filter(|g| p.starts_with(&g.guest))
+            .max_by_key(|g| g.guest.len())
+            .ok_or_else(|| denied("is outside every root granted to this call"))?;
+        if write && grant.perms != FsPerms::ReadWrite {
+            return Err(denied("is under a read-only root"));
+        }
+        let rel = p.strip_prefix(&grant.guest).expect("checked prefix");
+        let rel = if rel.as_os_str().is_empty() { ".".to_string() } else { rel.to_string_lossy().into_owned() };
+        let dir = ambient::open_dir(&grant.host).map_err(|e| io_error(&grant.guest, &e))?;
+        Ok((dir, rel))
+    }
+}
+
+fn io_error(path: &str, err: &std::io::Error) -> WitError {
+    let code = match err.kind() {
+        std::io::ErrorKind::NotFound => WitErrorCode::NotFound,
+        std::io::ErrorKind::PermissionDenied => WitErrorCode::PermissionDenied,
+        _ => WitErrorCode::Io,
+    };
+    WitError { code, message: format!("`{path}`: {err}") }
+}

@@ -1,0 +1,322 @@
+//! Cordon's `write` tool: creates, overwrites or appends to a file atomically.
+//!
+//! The new content goes to a temporary file beside the target, which is synced,
+//! given the target's permissions and renamed over it (see `cordon_sdk::atomic`),
+//! so a reader or a crash sees the old file or the new one, never a mix. An
+//! `expected_sha256` precondition guards against overwriting a file that changed
+//! since the caller read it. Content comes inline, or from a staged upload that
+//! the host verified and mounted read-only at the path it passes as `staged`.
+
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::path::Path;
+
+use cordon_sdk::atomic::{self, Options};
+use cordon_sdk::items::{ItemSource, Items, Start};
+use cordon_sdk::{Access, Budget, Chunk, Context, Error, ErrorCode, Manifest, paths};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+/// The tool's version, bound into cursors.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// How the content is combined with what is there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// The file must not exist yet.
+    Create,
+    /// Replace the file, or create it.
+    Overwrite,
+    /// Add to the end of the file (which must exist), atomically.
+    Append,
+}
+
+/// The call's arguments.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Args {
+    pub path: String,
+    #[serde(default)]
+    pub content: Option<String>,
+    #[serde(default = "utf8")]
+    pub encoding: String,
+    #[serde(default = "overwrite")]
+    pub mode: Mode,
+    #[serde(default)]
+    pub expected_sha256: Option<String>,
+    #[serde(default)]
+    pub allow_hardlinks: bool,
+    /// Set by the host for a staged upload: where the verified bytes are mounted.
+    #[serde(default)]
+    pub staged: Option<String>,
+}
+
+fn utf8() -> String {
+    "utf8".into()
+}
+
+fn overwrite() -> Mode {
+    Mode::Overwrite
+}
+
+/// The JSON Schema of the arguments.
+pub fn input_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "path": { "type": "string", "minLength": 1, "description": "File to write: relative to the first root, or absolute inside a root." },
+            "content": { "type": "string", "description": "The content (omit when committing a staged upload with upload_id)." },
+            "encoding": { "enum": ["utf8", "base64"], "description": "How `content` is encoded. Default utf8." },
+            "mode": { "enum": ["create", "overwrite", "append"], "description": "create: the file must not exist; overwrite (default): replace or create; append: add to the end of an existing file." },
+            "expected_sha256": { "type": "string", "pattern": "^[0-9a-fA-F]{64}$", "description": "Write only if the file's current SHA-256 is this (else `conflict` with the current hash)." },
+            "allow_hardlinks": { "type": "boolean", "description": "Replace a file that has other hard links (they keep the old content). Default false." },
+            "staged": { "type": "string", "description": "Set by the server for staged uploads; never by clients." }
+        },
+        "required": ["path"],
+        "additionalProperties": false
+    })
+}
+
+/// The JSON Schema of `info`.
+pub fn output_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "path": { "type": "string" },
+            "written": { "type": "boolean", "description": "True once the file was replaced." }
+        },
+        "required": ["path", "written"]
+    })
+}
+
+/// What a write did, the tool's one output item.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    pub path: String,
+    pub created: bool,
+    pub bytes_written: u64,
+    pub size: u64,
+    pub sha256: String,
+}
+
+impl Outcome {
+    fn to_json(&self, mode: Mode) -> String {
+        json!({
+            "path": self.path,
+            "mode": match mode { Mode::Create => "create", Mode::Overwrite => "overwrite", Mode::Append => "append" },
+            "created": self.created,
+            "bytes_written": self.bytes_written,
+            "size": self.size,
+            "sha256": self.sha256,
+        })
+        .to_string()
+    }
+}
+
+/// Does the write described by `args` (a JSON text) under `roots`.
+pub fn write(roots: &[String], args: &str) -> Result<(Outcome, Mode), Error> {
+    let args: Args = serde_json::from_str(args)
+        .map_err(|e| Error::new(ErrorCode::InvalidArgument, format!("invalid arguments: {e}")))?;
+    let path = paths::resolve(roots, &args.path)?;
+    let shown = path.display().to_string();
+    let options = Options { allow_hardlinks: args.allow_hardlinks };
+    let exists = atomic::check_target(&path, options)?;
+    match (args.mode, exists) {
+        (Mode::Create, true) => {
+            return Err(Error::new(ErrorCode::Conflict, format!("`{shown}` already exists (mode create)")));
+        }
+        (Mode::Append, false) => {
+            return Err(Error::new(ErrorCode::NotFound, format!("`{shown}` does not exist (mode append)")));
+        }
+        _ => {}
+    }
+    if let Some(expected) = &args.expected_sha256 {
+        let current = if exists { Some(sha256_file(&path, &shown)?) } else { None };
+        if current.as_deref() != Some(expected.to_ascii_lowercase().as_str()) {
+            let now =
+                current.map_or_else(|| "the file does not exist".to_string(), |h| format!("its current sha256 is {h}"));
+            return Err(Error::new(
+                ErrorCode::Conflict,
+                format!("`{shown}` changed: expected sha256 {expected}, but {now}; read it again and retry"),
+            ));
+        }
+    }
+    let source = Source::from_args(&args)?;
+    let mut hasher = Sha256::new();
+    let mut size = 0u64;
+    let mut written = 0u64;
+    atomic::replace(&path, options, |out| {
+        let mut sink = HashingWriter { out, hasher: &mut hasher, bytes: &mut size };
+        if args.mode == Mode::Append {
+            let mut old = File::open(&path).map_err(|e| Error::io(&format!("`{shown}`"), &e))?;
+            io::copy(&mut old, &mut sink).map_err(|e| Error::io(&format!("copying `{shown}`"), &e))?;
+        }
+        let before = *sink.bytes;
+        source.copy_to(&mut sink)?;
+        written = *sink.bytes - before;
+        Ok(())
+    })?;
+    let sha256 = hex(&hasher.finalize());
+    Ok((Outcome { path: shown, created: !exists, bytes_written: written, size, sha256 }, args.mode))
+}
+
+/// Where the new bytes come from.
+enum Source {
+    Inline(Vec<u8>),
+    Staged(String),
+}
+
+impl Source {
+    fn from_args(args: &Args) -> Result<Source, Error> {
+        match (&args.content, &args.staged) {
+            (Some(_), Some(_)) => Err(Error::new(ErrorCode::InvalidArgument, "give `content` or an upload, not both")),
+            (None, None) => Err(Error::new(
+                ErrorCode::InvalidArgument,
+                "no content: give `content`, or commit a staged upload with `upload_id`",
+            )),
+            (None, Some(staged)) => Ok(Source::Staged(staged.clone())),
+            (Some(content), None) => match args.encoding.as_str() {
+                "utf8" => Ok(Source::Inline(content.clone().into_bytes())),
+                "base64" => decode_base64(content).map(Source::Inline),
+                other => Err(Error::new(ErrorCode::InvalidArgument, format!("unknown encoding `{other}`"))),
+            },
+        }
+    }
+
+    fn copy_to(&self, out: &mut impl Write) -> Result<(), Error> {
+        match self {
+            Source::Inline(bytes) => out.write_all(bytes).map_err(|e| Error::io("the temporary file", &e)),
+            Source::Staged(path) => {
+                let mut staged = File::open(path).map_err(|e| Error::io("the staged upload", &e))?;
+                io::copy(&mut staged, out).map(|_| ()).map_err(|e| Error::io("copying the staged upload", &e))
+            }
+        }
+    }
+}
+
+/// Writes through, hashing and counting.
+struct HashingWriter<'a> {
+    out: &'a mut File,
+    hasher: &'a mut Sha256,
+    bytes: &'a mut u64,
+}
+
+impl Write for HashingWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.out.write(buf)?;
+        self.hasher.update(&buf[..n]);
+        *self.bytes += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+}
+
+/// The SHA-256 of a file's content, hex.
+pub fn sha256_file(path: &Path, shown: &str) -> Result<String, Error> {
+    let mut file = File::open(path).map_err(|e| Error::io(&format!("`{shown}`"), &e))?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 256 * 1024];
+    loop {
+        let n = file.read(&mut buf).map_err(|e| Error::io(&format!("`{shown}`"), &e))?;
+        if n == 0 {
+            return Ok(hex(&hasher.finalize()));
+        }
+        hasher.update(&buf[..n]);
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn decode_base64(text: &str) -> Result<Vec<u8>, Error> {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD
+        .decode(text.trim())
+        .map_err(|e| Error::new(ErrorCode::InvalidArgument, format!("`content` is not valid base64: {e}")))
+}
+
+/// The tool's single output item, paged like any other.
+struct Once(Option<String>);
+
+impl ItemSource for Once {
+    fn next_item(&mut self) -> Result<Option<(String, String)>, Error> {
+        Ok(self.0.take().map(|item| (item, "done".to_string())))
+    }
+}
+
+/// A finished write, reported as one item.
+pub struct WriteStream {
+    path: String,
+    items: Items<Once>,
+}
+
+impl cordon_sdk::Stream for WriteStream {
+    fn next(&mut self, budget: Budget) -> Result<Option<Chunk>, Error> {
+        self.items.next(budget)
+    }
+
+    fn info(&self) -> Value {
+        json!({ "path": self.path, "written": true })
+    }
+}
+
+/// The tool, as the SDK exports it.
+pub struct WriteTool;
+
+impl cordon_sdk::Tool for WriteTool {
+    fn manifest() -> Manifest {
+        Manifest {
+            name: "write".into(),
+            version: VERSION.into(),
+            title: "Write file".into(),
+            description: "Create, overwrite or append to a file under a read-write root, atomically (a temporary \
+                file is renamed over the target, so the file is never partly written; its permissions are kept). \
+                `expected_sha256` makes the write conditional on the file's current content. For large content, \
+                stage it with the `upload` tool and pass `upload_id`, `size` and `sha256` here instead of `content`."
+                .into(),
+            input_schema: input_schema(),
+            output_schema: output_schema(),
+            access: Access::Write,
+            read_only: false,
+            destructive: true,
+            idempotent: false,
+        }
+    }
+
+    fn open(ctx: &Context, args: &str, resume: Option<&str>) -> Result<Box<dyn cordon_sdk::Stream>, Error> {
+        let start = Start::decode(resume)?;
+        if resume.is_some() {
+            // The write happened when the call was first opened: never again.
+            return resumed(args, start);
+        }
+        let (outcome, mode) = write(&ctx.roots, args)?;
+        let item = outcome.to_json(mode);
+        Ok(Box::new(WriteStream { path: outcome.path, items: Items::new(Once(Some(item)), start)? }))
+    }
+}
+
+/// A write's stream reopened at a cursor: the write is not done again. After
+/// the whole item there is nothing left; inside it (a page budget smaller than
+/// the item) the item cannot be produced again without writing again.
+fn resumed(args: &str, start: Start<'_>) -> Result<Box<dyn cordon_sdk::Stream>, Error> {
+    if start.source != Some("done") {
+        return Err(Error::new(
+            ErrorCode::Stale,
+            "the write was done when the call started; its result does not fit so small a page \
+             (use a larger max_tokens), and stat or read the file to see it now",
+        ));
+    }
+    let path = serde_json::from_str::<Value>(args).ok().and_then(|a| a["path"].as_str().map(String::from));
+    Ok(Box::new(WriteStream { path: path.unwrap_or_default(), items: Items::new(Once(None), start)? }))
+}
+
+cordon_sdk::export_tool!(WriteTool);
+
+#[cfg(test)]
+mod tests;
