@@ -6,6 +6,7 @@ mod cache;
 mod cli;
 mod corpus;
 mod interop;
+mod mutate;
 mod paging;
 mod sandbox;
 mod stdio;

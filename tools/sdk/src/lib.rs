@@ -11,8 +11,10 @@
 
 pub mod atomic;
 pub mod error;
+pub mod grant;
 pub mod host;
 pub mod items;
+pub mod outcome;
 pub mod paths;
 pub mod tool;
 pub mod types;

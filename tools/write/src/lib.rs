@@ -12,8 +12,8 @@ use std::io::{self, Read, Write};
 use std::path::Path;
 
 use cordon_sdk::atomic::{self, Options};
-use cordon_sdk::items::{ItemSource, Items, Start};
-use cordon_sdk::{Access, Budget, Chunk, Context, Error, ErrorCode, Manifest, paths};
+use cordon_sdk::outcome::Done;
+use cordon_sdk::{Access, Context, Error, ErrorCode, Manifest, grant, paths};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -79,15 +79,19 @@ pub fn input_schema() -> Value {
     })
 }
 
-/// The JSON Schema of `info`.
+/// The JSON Schema of `info`: what the write did.
 pub fn output_schema() -> Value {
     json!({
         "type": "object",
         "properties": {
             "path": { "type": "string" },
-            "written": { "type": "boolean", "description": "True once the file was replaced." }
+            "mode": { "enum": ["create", "overwrite", "append"] },
+            "created": { "type": "boolean", "description": "The file did not exist before." },
+            "bytes_written": { "type": "integer", "description": "Bytes of new content." },
+            "size": { "type": "integer", "description": "The file's size now." },
+            "sha256": { "type": "string", "description": "SHA-256 of the file's content now." }
         },
-        "required": ["path", "written"]
+        "required": ["path", "mode", "created", "bytes_written", "size", "sha256"]
     })
 }
 
@@ -102,7 +106,7 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    fn to_json(&self, mode: Mode) -> String {
+    fn to_json(&self, mode: Mode) -> Value {
         json!({
             "path": self.path,
             "mode": match mode { Mode::Create => "create", Mode::Overwrite => "overwrite", Mode::Append => "append" },
@@ -111,7 +115,6 @@ impl Outcome {
             "size": self.size,
             "sha256": self.sha256,
         })
-        .to_string()
     }
 }
 
@@ -121,6 +124,7 @@ pub fn write(roots: &[String], args: &str) -> Result<(Outcome, Mode), Error> {
         .map_err(|e| Error::new(ErrorCode::InvalidArgument, format!("invalid arguments: {e}")))?;
     let path = paths::resolve(roots, &args.path)?;
     let shown = path.display().to_string();
+    grant::require_writable(roots, &path, &shown)?;
     let options = Options { allow_hardlinks: args.allow_hardlinks };
     let exists = atomic::check_target(&path, options)?;
     match (args.mode, exists) {
@@ -241,31 +245,6 @@ fn decode_base64(text: &str) -> Result<Vec<u8>, Error> {
         .map_err(|e| Error::new(ErrorCode::InvalidArgument, format!("`content` is not valid base64: {e}")))
 }
 
-/// The tool's single output item, paged like any other.
-struct Once(Option<String>);
-
-impl ItemSource for Once {
-    fn next_item(&mut self) -> Result<Option<(String, String)>, Error> {
-        Ok(self.0.take().map(|item| (item, "done".to_string())))
-    }
-}
-
-/// A finished write, reported as one item.
-pub struct WriteStream {
-    path: String,
-    items: Items<Once>,
-}
-
-impl cordon_sdk::Stream for WriteStream {
-    fn next(&mut self, budget: Budget) -> Result<Option<Chunk>, Error> {
-        self.items.next(budget)
-    }
-
-    fn info(&self) -> Value {
-        json!({ "path": self.path, "written": true })
-    }
-}
-
 /// The tool, as the SDK exports it.
 pub struct WriteTool;
 
@@ -290,30 +269,10 @@ impl cordon_sdk::Tool for WriteTool {
     }
 
     fn open(ctx: &Context, args: &str, resume: Option<&str>) -> Result<Box<dyn cordon_sdk::Stream>, Error> {
-        let start = Start::decode(resume)?;
-        if resume.is_some() {
-            // The write happened when the call was first opened: never again.
-            return resumed(args, start);
-        }
-        let (outcome, mode) = write(&ctx.roots, args)?;
-        let item = outcome.to_json(mode);
-        Ok(Box::new(WriteStream { path: outcome.path, items: Items::new(Once(Some(item)), start)? }))
+        // The write happens when the call is first opened, never on a resume.
+        let perform = || write(&ctx.roots, args).map(|(outcome, mode)| outcome.to_json(mode));
+        Ok(Box::new(Done::open(resume, perform, |r| json!({ "bytes": r["size"] }))?))
     }
-}
-
-/// A write's stream reopened at a cursor: the write is not done again. After
-/// the whole item there is nothing left; inside it (a page budget smaller than
-/// the item) the item cannot be produced again without writing again.
-fn resumed(args: &str, start: Start<'_>) -> Result<Box<dyn cordon_sdk::Stream>, Error> {
-    if start.source != Some("done") {
-        return Err(Error::new(
-            ErrorCode::Stale,
-            "the write was done when the call started; its result does not fit so small a page \
-             (use a larger max_tokens), and stat or read the file to see it now",
-        ));
-    }
-    let path = serde_json::from_str::<Value>(args).ok().and_then(|a| a["path"].as_str().map(String::from));
-    Ok(Box::new(WriteStream { path: path.unwrap_or_default(), items: Items::new(Once(None), start)? }))
 }
 
 cordon_sdk::export_tool!(WriteTool);

@@ -1,0 +1,143 @@
+//! Cordon's `mkdir` tool: creates a directory, and by default the missing
+//! directories above it (like `mkdir -p`).
+//!
+//! The domain logic (`create`) is plain Rust, unit-tested natively; `cordon_sdk::grant`
+//! tells read-only roots apart; `cordon_sdk::outcome` pages the single result item so that
+//! resuming never creates anything again.
+
+pub mod create;
+
+use cordon_sdk::{Access, Context, Error, ErrorCode, Manifest, paths};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use cordon_sdk::outcome::Done;
+
+/// The tool's name as clients call it.
+pub const NAME: &str = "mkdir";
+/// The tool's version, bound into every cursor.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// What the tool does, for a model choosing a tool.
+pub const DESCRIPTION: &str = "Create a directory under one of the server's read-write roots. `path` is \
+relative to the first root or absolute inside any root. By default (`parents: true`) the missing \
+directories above it are created too, like `mkdir -p`; with `parents: false` the parent must exist. \
+An existing directory is success (`existed: true`, nothing created); an existing file or other \
+non-directory at the path or on the way is a `conflict` error. Returns the path, the directories \
+actually created (outermost first) and whether the directory already existed.";
+
+/// The JSON Schema of the arguments.
+pub fn input_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "path": {
+                "type": "string",
+                "minLength": 1,
+                "description": "Directory to create: relative to the first root, or absolute inside a root."
+            },
+            "parents": {
+                "type": "boolean",
+                "default": true,
+                "description": "Also create missing parent directories (like mkdir -p). Default: true."
+            }
+        },
+        "required": ["path"],
+        "additionalProperties": false
+    })
+}
+
+/// The JSON Schema of the result: the item the call returns, and its `info`.
+pub fn output_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "path": { "type": "string", "description": "The directory's absolute path." },
+            "created": {
+                "type": "array",
+                "items": { "type": "string" },
+                "description": "The directories this call created, outermost first (absolute paths)."
+            },
+            "existed": { "type": "boolean", "description": "True when the directory already existed." }
+        },
+        "required": ["path", "created", "existed"]
+    })
+}
+
+/// The call's arguments.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Args {
+    /// The directory, relative to the first root or absolute inside a root.
+    pub path: String,
+    /// Whether to create missing parents too (default true).
+    #[serde(default = "yes")]
+    pub parents: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Args {
+    /// Parses the arguments' JSON text.
+    pub fn parse(json: &str) -> Result<Args, Error> {
+        serde_json::from_str(json)
+            .map_err(|e| Error::new(ErrorCode::InvalidArgument, format!("invalid arguments: {e}")))
+    }
+}
+
+/// Creates the directory `args` names, inside `roots`, and returns the result
+/// object: `{"path", "created", "existed"}`.
+pub fn mkdir(roots: &[String], args: &Args) -> Result<Value, Error> {
+    let target = paths::resolve(roots, &args.path)?;
+    let shown = target.display().to_string();
+    let root = cordon_sdk::grant::root_of(roots, &target).ok_or_else(|| {
+        Error::new(
+            ErrorCode::PermissionDenied,
+            format!("`{shown}` is outside every granted root ({})", roots.join(", ")),
+        )
+    })?;
+    let dirs = create::plan(std::path::Path::new(root), &target, args.parents)?;
+    if !dirs.is_empty() {
+        cordon_sdk::grant::require_writable(roots, &target, &shown)?;
+    }
+    let done = create::create(&dirs, &target)?;
+    let created: Vec<String> = done.created.iter().map(|p| p.display().to_string()).collect();
+    Ok(json!({ "path": shown, "created": created, "existed": done.existed }))
+}
+
+/// The tool, as the SDK exports it.
+pub struct MkdirTool;
+
+impl cordon_sdk::Tool for MkdirTool {
+    fn manifest() -> Manifest {
+        Manifest {
+            name: NAME.into(),
+            version: VERSION.into(),
+            title: "Create directory".into(),
+            description: DESCRIPTION.into(),
+            input_schema: input_schema(),
+            output_schema: output_schema(),
+            access: Access::Write,
+            read_only: false,
+            destructive: false,
+            idempotent: true,
+        }
+    }
+
+    fn open(ctx: &Context, args: &str, resume: Option<&str>) -> Result<Box<dyn cordon_sdk::Stream>, Error> {
+        let args = Args::parse(args)?;
+        let done = Done::open(
+            resume,
+            || mkdir(&ctx.roots, &args),
+            |result| json!({ "created": result["created"].as_array().map_or(0, Vec::len) }),
+        )?;
+        Ok(Box::new(done))
+    }
+}
+
+cordon_sdk::export_tool!(MkdirTool);
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,143 @@
+//! Cordon's `move` tool: moves or renames a file, directory or symlink inside
+//! the granted roots with one `rename`.
+//!
+//! The domain logic (`rename`) is plain Rust, unit-tested natively; `cordon_sdk::grant`
+//! tells read-only roots apart; `cordon_sdk::outcome` pages the single result item so that
+//! resuming never moves anything again.
+
+pub mod rename;
+
+use cordon_sdk::{Access, Context, Error, ErrorCode, Manifest, paths};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use cordon_sdk::outcome::Done;
+
+/// The tool's name as clients call it.
+pub const NAME: &str = "move";
+/// The tool's version, bound into every cursor.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// What the tool does, for a model choosing a tool.
+pub const DESCRIPTION: &str = "Move or rename a file, directory or symlink inside the server's read-write \
+roots. `from` and `to` are relative to the first root or absolute inside any root; `to` is the full \
+new path (a move never goes into an existing directory implicitly, unlike `mv`), and its directory \
+must exist. An existing `to` is a `conflict` error unless `overwrite: true`; even then a non-empty \
+directory is never replaced, nor a file by a directory or the reverse. Moves across filesystems are \
+refused (`unsupported`), never done by copying. A root itself cannot be moved. Returns the paths, \
+what was moved, and whether something was overwritten.";
+
+/// The JSON Schema of the arguments.
+pub fn input_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "from": {
+                "type": "string",
+                "minLength": 1,
+                "description": "What to move: relative to the first root, or absolute inside a root."
+            },
+            "to": {
+                "type": "string",
+                "minLength": 1,
+                "description": "The full new path (not a directory to move into); its directory must exist."
+            },
+            "overwrite": {
+                "type": "boolean",
+                "default": false,
+                "description": "Replace an existing `to` (a file, symlink or empty directory). Default: false."
+            }
+        },
+        "required": ["from", "to"],
+        "additionalProperties": false
+    })
+}
+
+/// The JSON Schema of the result: the item the call returns, and its `info`.
+pub fn output_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "from": { "type": "string", "description": "The old absolute path." },
+            "to": { "type": "string", "description": "The new absolute path." },
+            "type": { "enum": ["file", "dir", "symlink", "other"], "description": "What was moved." },
+            "overwrote": { "type": "boolean", "description": "True when an existing `to` was replaced." }
+        },
+        "required": ["from", "to", "type", "overwrote"]
+    })
+}
+
+/// The call's arguments.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Args {
+    /// What to move.
+    pub from: String,
+    /// The new path.
+    pub to: String,
+    /// Whether an existing `to` may be replaced (default false).
+    #[serde(default)]
+    pub overwrite: bool,
+}
+
+impl Args {
+    /// Parses the arguments' JSON text.
+    pub fn parse(json: &str) -> Result<Args, Error> {
+        serde_json::from_str(json)
+            .map_err(|e| Error::new(ErrorCode::InvalidArgument, format!("invalid arguments: {e}")))
+    }
+}
+
+/// Resolves one path argument, naming it in errors.
+fn resolve(roots: &[String], which: &str, input: &str) -> Result<std::path::PathBuf, Error> {
+    paths::resolve(roots, input).map_err(|e| Error::new(e.code, format!("`{which}`: {}", e.message)))
+}
+
+/// Moves what `args` names, inside `roots`, and returns the result object:
+/// `{"from", "to", "type", "overwrote"}`.
+pub fn move_path(roots: &[String], args: &Args) -> Result<Value, Error> {
+    let from = resolve(roots, "from", &args.from)?;
+    let to = resolve(roots, "to", &args.to)?;
+    let moved = rename::move_entry(roots, &from, &to, args.overwrite)?;
+    Ok(json!({
+        "from": from.display().to_string(),
+        "to": to.display().to_string(),
+        "type": moved.kind,
+        "overwrote": moved.overwrote,
+    }))
+}
+
+/// The tool, as the SDK exports it.
+pub struct MoveTool;
+
+impl cordon_sdk::Tool for MoveTool {
+    fn manifest() -> Manifest {
+        Manifest {
+            name: NAME.into(),
+            version: VERSION.into(),
+            title: "Move or rename".into(),
+            description: DESCRIPTION.into(),
+            input_schema: input_schema(),
+            output_schema: output_schema(),
+            access: Access::Write,
+            read_only: false,
+            destructive: true,
+            idempotent: false,
+        }
+    }
+
+    fn open(ctx: &Context, args: &str, resume: Option<&str>) -> Result<Box<dyn cordon_sdk::Stream>, Error> {
+        let args = Args::parse(args)?;
+        let done = Done::open(
+            resume,
+            || move_path(&ctx.roots, &args),
+            |result| json!({ "moved": 1, "overwrote": result["overwrote"] }),
+        )?;
+        Ok(Box::new(done))
+    }
+}
+
+cordon_sdk::export_tool!(MoveTool);
+
+#[cfg(test)]
+mod tests;
