@@ -1,0 +1,224 @@
+//! The glob tool on real directory trees: what matches (gitignore, hidden,
+//! overrides, directories), the order, exact resumption at every chunk, and
+//! newest-first order.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use cordon_sdk::{Budget, ErrorCode};
+
+use crate::Glob;
+use crate::walk::{self, Options, Walker};
+
+/// A directory tree removed when dropped.
+struct Tree(PathBuf);
+
+impl Tree {
+    fn new(tag: &str) -> Tree {
+        let dir = std::env::temp_dir().join(format!("cordon-glob-{}-{tag}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Tree(dir.canonicalize().unwrap())
+    }
+
+    fn file(&self, rel: &str, text: &str) -> &Tree {
+        let path = self.0.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+        self
+    }
+
+    fn roots(&self) -> Vec<String> {
+        vec![self.0.display().to_string()]
+    }
+}
+
+impl Drop for Tree {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A small repository: ignore files, hidden entries, names that sort
+/// differently by component than by bytes (`a/x` before `a-c`).
+fn repo(tag: &str) -> Tree {
+    let tree = Tree::new(tag);
+    std::fs::create_dir_all(tree.0.join(".git")).unwrap();
+    tree.file(".gitignore", "target/\n*.log\n")
+        .file(".ignore", "vendor/\n")
+        .file("README.md", "r")
+        .file("a/x.rs", "x")
+        .file("a/y.md", "y")
+        .file("a-c.rs", "ac")
+        .file("a.rs", "a")
+        .file("src/main.rs", "fn main() {}\n")
+        .file("src/deep/lib.rs", "lib")
+        .file("src/deep/notes.txt", "n")
+        .file("src/.hidden.rs", "h")
+        .file(".config/settings.rs", "s")
+        .file("target/debug/build.rs", "t")
+        .file("vendor/dep.rs", "v")
+        .file("run.log", "l")
+        .file("ünï/fïlé.rs", "u");
+    tree
+}
+
+fn rels(tree: &Tree, args: &str) -> Vec<String> {
+    let mut glob = Glob::open(&tree.roots(), args, None).unwrap();
+    let mut out = Vec::new();
+    while let Some(chunk) = glob.items.next(Budget { bytes: u32::MAX, items: 1 }).unwrap() {
+        let item: serde_json::Value = serde_json::from_slice(chunk.payload.as_bytes()).unwrap();
+        let path = Path::new(item["path"].as_str().unwrap());
+        out.push(path.strip_prefix(&tree.0).unwrap().display().to_string());
+    }
+    out
+}
+
+#[test]
+fn matches_like_rg_files_in_component_order() {
+    let tree = repo("order");
+    assert_eq!(
+        rels(&tree, r#"{"pattern": "**/*.rs"}"#),
+        ["a/x.rs", "a-c.rs", "a.rs", "src/.hidden.rs", "src/deep/lib.rs", "src/main.rs", "ünï/fïlé.rs"]
+    );
+    assert_eq!(rels(&tree, r#"{"pattern": "*.md"}"#), ["README.md", "a/y.md"]);
+    assert_eq!(
+        rels(&tree, r#"{"pattern": "src/**"}"#),
+        ["src/.hidden.rs", "src/deep/lib.rs", "src/deep/notes.txt", "src/main.rs"]
+    );
+    assert_eq!(
+        rels(&tree, r#"{"pattern": ["*.md", "src/deep/*"]}"#),
+        ["README.md", "a/y.md", "src/deep/lib.rs", "src/deep/notes.txt"]
+    );
+    assert_eq!(rels(&tree, r#"{"pattern": "fïlé*"}"#), ["ünï/fïlé.rs"]);
+}
+
+#[test]
+fn a_matching_glob_overrides_ignore_files_and_hiding_but_not_pruned_directories() {
+    let tree = repo("override");
+    // As with `rg --files -g '*.log'`: the glob whitelists run.log (and, above,
+    // `**/*.rs` src/.hidden.rs), but never enters target/ or .config/.
+    assert_eq!(rels(&tree, r#"{"pattern": "*.log"}"#), ["run.log"]);
+    assert_eq!(rels(&tree, r#"{"pattern": "target/**"}"#), Vec::<String>::new());
+}
+
+#[test]
+fn hidden_and_no_ignore_widen_the_walk() {
+    let tree = repo("flags");
+    assert_eq!(
+        rels(&tree, r#"{"pattern": "**/*.rs", "hidden": true}"#),
+        [
+            ".config/settings.rs",
+            "a/x.rs",
+            "a-c.rs",
+            "a.rs",
+            "src/.hidden.rs",
+            "src/deep/lib.rs",
+            "src/main.rs",
+            "ünï/fïlé.rs"
+        ]
+    );
+    let all = rels(&tree, r#"{"pattern": "**/*.rs", "no_ignore": true}"#);
+    assert!(all.contains(&"target/debug/build.rs".to_string()) && all.contains(&"vendor/dep.rs".to_string()));
+    assert!(!all.iter().any(|p| p.contains(".config")));
+}
+
+#[test]
+fn negated_globs_and_directories() {
+    let tree = repo("dirs");
+    let not_rs = rels(&tree, r#"{"pattern": "!*.rs"}"#);
+    assert_eq!(not_rs, ["README.md", "a/y.md", "src/deep/notes.txt"]);
+    assert_eq!(
+        rels(&tree, r#"{"pattern": "src/**", "include_dirs": true}"#),
+        ["src/.hidden.rs", "src/deep", "src/deep/lib.rs", "src/deep/notes.txt", "src/main.rs"]
+    );
+    assert_eq!(rels(&tree, r#"{"pattern": "a", "include_dirs": true}"#), ["a"]);
+}
+
+#[test]
+fn resuming_at_every_chunk_gives_exactly_the_rest() {
+    let tree = repo("resume");
+    for args in [
+        r#"{"pattern": "*", "hidden": true, "no_ignore": true, "include_dirs": true}"#,
+        r#"{"pattern": "**/*.rs", "sort": "mtime"}"#,
+    ] {
+        for bytes in [4u32, 37, 100_000] {
+            let budget = Budget { bytes, items: 1 };
+            let mut glob = Glob::open(&tree.roots(), args, None).unwrap();
+            let chunks: Vec<_> = std::iter::from_fn(|| glob.items.next(budget).unwrap()).collect();
+            assert!(chunks.len() >= 5, "{args}");
+            for (i, chunk) in chunks.iter().enumerate() {
+                let mut rest = Glob::open(&tree.roots(), args, Some(&chunk.resume)).unwrap();
+                let tail: Vec<_> = std::iter::from_fn(|| rest.items.next(budget).unwrap()).collect();
+                assert_eq!(tail, chunks[i + 1..], "{args} at {bytes} bytes, resume {}", chunk.resume);
+            }
+        }
+    }
+}
+
+#[test]
+fn newest_first_breaks_ties_by_path_and_has_a_limit() {
+    let tree = repo("mtime");
+    let base = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+    for (rel, age) in [("a.rs", 5), ("src/main.rs", 1), ("a/x.rs", 3), ("a-c.rs", 3), ("src/deep/lib.rs", 9)] {
+        let file = std::fs::File::options().write(true).open(tree.0.join(rel)).unwrap();
+        file.set_modified(base - Duration::from_secs(age)).unwrap();
+    }
+    std::fs::File::options()
+        .write(true)
+        .open(tree.0.join("ünï/fïlé.rs"))
+        .unwrap()
+        .set_modified(base - Duration::from_secs(100))
+        .unwrap();
+    assert_eq!(
+        rels(&tree, r#"{"pattern": "**/*.rs", "sort": "mtime"}"#),
+        ["src/.hidden.rs", "src/main.rs", "a/x.rs", "a-c.rs", "a.rs", "src/deep/lib.rs", "ünï/fïlé.rs"]
+    );
+    let options = Options {
+        root: tree.0.clone(),
+        patterns: vec!["**/*.rs".into()],
+        hidden: false,
+        no_ignore: false,
+        include_dirs: false,
+    };
+    let mut walker = Walker::new(&options, None).unwrap();
+    let err = walk::collect_newest_first(&mut walker, None, 3).unwrap_err();
+    assert_eq!(err.code, ErrorCode::TooLarge);
+}
+
+#[test]
+fn info_and_summary_count_what_was_seen() {
+    let tree = repo("info");
+    let mut glob = Glob::open(&tree.roots(), r#"{"pattern": "**/*.rs"}"#, None).unwrap();
+    while glob.items.next(Budget { bytes: 1000, items: 1 }).unwrap().is_some() {}
+    let info = glob.info();
+    assert_eq!(info["root"], tree.0.display().to_string());
+    assert_eq!(info["matched"], 7);
+    assert!(info["visited"].as_u64().unwrap() > 7);
+    assert!(!glob.summary().exact);
+}
+
+#[test]
+fn bad_arguments_and_paths_are_refused() {
+    let tree = repo("errors");
+    let code = |args: &str| Glob::open(&tree.roots(), args, None).err().unwrap().code;
+    assert_eq!(code(r#"{"pattern": "a[b"}"#), ErrorCode::InvalidArgument);
+    assert_eq!(code(r#"{"pattern": []}"#), ErrorCode::InvalidArgument);
+    assert_eq!(code(r#"{"pattern": ""}"#), ErrorCode::InvalidArgument);
+    assert_eq!(code(r#"{"pattern": "*", "sort": "size"}"#), ErrorCode::InvalidArgument);
+    assert_eq!(code(r#"{"pattern": "*", "path": "a.rs"}"#), ErrorCode::InvalidArgument);
+    assert_eq!(code(r#"{"pattern": "*", "path": "missing"}"#), ErrorCode::NotFound);
+    assert_eq!(code(r#"{"pattern": "*", "path": "../.."}"#), ErrorCode::PermissionDenied);
+    let sub = rels(&tree, r#"{"pattern": "*.rs", "path": "src"}"#);
+    assert_eq!(sub, ["src/.hidden.rs", "src/deep/lib.rs", "src/main.rs"]);
+    assert_eq!(
+        Glob::open(&tree.roots(), r#"{"pattern": "*", "sort": "mtime"}"#, Some("bnot-a-key")).err().unwrap().code,
+        ErrorCode::InvalidArgument
+    );
+}
+
+#[test]
+fn the_description_states_the_sorting_limit() {
+    assert!(crate::DESCRIPTION.contains(&walk::MAX_SORTED.to_string()));
+    assert!(crate::input_schema()["properties"]["sort"]["description"].as_str().unwrap().contains("100000"));
+}

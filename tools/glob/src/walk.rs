@@ -1,0 +1,249 @@
+//! Finding the entries that match: a single-threaded, gitignore-aware walk
+//! (ripgrep's `ignore` crate) in path order, with resume positions that skip
+//! whole directories already emitted, and the newest-first order built on it.
+//!
+//! Path order is the order of `rg --files --sort path`: depth first, the
+//! entries of each directory sorted by file name. That is the order of
+//! [`Path`]'s `Ord`, which compares component by component, so "the entries
+//! after `a/b`" is a plain comparison and a directory lying wholly before a
+//! resume position can be pruned without being read.
+
+use std::cmp::Reverse;
+use std::path::{Path, PathBuf};
+
+use cordon_sdk::{Error, ErrorCode, paths};
+use ignore::overrides::{Override, OverrideBuilder};
+use ignore::{DirEntry, Walk, WalkBuilder};
+use serde::Serialize;
+
+/// The most entries `sort: "mtime"` collects and sorts; past it the call fails
+/// with too-large.
+pub const MAX_SORTED: usize = 100_000;
+
+/// What to walk and what to keep.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The directory searched; patterns match paths relative to it.
+    pub root: PathBuf,
+    /// Globs in `rg -g` syntax (gitignore-style; `!` negates).
+    pub patterns: Vec<String>,
+    /// Include hidden entries (names starting with `.`).
+    pub hidden: bool,
+    /// Disregard `.gitignore`, `.ignore` and git's exclude files.
+    pub no_ignore: bool,
+    /// Match directories as well as files.
+    pub include_dirs: bool,
+}
+
+/// A filesystem entry as the tool reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Entry {
+    /// The absolute path.
+    pub path: String,
+    /// `file`, `dir`, `symlink` or `other`.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// The size in bytes (a symlink's own size: it is not followed).
+    pub size: u64,
+    /// The modification time in nanoseconds since the Unix epoch.
+    pub mtime_ns: u64,
+}
+
+/// A matching entry and its path relative to the root searched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found {
+    /// The path relative to the root: the key of path order.
+    pub rel: PathBuf,
+    /// What is reported.
+    pub entry: Entry,
+}
+
+/// How far a walk got, as `info` and `summary` report it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Entries the walk looked at (not counting pruned directories' contents).
+    pub visited: u64,
+    /// Entries that matched.
+    pub matched: u64,
+    /// Entries that could not be read (skipped, like `rg` does).
+    pub errors: u64,
+}
+
+/// Builds the override matcher of `patterns` rooted at `root`, as `rg -g` does.
+pub fn overrides(root: &Path, patterns: &[String]) -> Result<Override, Error> {
+    if patterns.is_empty() {
+        return Err(Error::new(ErrorCode::InvalidArgument, "`pattern` is empty; give at least one glob"));
+    }
+    let mut builder = OverrideBuilder::new(root);
+    for pattern in patterns {
+        if pattern.is_empty() || pattern == "!" {
+            return Err(Error::new(ErrorCode::InvalidArgument, "`pattern` holds an empty glob"));
+        }
+        builder.add(pattern).map_err(|e| {
+            Error::new(ErrorCode::InvalidArgument, format!("`pattern` `{pattern}` is not a valid glob: {e}"))
+        })?;
+    }
+    builder.build().map_err(|e| Error::new(ErrorCode::InvalidArgument, format!("`pattern` is not valid: {e}")))
+}
+
+/// The walk in path order, yielding matching entries after an optional
+/// position.
+pub struct Walker {
+    walk: Walk,
+    root: PathBuf,
+    overrides: Override,
+    include_dirs: bool,
+    after: Option<PathBuf>,
+    /// How far the walk got.
+    pub counts: Counts,
+}
+
+impl Walker {
+    /// Starts walking `options.root`, skipping everything up to and including
+    /// `after` (a path relative to the root).
+    pub fn new(options: &Options, after: Option<PathBuf>) -> Result<Walker, Error> {
+        let overrides = overrides(&options.root, &options.patterns)?;
+        let filters = !options.no_ignore;
+        let mut builder = WalkBuilder::new(&options.root);
+        builder
+            .threads(1)
+            .follow_links(false)
+            .hidden(!options.hidden)
+            .ignore(filters)
+            .git_ignore(filters)
+            .git_exclude(filters)
+            .git_global(filters)
+            .parents(filters)
+            .current_dir(&options.root)
+            .overrides(overrides.clone())
+            .sort_by_file_name(|a, b| a.cmp(b));
+        if let Some(after) = after.clone() {
+            let root = options.root.clone();
+            builder.filter_entry(move |entry| match entry.path().strip_prefix(&root) {
+                Ok(rel) if !rel.as_os_str().is_empty() => {
+                    rel > after.as_path() || (is_dir(entry) && after.starts_with(rel))
+                }
+                _ => true,
+            });
+        }
+        Ok(Walker {
+            walk: builder.build(),
+            root: options.root.clone(),
+            overrides,
+            include_dirs: options.include_dirs,
+            after,
+            counts: Counts::default(),
+        })
+    }
+
+    /// The next matching entry after the position, in path order.
+    pub fn next_match(&mut self) -> Result<Option<Found>, Error> {
+        for result in self.walk.by_ref() {
+            let Ok(entry) = result else {
+                self.counts.errors += 1;
+                continue;
+            };
+            let Ok(rel) = entry.path().strip_prefix(&self.root) else { continue };
+            if rel.as_os_str().is_empty() {
+                continue;
+            }
+            self.counts.visited += 1;
+            if self.after.as_deref().is_some_and(|after| rel <= after) {
+                continue;
+            }
+            let wanted = match entry.file_type() {
+                Some(t) if t.is_file() => true,
+                Some(t) if t.is_dir() => self.include_dirs && dir_matches(&self.overrides, rel),
+                _ => false,
+            };
+            if !wanted {
+                continue;
+            }
+            let Ok(meta) = entry.metadata() else {
+                self.counts.errors += 1;
+                continue;
+            };
+            self.counts.matched += 1;
+            let entry = Entry {
+                path: entry.path().to_string_lossy().into_owned(),
+                kind: kind(&meta),
+                size: meta.len(),
+                mtime_ns: paths::mtime_ns(&meta),
+            };
+            return Ok(Some(Found { rel: rel.to_path_buf(), entry }));
+        }
+        Ok(None)
+    }
+}
+
+/// Whether a directory the walk entered is one the patterns select: it matches
+/// a glob, or there are only negated globs and it matches none of them.
+fn dir_matches(overrides: &Override, rel: &Path) -> bool {
+    let m = overrides.matched(rel, true);
+    m.is_whitelist() || (m.is_none() && overrides.num_whitelists() == 0)
+}
+
+fn is_dir(entry: &DirEntry) -> bool {
+    entry.file_type().is_some_and(|t| t.is_dir())
+}
+
+/// The entry type of (unfollowed) metadata.
+pub fn kind(meta: &std::fs::Metadata) -> &'static str {
+    let t = meta.file_type();
+    if t.is_symlink() {
+        "symlink"
+    } else if t.is_dir() {
+        "dir"
+    } else if t.is_file() {
+        "file"
+    } else {
+        "other"
+    }
+}
+
+/// The sort key of newest-first order: newer first, then path order.
+pub type MtimeKey = (Reverse<u64>, PathBuf);
+
+/// The key of `found` in newest-first order.
+pub fn mtime_key(found: &Found) -> MtimeKey {
+    (Reverse(found.entry.mtime_ns), found.rel.clone())
+}
+
+/// Encodes a newest-first position: `<mtime_ns>:<relative path>`.
+pub fn encode_mtime_key(found: &Found) -> String {
+    format!("{}:{}", found.entry.mtime_ns, found.rel.to_string_lossy())
+}
+
+/// Decodes a position written by [`encode_mtime_key`].
+pub fn decode_mtime_key(position: &str) -> Result<MtimeKey, Error> {
+    let bad = || Error::new(ErrorCode::InvalidArgument, format!("malformed resume position `{position}`"));
+    let (mtime, rel) = position.split_once(':').ok_or_else(bad)?;
+    let mtime: u64 = mtime.parse().map_err(|_| bad())?;
+    Ok((Reverse(mtime), PathBuf::from(rel)))
+}
+
+/// Every matching entry, newest first (ties in path order), and where to
+/// start in them. Fails with too-large past `limit` matches ([`MAX_SORTED`]
+/// for the tool).
+pub fn collect_newest_first(
+    walker: &mut Walker,
+    after: Option<&MtimeKey>,
+    limit: usize,
+) -> Result<(Vec<Found>, usize), Error> {
+    let mut all = Vec::new();
+    while let Some(found) = walker.next_match()? {
+        if all.len() == limit {
+            return Err(Error::new(
+                ErrorCode::TooLarge,
+                format!(
+                    "more than {limit} entries match, too many to sort by mtime; narrow `path` or `pattern`, \
+                     or use sort: \"path\", which streams any number"
+                ),
+            ));
+        }
+        all.push(found);
+    }
+    all.sort_by_cached_key(mtime_key);
+    let start = after.map_or(0, |after| all.partition_point(|f| &mtime_key(f) <= after));
+    Ok((all, start))
+}

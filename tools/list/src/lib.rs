@@ -1,0 +1,193 @@
+//! Cordon's `list` tool: a directory listing, optionally recursive, in path
+//! order, without following symlinks.
+//!
+//! The walk lives in [`walk`], plain Rust unit-tested natively; this module
+//! parses the arguments and pages the entries as JSON items.
+
+pub mod walk;
+
+use std::path::PathBuf;
+
+use cordon_sdk::items::{ItemSource, Items, Start};
+use cordon_sdk::{Access, Budget, Chunk, Context, Error, ErrorCode, Manifest, Summary, paths};
+use serde::Deserialize;
+use serde_json::json;
+
+use walk::{Lister, MAX_DEPTH};
+
+/// The tool's name as clients call it.
+pub const NAME: &str = "list";
+/// The tool's version, bound into every cursor.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// What the tool does, for a model choosing a tool.
+pub const DESCRIPTION: &str = "List a directory: the entries under `path` (default: the first root), one JSON \
+object each {path, type, size, mtime_ns, depth}. `depth` 1 (default) lists the directory's own entries; \
+higher values recurse (at most 32), each directory followed by its contents, names sorted. Hidden entries \
+(names starting with `.`) are included unless hidden: false; ignore files are not consulted (use `glob` for \
+a gitignore-aware search). Symlinks are reported as type \"symlink\" with the link's own size and never \
+followed.";
+
+/// The JSON Schema of the arguments.
+pub fn input_schema() -> serde_json::Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "path": {
+                "type": "string",
+                "minLength": 1,
+                "description": "Directory to list: relative to the first root, or absolute inside a root. Default: the first root."
+            },
+            "depth": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": MAX_DEPTH,
+                "description": "How many levels to list: 1 (default) is the directory's own entries, 2 adds their contents, and so on."
+            },
+            "hidden": {
+                "type": "boolean",
+                "description": "Include hidden entries (names starting with `.`). Default: true."
+            }
+        },
+        "additionalProperties": false
+    })
+}
+
+/// The JSON Schema of `info`: what the tool says about the listing.
+pub fn output_schema() -> serde_json::Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "path": { "type": "string", "description": "The directory listed (absolute)." },
+            "depth": { "type": "integer", "minimum": 1, "description": "The levels listed." },
+            "listed": { "type": "integer", "minimum": 0, "description": "Entries listed so far by this stream." },
+            "errors": { "type": "integer", "minimum": 0, "description": "Entries that vanished or could not be described, skipped." }
+        },
+        "required": ["path", "depth", "listed"]
+    })
+}
+
+/// The call's arguments.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Args {
+    /// The directory listed.
+    pub path: Option<String>,
+    /// How many levels.
+    pub depth: Option<u32>,
+    /// Include hidden entries (default true).
+    pub hidden: Option<bool>,
+}
+
+impl Args {
+    /// Parses the arguments' JSON text.
+    pub fn parse(json: &str) -> Result<Args, Error> {
+        let args: Args = serde_json::from_str(json)
+            .map_err(|e| Error::new(ErrorCode::InvalidArgument, format!("invalid arguments: {e}")))?;
+        if args.depth.is_some_and(|d| !(1..=MAX_DEPTH).contains(&d)) {
+            return Err(Error::new(ErrorCode::InvalidArgument, format!("`depth` must be between 1 and {MAX_DEPTH}")));
+        }
+        Ok(args)
+    }
+}
+
+/// The walk as an item source: positions are paths relative to the listed
+/// directory.
+pub struct Source(pub Lister);
+
+impl ItemSource for Source {
+    fn next_item(&mut self) -> Result<Option<(String, String)>, Error> {
+        let Some((rel, entry)) = self.0.next_entry() else { return Ok(None) };
+        let item = serde_json::to_string(&entry).map_err(|e| Error::new(ErrorCode::Internal, e.to_string()))?;
+        Ok(Some((item, rel.to_string_lossy().into_owned())))
+    }
+}
+
+/// One call of the tool.
+pub struct List {
+    path: String,
+    depth: u32,
+    items: Items<Source>,
+}
+
+impl List {
+    /// Resolves the directory, checks it, and starts the listing at `resume`.
+    pub fn open(roots: &[String], args: &str, resume: Option<&str>) -> Result<List, Error> {
+        let args = Args::parse(args)?;
+        let dir = paths::resolve(roots, args.path.as_deref().unwrap_or("."))?;
+        let shown = dir.display().to_string();
+        let meta = std::fs::metadata(&dir).map_err(|e| Error::io(&format!("`{shown}`"), &e))?;
+        if !meta.is_dir() {
+            return Err(Error::new(
+                ErrorCode::InvalidArgument,
+                format!("`{shown}` is not a directory; use `stat` to describe a single file"),
+            ));
+        }
+        let depth = args.depth.unwrap_or(1);
+        let start = Start::decode(resume)?;
+        let lister = Lister::new(&dir, depth, args.hidden.unwrap_or(true), start.source.map(PathBuf::from))?;
+        Ok(List { path: shown, depth, items: Items::new(Source(lister), start)? })
+    }
+
+    /// The `info` object: matches `output_schema`.
+    pub fn info(&self) -> serde_json::Value {
+        let counts = self.items.source().0.counts;
+        json!({ "path": self.path, "depth": self.depth, "listed": counts.listed, "errors": counts.errors })
+    }
+
+    /// Lower bounds: the entries listed so far.
+    pub fn summary(&self) -> Summary {
+        let counts = self.items.source().0.counts;
+        let mut suggestions = vec![
+            "List a subdirectory with `path`, or fewer levels with a smaller `depth`.".to_string(),
+            "Use `glob` to find entries by name, gitignore-aware.".to_string(),
+        ];
+        if self.depth > 1 {
+            suggestions.push("Leave out hidden entries with hidden: false.".into());
+        }
+        Summary { totals: json!({ "listed": counts.listed }), exact: false, suggestions }
+    }
+}
+
+/// The tool, as the SDK exports it.
+pub struct ListTool;
+
+impl cordon_sdk::Tool for ListTool {
+    fn manifest() -> Manifest {
+        Manifest {
+            name: NAME.into(),
+            version: VERSION.into(),
+            title: "List directory".into(),
+            description: DESCRIPTION.into(),
+            input_schema: input_schema(),
+            output_schema: output_schema(),
+            access: Access::Read,
+            read_only: true,
+            destructive: false,
+            idempotent: true,
+        }
+    }
+
+    fn open(ctx: &Context, args: &str, resume: Option<&str>) -> Result<Box<dyn cordon_sdk::Stream>, Error> {
+        Ok(Box::new(List::open(&ctx.roots, args, resume)?))
+    }
+}
+
+impl cordon_sdk::Stream for List {
+    fn next(&mut self, budget: Budget) -> Result<Option<Chunk>, Error> {
+        self.items.next(budget)
+    }
+
+    fn info(&self) -> serde_json::Value {
+        List::info(self)
+    }
+
+    fn summary(&self) -> Summary {
+        List::summary(self)
+    }
+}
+
+cordon_sdk::export_tool!(ListTool);
+
+#[cfg(test)]
+mod tests;

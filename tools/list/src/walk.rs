@@ -1,0 +1,148 @@
+//! A depth-first directory walk in path order that never follows symlinks,
+//! with resume positions that skip whole directories already emitted.
+//!
+//! Path order: each entry comes right before its contents, and the entries of
+//! a directory are sorted by name (bytes). That is the order of [`Path`]'s
+//! `Ord`, which compares component by component, so "the entries after `a/b`"
+//! is a plain comparison and a directory lying wholly before a resume position
+//! is never read.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use cordon_sdk::{Error, paths};
+use serde::Serialize;
+
+/// The deepest `depth` a listing may ask for.
+pub const MAX_DEPTH: u32 = 32;
+
+/// An entry as the tool reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Entry {
+    /// The absolute path.
+    pub path: String,
+    /// `file`, `dir`, `symlink` or `other`, of the entry itself (not followed).
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// The size in bytes (a symlink's own size).
+    pub size: u64,
+    /// The modification time in nanoseconds since the Unix epoch.
+    pub mtime_ns: u64,
+    /// 1 for the listed directory's own entries, 2 for theirs, and so on.
+    pub depth: u32,
+    /// Why the directory's contents are missing, when it could not be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// One directory being listed: its entries' names, sorted, and the next one.
+struct Level {
+    dir: PathBuf,
+    rel: PathBuf,
+    names: Vec<OsString>,
+    next: usize,
+    depth: u32,
+}
+
+/// How far a listing got.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Entries emitted.
+    pub listed: u64,
+    /// Entries that vanished or could not be described, and were skipped.
+    pub errors: u64,
+}
+
+/// The walk: a stack of open directories.
+pub struct Lister {
+    stack: Vec<Level>,
+    max_depth: u32,
+    hidden: bool,
+    after: Option<PathBuf>,
+    /// How far the walk got.
+    pub counts: Counts,
+}
+
+impl Lister {
+    /// Lists `dir` down to `max_depth` levels, with or without hidden entries,
+    /// starting after `after` (a path relative to `dir`).
+    pub fn new(dir: &Path, max_depth: u32, hidden: bool, after: Option<PathBuf>) -> Result<Lister, Error> {
+        let names = read_names(dir, hidden).map_err(|e| Error::io(&format!("`{}`", dir.display()), &e))?;
+        let root = Level { dir: dir.to_path_buf(), rel: PathBuf::new(), names, next: 0, depth: 1 };
+        Ok(Lister { stack: vec![root], max_depth, hidden, after, counts: Counts::default() })
+    }
+
+    /// The next entry in path order and its path relative to the listed
+    /// directory, or `None` at the end.
+    pub fn next_entry(&mut self) -> Option<(PathBuf, Entry)> {
+        loop {
+            let level = self.stack.last_mut()?;
+            let Some(name) = level.names.get(level.next).cloned() else {
+                self.stack.pop();
+                continue;
+            };
+            level.next += 1;
+            let rel = level.rel.join(&name);
+            let (path, depth) = (level.dir.join(&name), level.depth);
+            let after = self.after.as_deref();
+            let emit = after.is_none_or(|after| rel.as_path() > after);
+            let holds_rest = after.is_some_and(|after| after.starts_with(&rel) && after != rel);
+            if !emit && !holds_rest && after != Some(rel.as_path()) {
+                continue;
+            }
+            let Ok(meta) = std::fs::symlink_metadata(&path) else {
+                self.counts.errors += 1;
+                continue;
+            };
+            let mut error = None;
+            if meta.is_dir() && depth < self.max_depth {
+                match read_names(&path, self.hidden) {
+                    Ok(names) => {
+                        self.stack.push(Level { dir: path.clone(), rel: rel.clone(), names, next: 0, depth: depth + 1 })
+                    }
+                    Err(e) => error = Some(format!("the directory's entries could not be read: {e}")),
+                }
+            }
+            if !emit {
+                continue;
+            }
+            self.counts.listed += 1;
+            let entry = Entry {
+                path: path.to_string_lossy().into_owned(),
+                kind: kind(&meta),
+                size: meta.len(),
+                mtime_ns: paths::mtime_ns(&meta),
+                depth,
+                error,
+            };
+            return Some((rel, entry));
+        }
+    }
+}
+
+/// The names in `dir`, sorted by bytes, without hidden ones unless `hidden`.
+fn read_names(dir: &Path, hidden: bool) -> std::io::Result<Vec<OsString>> {
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let name = entry?.file_name();
+        if hidden || !name.as_encoded_bytes().starts_with(b".") {
+            names.push(name);
+        }
+    }
+    names.sort_unstable();
+    Ok(names)
+}
+
+/// The entry type of unfollowed metadata.
+pub fn kind(meta: &std::fs::Metadata) -> &'static str {
+    let t = meta.file_type();
+    if t.is_symlink() {
+        "symlink"
+    } else if t.is_dir() {
+        "dir"
+    } else if t.is_file() {
+        "file"
+    } else {
+        "other"
+    }
+}

@@ -1,0 +1,165 @@
+//! Cordon's `stat` tool: describes one file or directory as a single JSON item.
+//!
+//! The description lives in [`describe`], plain Rust unit-tested natively;
+//! this module parses the arguments and pages the one item like any other item
+//! stream (so a budget smaller than the item still splits it exactly).
+
+pub mod describe;
+
+use std::path::PathBuf;
+
+use cordon_sdk::items::{ItemSource, Items, Start};
+use cordon_sdk::{Access, Budget, Chunk, Context, Error, ErrorCode, Fingerprint, Manifest, Summary, paths};
+use serde::Deserialize;
+use serde_json::json;
+
+/// The tool's name as clients call it.
+pub const NAME: &str = "stat";
+/// The tool's version, bound into every cursor.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The position after the one item.
+const END: &str = "1";
+
+/// What the tool does, for a model choosing a tool.
+pub const DESCRIPTION: &str = "Describe one file or directory: a single JSON object {path, type, size, \
+mtime_ns, permissions, is_symlink, lines?}. Symlinks are followed for type/size/mtime (is_symlink says \
+whether the path itself is a link; a link whose target is missing or outside the roots is an error). \
+With count_lines: true, a regular file's lines are counted (each \\n, plus a last line without one). \
+The sandbox (WASI) exposes no permission bits, so permissions.readonly is null (unknown).";
+
+/// The JSON Schema of the arguments.
+pub fn input_schema() -> serde_json::Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "path": {
+                "type": "string",
+                "minLength": 1,
+                "description": "File or directory: relative to the first root, or absolute inside a root."
+            },
+            "count_lines": {
+                "type": "boolean",
+                "description": "Count a regular file's lines (reads the whole file). Default: false."
+            }
+        },
+        "required": ["path"],
+        "additionalProperties": false
+    })
+}
+
+/// The JSON Schema of `info`.
+pub fn output_schema() -> serde_json::Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "path": { "type": "string", "description": "The path described (absolute)." }
+        },
+        "required": ["path"]
+    })
+}
+
+/// The call's arguments.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Args {
+    /// The path described.
+    pub path: String,
+    /// Count lines of a regular file.
+    #[serde(default)]
+    pub count_lines: bool,
+}
+
+/// The one item, until it is taken.
+pub struct Single(Option<String>);
+
+impl ItemSource for Single {
+    fn next_item(&mut self) -> Result<Option<(String, String)>, Error> {
+        Ok(self.0.take().map(|item| (item, END.to_string())))
+    }
+}
+
+/// One call of the tool.
+pub struct Stat {
+    path: String,
+    resolved: PathBuf,
+    items: Items<Single>,
+}
+
+impl Stat {
+    /// Resolves the path and describes it, unless `resume` is past the item.
+    pub fn open(roots: &[String], args: &str, resume: Option<&str>) -> Result<Stat, Error> {
+        let args: Args = serde_json::from_str(args)
+            .map_err(|e| Error::new(ErrorCode::InvalidArgument, format!("invalid arguments: {e}")))?;
+        let resolved = paths::resolve(roots, &args.path)?;
+        let shown = resolved.display().to_string();
+        let start = Start::decode(resume)?;
+        let item = match start.source {
+            None => {
+                let description = describe::describe(&resolved, &shown, args.count_lines)?;
+                Some(serde_json::to_string(&description).map_err(|e| Error::new(ErrorCode::Internal, e.to_string()))?)
+            }
+            Some(END) => None,
+            Some(other) => {
+                return Err(Error::new(ErrorCode::InvalidArgument, format!("malformed resume position `{other}`")));
+            }
+        };
+        Ok(Stat { path: shown, resolved, items: Items::new(Single(item), start)? })
+    }
+}
+
+/// The tool, as the SDK exports it.
+pub struct StatTool;
+
+impl cordon_sdk::Tool for StatTool {
+    fn manifest() -> Manifest {
+        Manifest {
+            name: NAME.into(),
+            version: VERSION.into(),
+            title: "Describe a path".into(),
+            description: DESCRIPTION.into(),
+            input_schema: input_schema(),
+            output_schema: output_schema(),
+            access: Access::Read,
+            read_only: true,
+            destructive: false,
+            idempotent: true,
+        }
+    }
+
+    fn open(ctx: &Context, args: &str, resume: Option<&str>) -> Result<Box<dyn cordon_sdk::Stream>, Error> {
+        Ok(Box::new(Stat::open(&ctx.roots, args, resume)?))
+    }
+}
+
+impl cordon_sdk::Stream for Stat {
+    fn next(&mut self, budget: Budget) -> Result<Option<Chunk>, Error> {
+        self.items.next(budget)
+    }
+
+    fn info(&self) -> serde_json::Value {
+        json!({ "path": self.path })
+    }
+
+    fn summary(&self) -> Summary {
+        Summary {
+            totals: json!({ "items": 1 }),
+            exact: true,
+            suggestions: vec!["Use `list` for a directory's entries, `read` for a file's content.".into()],
+        }
+    }
+
+    /// The path's fingerprint, read afresh, so that an item split across pages
+    /// is refused as stale if the path changed in between.
+    fn fingerprint(&self) -> Result<Option<Fingerprint>, Error> {
+        let what = format!("`{}`", self.path);
+        let meta = std::fs::metadata(&self.resolved).map_err(|e| Error::io(&what, &e))?;
+        let identity = paths::identity(&self.resolved, &meta, &self.path)?;
+        Ok(Some(Fingerprint { size: meta.len(), mtime_ns: paths::mtime_ns(&meta), identity }))
+    }
+}
+
+cordon_sdk::export_tool!(StatTool);
+
+#[cfg(test)]
+mod tests;
