@@ -120,7 +120,7 @@ fn cordon_read(root: &Path, state: &Path, tokens: u64, sha: &str) -> Run {
         match meta["next_cursor"].as_str() {
             Some(cursor) => args = json!({"cursor": cursor, "max_tokens": tokens}),
             None => {
-                assert_eq!(meta["sha256"], sha, "the whole-file hash on the last page");
+                assert_eq!(meta["payload_sha256"], sha, "the whole-file hash on the last page");
                 break;
             }
         }

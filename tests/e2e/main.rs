@@ -5,6 +5,7 @@ mod support;
 mod cache;
 mod cli;
 mod corpus;
+mod edit;
 mod glob;
 mod interop;
 mod listing;

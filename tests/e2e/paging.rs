@@ -55,7 +55,7 @@ fn pages_concatenate_to_the_file_byte_for_byte_at_random_budgets() {
             assert!(got == *bytes, "{name} at max_tokens {max_tokens}: {} bytes back of {}", got.len(), bytes.len());
             let last = &pages.last().unwrap()["structuredContent"];
             assert_eq!(last["complete"], true);
-            assert_eq!(last["sha256"], hex(&Sha256::digest(bytes)), "{name}: whole-result hash");
+            assert_eq!(last["payload_sha256"], hex(&Sha256::digest(bytes)), "{name}: whole-result hash");
             for page in &pages {
                 let bytes = page["structuredContent"]["page"]["bytes"].as_u64().unwrap();
                 assert!(bytes <= max_tokens.max(1) * 4, "{name}: a page of {bytes} bytes at {max_tokens} tokens");

@@ -48,6 +48,10 @@ fn writes_are_atomic_conditional_and_keep_permissions() {
     let written = item(&done);
     assert_eq!(written["sha256"], hex(&Sha256::digest(b"#!/bin/sh\necho new\n")));
     assert_eq!(written["created"], false);
+    assert_eq!(
+        done["structuredContent"]["sha256"], written["sha256"],
+        "the host's page fields never overwrite the tool's"
+    );
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "#!/bin/sh\necho new\n");
     assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o751, "permissions kept");
     assert!(temp_files(&fx.root()).is_empty());

@@ -203,7 +203,7 @@ fn page_properties() -> Value {
             "type": "object",
             "description": "On the first page of a longer result: totals (exact or lower bounds), a preview and ways to narrow the request."
         },
-        "sha256": { "type": "string", "description": "On the last page: SHA-256 of every page's payload, concatenated." }
+        "payload_sha256": { "type": "string", "description": "On the last page: SHA-256 of every page's payload, concatenated (for a whole-file read, the file's SHA-256)." }
     });
     if let (Some(p), Value::Object(extra)) = (props.as_object_mut(), extra) {
         p.extend(extra);
@@ -315,7 +315,7 @@ fn structured(page: Page, payload_blocks: usize) -> Value {
         );
     }
     if let Some(sha) = page.sha256 {
-        out.insert("sha256".into(), sha.into());
+        out.insert("payload_sha256".into(), sha.into());
     }
     Value::Object(out)
 }
