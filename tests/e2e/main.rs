@@ -7,6 +7,7 @@ mod cli;
 mod corpus;
 mod edit;
 mod glob;
+mod grep;
 mod interop;
 mod listing;
 mod mutate;

@@ -1,0 +1,193 @@
+//! The call's arguments, and what is built from them: the regex matcher, the
+//! searcher, the glob overrides and the file type filter, configured the way
+//! ripgrep configures them.
+
+use std::path::Path;
+
+use cordon_sdk::{Error, ErrorCode};
+use grep_matcher::LineTerminator;
+use grep_regex::{RegexMatcher, RegexMatcherBuilder};
+use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder};
+use ignore::overrides::{Override, OverrideBuilder};
+use ignore::types::{Types, TypesBuilder};
+use serde::Deserialize;
+
+/// The most context lines asked for on either side of a match.
+pub const MAX_CONTEXT: usize = 1000;
+
+/// The most memory one file's search may hold: a line longer than this, or in
+/// multiline mode a file larger than this, is skipped and counted as an error.
+pub const HEAP_LIMIT: usize = 64 << 20;
+
+/// What the call returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutputMode {
+    /// One item per matching line (or per block of lines in multiline mode).
+    #[default]
+    Content,
+    /// One item per file with at least one match.
+    FilesWithMatches,
+    /// One item per file with at least one match, with the number of matches.
+    Count,
+}
+
+/// The call's arguments, as the input schema describes them.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Args {
+    /// The regex (or, with `fixed_strings`, the literal text) to search for.
+    pub pattern: String,
+    /// The file or directory to search; the first root when absent.
+    pub path: Option<String>,
+    /// Take `pattern` literally.
+    #[serde(default)]
+    pub fixed_strings: bool,
+    /// Globs a file must match (ripgrep `-g GLOB`).
+    #[serde(default)]
+    pub include: Vec<String>,
+    /// Globs that exclude files and directories (ripgrep `-g '!GLOB'`).
+    #[serde(default)]
+    pub exclude: Vec<String>,
+    /// A ripgrep file type name (ripgrep `-t TYPE`).
+    #[serde(rename = "type")]
+    pub file_type: Option<String>,
+    /// Match case-insensitively (ripgrep `-i`).
+    #[serde(default)]
+    pub case_insensitive: bool,
+    /// Case-insensitive unless the pattern has an upper-case letter (ripgrep `-S`).
+    #[serde(default)]
+    pub smart_case: bool,
+    /// Let matches span lines (ripgrep `-U`).
+    #[serde(default)]
+    pub multiline: bool,
+    /// Lines of context before each match (ripgrep `-B`).
+    #[serde(default)]
+    pub context_before: usize,
+    /// Lines of context after each match (ripgrep `-A`).
+    #[serde(default)]
+    pub context_after: usize,
+    /// What to return.
+    #[serde(default)]
+    pub output_mode: OutputMode,
+    /// Search hidden files and directories too (ripgrep `--hidden`).
+    #[serde(default)]
+    pub hidden: bool,
+    /// Do not respect `.gitignore`, `.ignore` and `.rgignore` (ripgrep `--no-ignore`).
+    #[serde(default)]
+    pub no_ignore: bool,
+    /// Search binary files as text (ripgrep `-a`).
+    #[serde(default)]
+    pub binary: bool,
+    /// Cut lines longer than this many bytes.
+    pub max_line_length: Option<usize>,
+}
+
+fn invalid(message: String) -> Error {
+    Error::new(ErrorCode::InvalidArgument, message)
+}
+
+impl Args {
+    /// Parses the arguments' JSON text and checks what the schema cannot.
+    pub fn parse(json: &str) -> Result<Args, Error> {
+        let args: Args = serde_json::from_str(json).map_err(|e| invalid(format!("invalid arguments: {e}")))?;
+        if args.context_before > MAX_CONTEXT || args.context_after > MAX_CONTEXT {
+            return Err(invalid(format!("`context_before` and `context_after` are at most {MAX_CONTEXT}")));
+        }
+        if args.max_line_length == Some(0) {
+            return Err(invalid("`max_line_length` must be at least 1".into()));
+        }
+        Ok(args)
+    }
+
+    /// The regex matcher, built as ripgrep builds it: `^`/`$` match at line
+    /// boundaries, Unicode on, a match never crosses a line unless multiline,
+    /// and never matches a NUL byte unless binary files are searched as text.
+    pub fn matcher(&self) -> Result<RegexMatcher, Error> {
+        let mut builder = RegexMatcherBuilder::new();
+        builder.multi_line(true).unicode(true).octal(false).fixed_strings(self.fixed_strings);
+        if self.case_insensitive {
+            builder.case_insensitive(true);
+        } else if self.smart_case {
+            builder.case_smart(true);
+        }
+        builder.dot_matches_new_line(false);
+        if !self.multiline {
+            builder.line_terminator(Some(b'\n'));
+        }
+        if !self.binary {
+            builder.ban_byte(Some(b'\0'));
+        }
+        builder.build(&self.pattern).map_err(|e| invalid(format!("invalid regex `{}`: {e}", self.pattern)))
+    }
+
+    /// The searcher: line numbers on, `\n` line terminators, no BOM sniffing or
+    /// transcoding (so byte offsets are the file's), binary data handled by
+    /// the caller, and context only for content output.
+    pub fn searcher(&self) -> Searcher {
+        let content = self.output_mode == OutputMode::Content;
+        SearcherBuilder::new()
+            .line_terminator(LineTerminator::byte(b'\n'))
+            .line_number(true)
+            .multi_line(self.multiline)
+            .binary_detection(BinaryDetection::none())
+            .bom_sniffing(false)
+            .heap_limit(Some(HEAP_LIMIT))
+            .before_context(if content { self.context_before } else { 0 })
+            .after_context(if content { self.context_after } else { 0 })
+            .build()
+    }
+
+    /// The include/exclude globs, matched against paths relative to `base`
+    /// (the directory searched), as ripgrep's `-g` matches them against paths
+    /// relative to its working directory.
+    pub fn overrides(&self, base: &Path) -> Result<Override, Error> {
+        if self.include.is_empty() && self.exclude.is_empty() {
+            return Ok(Override::empty());
+        }
+        let mut builder = OverrideBuilder::new(base);
+        for glob in &self.include {
+            builder.add(glob).map_err(|e| invalid(format!("invalid `include` glob `{glob}`: {e}")))?;
+        }
+        for glob in &self.exclude {
+            builder.add(&format!("!{glob}")).map_err(|e| invalid(format!("invalid `exclude` glob `{glob}`: {e}")))?;
+        }
+        builder.build().map_err(|e| invalid(format!("invalid globs: {e}")))
+    }
+
+    /// The file type filter from ripgrep's default type definitions.
+    pub fn types(&self) -> Result<Types, Error> {
+        let Some(name) = &self.file_type else { return Ok(Types::empty()) };
+        let mut builder = TypesBuilder::new();
+        builder.add_defaults();
+        if name != "all" && !builder.definitions().iter().any(|d| d.name() == name) {
+            return Err(invalid(unknown_type_message(name, &builder)));
+        }
+        builder.select(name);
+        builder.build().map_err(|e| invalid(format!("invalid `type` `{name}`: {e}")))
+    }
+}
+
+/// Names ripgrep's commonest types, and those that resemble `name`.
+fn unknown_type_message(name: &str, builder: &TypesBuilder) -> String {
+    let lower = name.to_lowercase();
+    let mut names: Vec<String> = builder
+        .definitions()
+        .iter()
+        .map(|d| d.name().to_string())
+        .filter(|n| n.len() > 1 && (n.contains(&lower) || lower.contains(n.as_str())))
+        .take(8)
+        .collect();
+    for common in ["rust", "py", "js", "ts", "go", "c", "cpp", "java", "md", "json", "yaml", "sh"] {
+        if names.len() >= 12 {
+            break;
+        }
+        if !names.iter().any(|n| n == common) {
+            names.push(common.to_string());
+        }
+    }
+    format!(
+        "unknown file `type` `{name}`: use a ripgrep type name such as {} (`rg --type-list` lists them all)",
+        names.join(", ")
+    )
+}

@@ -1,0 +1,97 @@
+//! Binary files: ripgrep's default, made independent of buffer boundaries.
+//!
+//! ripgrep (`BinaryDetection::quit(b'\0')`) skips a file whose first read
+//! (64 KiB) holds a NUL byte, and otherwise stops at the read buffer where a NUL
+//! first shows up, which depends on how the file happens to be read. Here the
+//! first rule is the same, and the second is made exact so that a search
+//! reopened in the middle of a file gives the same output: the lines before
+//! the one holding the first NUL byte are searched, and nothing after.
+
+use std::io::{self, Read};
+
+use memchr::{memchr, memrchr};
+
+/// How much of a file's start decides whether it is binary (ripgrep's
+/// default buffer size).
+pub const HEAD: usize = 64 * 1024;
+
+/// How much to ask for where the end of the file is expected.
+const PROBE: usize = 4096;
+
+/// Reads the start of `file`, up to `HEAD` bytes, into `buf` (allocated once,
+/// then reused from file to file) and returns how many bytes, and whether they
+/// hold a NUL byte. It is one read, as ripgrep's first: for a regular file
+/// fewer bytes only at its end, and one call to the host per small file.
+/// Whatever follows is read through a `Guard`.
+pub fn read_head(file: &mut impl Read, buf: &mut Vec<u8>) -> io::Result<(usize, bool)> {
+    if buf.len() < HEAD {
+        buf.resize(HEAD, 0);
+    }
+    let filled = loop {
+        match file.read(&mut buf[..HEAD]) {
+            Ok(n) => break n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    };
+    Ok((filled, memchr(0, &buf[..filled]).is_some()))
+}
+
+/// A reader that serves `head` first, then the rest of the file, and when
+/// `check` is on, fails at the first NUL byte: it serves no line terminator
+/// past the last one before the NUL, then an error. The searcher searches
+/// only complete lines, so it searches exactly the lines before the NUL's
+/// line, wherever the reads happened to split the file.
+pub struct Guard<'a, R> {
+    inner: R,
+    head: &'a [u8],
+    check: bool,
+    tripped: bool,
+    /// The head was shorter than asked, so the next read most likely finds
+    /// the end of the file: ask for little (the host allocates and zeroes a
+    /// buffer of the size asked for every read).
+    probe: bool,
+}
+
+impl<'a, R: Read> Guard<'a, R> {
+    /// A guard over `inner`, whose first bytes were already read into `head`.
+    pub fn new(inner: R, head: &'a [u8], check: bool) -> Guard<'a, R> {
+        let probe = !head.is_empty() && head.len() < HEAD;
+        Guard { inner, head, check, tripped: false, probe }
+    }
+
+    /// Whether the reader stopped at a NUL byte.
+    pub fn tripped(&self) -> bool {
+        self.tripped
+    }
+}
+
+fn binary() -> io::Error {
+    io::Error::other("binary data: a NUL byte")
+}
+
+impl<R: Read> Read for Guard<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.tripped {
+            return Err(binary());
+        }
+        if !self.head.is_empty() {
+            let n = self.head.len().min(buf.len());
+            buf[..n].copy_from_slice(&self.head[..n]);
+            self.head = &self.head[n..];
+            return Ok(n);
+        }
+        let want = if std::mem::take(&mut self.probe) { buf.len().min(PROBE) } else { buf.len() };
+        let n = self.inner.read(&mut buf[..want])?;
+        if self.check
+            && let Some(nul) = memchr(0, &buf[..n])
+        {
+            self.tripped = true;
+            return match memrchr(b'\n', &buf[..nul]) {
+                Some(end) => Ok(end + 1),
+                None => Err(binary()),
+            };
+        }
+        Ok(n)
+    }
+}

@@ -1,0 +1,260 @@
+//! Cordon's `grep` tool: ripgrep's search, through ripgrep's own crates
+//! (`grep-regex`, `grep-searcher`, `ignore`), as a paged stream of JSON items.
+//!
+//! The domain logic is plain Rust, unit-tested natively: `args` builds the
+//! matcher, searcher and filters; `walk` lists the files in `rg --sort path`
+//! order; `guard` handles binary files; `sink` turns matches into items;
+//! `source` produces the items lazily, file by file, with exact resume
+//! positions; `render` writes JSON.
+
+pub mod args;
+pub mod guard;
+pub mod render;
+pub mod sink;
+pub mod source;
+pub mod walk;
+
+use std::path::Path;
+
+use cordon_sdk::items::{Items, Start};
+use cordon_sdk::{Access, Budget, Chunk, Context, Error, ErrorCode, Manifest, Summary, paths};
+use serde_json::json;
+
+use args::{Args, MAX_CONTEXT, OutputMode};
+use source::{GrepSource, Plan, Position};
+use walk::{WalkSpec, Walker};
+
+/// The tool's name as clients call it.
+pub const NAME: &str = "grep";
+/// The tool's version, bound into every cursor.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// What the tool does, for a model choosing a tool.
+pub const DESCRIPTION: &str = "Search file contents with ripgrep's engine. `pattern` is a regex \
+(Rust syntax, like rg) or, with `fixed_strings`, literal text. `path` (a file or directory, relative \
+to the first root or absolute inside a root; default: the first root) is searched recursively, \
+skipping hidden files, binary files and what .gitignore/.ignore/.rgignore exclude, in path order. \
+Narrow with `include`/`exclude` globs or a ripgrep file `type` (rust, py, js, ...). \
+`output_mode`: \"content\" (default; one item per matching line with its line number, byte offset \
+and submatch offsets, plus `context_before`/`context_after` lines), \"files_with_matches\" (one item \
+per file) or \"count\" (matching lines per file). Long lines can be cut with `max_line_length`; a cut \
+line says which bytes to pass to `read` for the rest.";
+
+/// The JSON Schema of the arguments.
+pub fn input_schema() -> serde_json::Value {
+    let flag = |description: &str| json!({ "type": "boolean", "default": false, "description": description });
+    let globs =
+        |description: &str| json!({ "type": "array", "items": { "type": "string" }, "description": description });
+    let context = |description: &str| json!({ "type": "integer", "minimum": 0, "maximum": MAX_CONTEXT, "default": 0, "description": description });
+    json!({
+        "type": "object",
+        "properties": {
+            "pattern": {
+                "type": "string",
+                "description": "Regex to search for (Rust regex syntax, as ripgrep), or literal text with fixed_strings."
+            },
+            "path": {
+                "type": "string",
+                "minLength": 1,
+                "description": "File or directory to search: relative to the first root, or absolute inside a root. Default: the first root."
+            },
+            "fixed_strings": flag("Treat pattern as literal text, not a regex (rg -F)."),
+            "include": globs("Only search files matching these globs (rg -g GLOB), relative to path; e.g. [\"*.rs\", \"src/**\"]."),
+            "exclude": globs("Skip files and directories matching these globs (rg -g '!GLOB'); e.g. [\"*.min.js\", \"vendor/**\"]."),
+            "type": {
+                "type": "string",
+                "minLength": 1,
+                "description": "Only search files of this ripgrep file type (rg -t TYPE), e.g. \"rust\", \"py\", \"js\", \"ts\", \"go\", \"md\"."
+            },
+            "case_insensitive": flag("Match case-insensitively (rg -i)."),
+            "smart_case": flag("Case-insensitive unless the pattern has an upper-case letter (rg -S). Ignored with case_insensitive."),
+            "multiline": flag("Let matches span lines (rg -U); each item is then a block of lines. Reads each file whole."),
+            "context_before": context("Lines of context to show before each match (rg -B)."),
+            "context_after": context("Lines of context to show after each match (rg -A)."),
+            "output_mode": {
+                "type": "string",
+                "enum": ["content", "files_with_matches", "count"],
+                "default": "content",
+                "description": "content: matching lines; files_with_matches: paths of matching files; count: matching lines per file."
+            },
+            "hidden": flag("Also search hidden files and directories (rg --hidden)."),
+            "no_ignore": flag("Do not respect .gitignore, .ignore and .rgignore files (rg --no-ignore)."),
+            "binary": flag("Search binary files as text (rg -a). By default a file with a NUL byte in its first 64 KiB is skipped."),
+            "max_line_length": {
+                "type": "integer",
+                "minimum": 1,
+                "description": "Cut lines longer than this many bytes; a cut line has a `truncated` field with the byte range holding the rest."
+            }
+        },
+        "required": ["pattern"],
+        "additionalProperties": false
+    })
+}
+
+/// The JSON Schema of `info`: the path searched and the counts so far.
+pub fn output_schema() -> serde_json::Value {
+    let count = |description: &str| json!({ "type": "integer", "minimum": 0, "description": description });
+    json!({
+        "type": "object",
+        "properties": {
+            "root": { "type": "string", "description": "The absolute path searched." },
+            "files_searched": count("Files searched so far."),
+            "files_matched": count("Files with a match so far."),
+            "matches": count("Matches so far: matching lines (blocks in multiline mode)."),
+            "binary_files": count("Files skipped or cut short so far because they hold a NUL byte."),
+            "errors": count("Files or directories that could not be read so far.")
+        },
+        "required": ["root", "files_searched", "files_matched", "matches"]
+    })
+}
+
+/// One call of the tool: the items still to come and what was searched.
+pub struct Grep {
+    /// The absolute path searched, as shown to clients.
+    pub root: String,
+    items: Items<GrepSource>,
+}
+
+fn denied(shown: &str, roots: &[String]) -> Error {
+    Error::new(ErrorCode::PermissionDenied, format!("`{shown}` is outside every granted root ({})", roots.join(", ")))
+}
+
+impl Grep {
+    /// Checks the arguments, resolves the path inside `roots` and prepares the
+    /// search from the beginning or from `resume`.
+    pub fn open(roots: &[String], args: &str, resume: Option<&str>) -> Result<Grep, Error> {
+        Grep::open_with_batch(roots, args, resume, None)
+    }
+
+    /// `open`, with each search run bounded to `batch` items instead of the
+    /// default (thousands): small batches exercise stopping and restarting a
+    /// search inside a file, which the output must not show.
+    pub fn open_with_batch(
+        roots: &[String],
+        args: &str,
+        resume: Option<&str>,
+        batch: Option<usize>,
+    ) -> Result<Grep, Error> {
+        let args = Args::parse(args)?;
+        let matcher = args.matcher()?;
+        let types = args.types()?;
+        let target = paths::resolve(roots, args.path.as_deref().unwrap_or("."))?;
+        let shown = target.display().to_string();
+        let meta = std::fs::metadata(&target).map_err(|e| Error::io(&format!("`{shown}`"), &e))?;
+        if !meta.is_dir() && !meta.is_file() {
+            return Err(Error::new(
+                ErrorCode::Unsupported,
+                format!(
+                    "`{shown}` is not a regular file or directory (a FIFO, socket or device); it cannot be searched"
+                ),
+            ));
+        }
+        let root_list: Vec<&str> = roots.iter().map(String::as_str).collect();
+        let (index, _) = paths::within_root(&root_list, &target).ok_or_else(|| denied(&shown, roots))?;
+        let is_link = std::fs::symlink_metadata(&target).is_ok_and(|m| m.file_type().is_symlink());
+        let root = if is_link { target.as_path() } else { Path::new(root_list[index]) };
+        let overrides = args.overrides(&target)?;
+
+        let start = Start::decode(resume)?;
+        let position = start.source.map(Position::decode).transpose()?;
+        if let Some(position) = &position
+            && !position.path.starts_with(&target)
+        {
+            return Err(Error::new(
+                ErrorCode::InvalidArgument,
+                format!("the resume position is not inside `{shown}`; start the search again"),
+            ));
+        }
+        let spec = WalkSpec { hidden: args.hidden, no_ignore: args.no_ignore, overrides, types };
+        let walker = Walker::new(root, &target, meta.is_dir(), spec, position.as_ref().map(|p| p.path.clone()));
+        let plan = Plan {
+            mode: args.output_mode,
+            searcher: args.searcher(),
+            matcher,
+            binary: args.binary,
+            before: if args.output_mode == OutputMode::Content { args.context_before } else { 0 },
+            after: if args.output_mode == OutputMode::Content { args.context_after } else { 0 },
+            max_line: args.max_line_length,
+            batch_items: batch.unwrap_or(if args.multiline { 8192 } else { 2048 }),
+            batch_bytes: if args.multiline { 8 << 20 } else { 1 << 20 },
+        };
+        let items = Items::new(GrepSource::new(plan, walker, position), start)?;
+        Ok(Grep { root: shown, items })
+    }
+
+    /// The `info` object: matches `output_schema`.
+    pub fn info(&self) -> serde_json::Value {
+        let c = self.items.source().counts();
+        json!({
+            "root": self.root,
+            "files_searched": c.files_searched,
+            "files_matched": c.files_matched,
+            "matches": c.matches,
+            "binary_files": c.binary_files,
+            "errors": c.errors,
+        })
+    }
+
+    /// The counts so far (final once the search is done), and ways to narrow.
+    pub fn summary(&self) -> Summary {
+        let source = self.items.source();
+        let c = source.counts();
+        Summary {
+            totals: json!({
+                "files_searched": c.files_searched,
+                "files_matched": c.files_matched,
+                "matches": c.matches,
+            }),
+            exact: source.done(),
+            suggestions: vec![
+                "Narrow the search with include/exclude globs, a file type, or a more specific path.".into(),
+                "Use output_mode \"files_with_matches\" or \"count\" to see where matches are before reading them."
+                    .into(),
+                "Make the pattern more specific, or cut long lines with max_line_length.".into(),
+            ],
+        }
+    }
+}
+
+/// The tool, as the SDK exports it.
+pub struct GrepTool;
+
+impl cordon_sdk::Tool for GrepTool {
+    fn manifest() -> Manifest {
+        Manifest {
+            name: NAME.into(),
+            version: VERSION.into(),
+            title: "Search file contents".into(),
+            description: DESCRIPTION.into(),
+            input_schema: input_schema(),
+            output_schema: output_schema(),
+            access: Access::Read,
+            read_only: true,
+            destructive: false,
+            idempotent: true,
+        }
+    }
+
+    fn open(ctx: &Context, args: &str, resume: Option<&str>) -> Result<Box<dyn cordon_sdk::Stream>, Error> {
+        Ok(Box::new(Grep::open(&ctx.roots, args, resume)?))
+    }
+}
+
+impl cordon_sdk::Stream for Grep {
+    fn next(&mut self, budget: Budget) -> Result<Option<Chunk>, Error> {
+        self.items.next(budget)
+    }
+
+    fn info(&self) -> serde_json::Value {
+        Grep::info(self)
+    }
+
+    fn summary(&self) -> Summary {
+        Grep::summary(self)
+    }
+}
+
+cordon_sdk::export_tool!(GrepTool);
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,338 @@
+//! The items of a search, produced lazily file by file, and the resume
+//! positions that let a reopened search continue exactly.
+//!
+//! A position is `S,M,N,B,E<TAB>WHERE<TAB>PATH`: the counts so far (files
+//! searched, files matched, matches, binary files, errors), then in file
+//! `PATH` either `L<line>:<byte>` (search on from that line, which starts at
+//! that byte) or `E` (the file is done). Reopening walks again, pruning what
+//! sorts before `PATH`, and seeks into `PATH` rather than searching it anew.
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::PathBuf;
+use std::rc::Rc;
+
+use cordon_sdk::items::ItemSource;
+use cordon_sdk::{Error, ErrorCode};
+use grep_regex::RegexMatcher;
+use grep_searcher::Searcher;
+
+use crate::args::OutputMode;
+use crate::guard::{Guard, read_head};
+use crate::render;
+use crate::sink::{Collector, Queued, Settings};
+use crate::walk::Walker;
+
+/// What a search has counted so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Files opened and searched.
+    pub files_searched: u64,
+    /// Files with at least one match emitted.
+    pub files_matched: u64,
+    /// Matches emitted: matching lines (blocks in multiline mode; in count
+    /// mode, the counts; in files mode, one per file).
+    pub matches: u64,
+    /// Files skipped (or cut short) because they hold a NUL byte.
+    pub binary_files: u64,
+    /// Files or directories that could not be read.
+    pub errors: u64,
+}
+
+/// Where in a file a position points.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Where {
+    /// Search on from this line number, which starts at this byte offset.
+    Line(u64, u64),
+    /// The file is done.
+    End,
+}
+
+/// A decoded resume position.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Position {
+    /// The counts at that point.
+    pub counts: Counts,
+    /// The file the position is in.
+    pub path: PathBuf,
+    /// Where in that file.
+    pub at: Where,
+}
+
+impl Position {
+    /// The position's text.
+    pub fn encode(&self) -> String {
+        encode(&self.counts, self.at, &self.path.to_string_lossy())
+    }
+
+    /// Parses a position written by `encode`.
+    pub fn decode(text: &str) -> Result<Position, Error> {
+        let bad = || Error::new(ErrorCode::InvalidArgument, format!("malformed resume position `{text}`"));
+        let mut parts = text.splitn(3, '\t');
+        let (Some(counts), Some(at), Some(path)) = (parts.next(), parts.next(), parts.next()) else {
+            return Err(bad());
+        };
+        let numbers: Vec<u64> = counts.split(',').map(str::parse).collect::<Result<_, _>>().map_err(|_| bad())?;
+        let [files_searched, files_matched, matches, binary_files, errors] = numbers[..] else { return Err(bad()) };
+        let at = if at == "E" {
+            Where::End
+        } else {
+            let (line, byte) = at.strip_prefix('L').and_then(|r| r.split_once(':')).ok_or_else(bad)?;
+            Where::Line(line.parse().map_err(|_| bad())?, byte.parse().map_err(|_| bad())?)
+        };
+        if path.is_empty() {
+            return Err(bad());
+        }
+        let counts = Counts { files_searched, files_matched, matches, binary_files, errors };
+        Ok(Position { counts, path: PathBuf::from(path), at })
+    }
+}
+
+/// The text of the position with `counts` at `at` in the file shown as `path`.
+pub fn encode(counts: &Counts, at: Where, path: &str) -> String {
+    let c = counts;
+    let (s, m, n, b, e) = (c.files_searched, c.files_matched, c.matches, c.binary_files, c.errors);
+    match at {
+        Where::Line(line, byte) => format!("{s},{m},{n},{b},{e}\tL{line}:{byte}\t{path}"),
+        Where::End => format!("{s},{m},{n},{b},{e}\tE\t{path}"),
+    }
+}
+
+/// The search's fixed parts.
+pub struct Plan {
+    /// The output mode.
+    pub mode: OutputMode,
+    /// The regex.
+    pub matcher: RegexMatcher,
+    /// The searcher (its buffers are reused from file to file).
+    pub searcher: Searcher,
+    /// Whether binary files are searched as text.
+    pub binary: bool,
+    /// Before-context lines asked for.
+    pub before: usize,
+    /// After-context lines asked for.
+    pub after: usize,
+    /// Cut lines longer than this.
+    pub max_line: Option<usize>,
+    /// Content mode: a search run stops once it queued this many items...
+    pub batch_items: usize,
+    /// ...or this many bytes of items, and goes on from there later.
+    pub batch_bytes: usize,
+}
+
+/// The file being searched.
+struct Current {
+    path: PathBuf,
+    /// The path as shown in positions.
+    shown: Rc<str>,
+    path_json: String,
+    file: File,
+    /// The line and byte the next search run starts at.
+    line: u64,
+    byte: u64,
+    /// Whether an item of this file was queued (or, reopened, emitted).
+    queued_any: bool,
+    /// Whether this file was reopened at a position, to check it.
+    check_resume: bool,
+}
+
+/// The items of a search, file by file.
+pub struct GrepSource {
+    plan: Plan,
+    walker: Walker,
+    /// Where a reopened search starts.
+    resume: Option<(PathBuf, Where)>,
+    current: Option<Current>,
+    /// Items ready, each with whether it is its file's first, and the file.
+    queue: VecDeque<(Queued, bool, Rc<str>)>,
+    counts: Counts,
+    done: bool,
+    /// The buffer for the first 64 KiB of each file, reused.
+    head: Vec<u8>,
+}
+
+impl GrepSource {
+    /// Searches the files `walker` yields, from `resume` on.
+    pub fn new(plan: Plan, walker: Walker, resume: Option<Position>) -> GrepSource {
+        let counts = resume.as_ref().map(|p| p.counts).unwrap_or_default();
+        GrepSource {
+            plan,
+            walker,
+            resume: resume.map(|p| (p.path, p.at)),
+            current: None,
+            queue: VecDeque::new(),
+            counts,
+            done: false,
+            head: Vec::new(),
+        }
+    }
+
+    /// The counts so far.
+    pub fn counts(&self) -> Counts {
+        self.counts
+    }
+
+    /// Whether every file was searched and every item emitted.
+    pub fn done(&self) -> bool {
+        self.done
+    }
+
+    /// Opens the next file to search; `false` at the end of the walk.
+    fn start_next_file(&mut self) -> Result<bool, Error> {
+        loop {
+            let path = match self.walker.next_file() {
+                None => return Ok(false),
+                Some(Err(_)) => {
+                    self.counts.errors += 1;
+                    continue;
+                }
+                Some(Ok(path)) => path,
+            };
+            let (mut line, mut byte, mut resumed) = (1, 0, false);
+            if let Some((resume_path, at)) = &self.resume {
+                if path < *resume_path {
+                    continue;
+                }
+                if path == *resume_path {
+                    match *at {
+                        Where::End => continue,
+                        Where::Line(l, b) => (line, byte, resumed) = (l.max(1), b, true),
+                    }
+                }
+            }
+            let file = match File::open(&path) {
+                Ok(file) => file,
+                Err(_) => {
+                    self.counts.errors += 1;
+                    continue;
+                }
+            };
+            if !resumed {
+                self.counts.files_searched += 1;
+            }
+            let shown: Rc<str> = path.to_string_lossy().into();
+            let mut path_json = String::new();
+            render::push_str(&mut path_json, &shown);
+            self.current =
+                Some(Current { path, shown, path_json, file, line, byte, queued_any: resumed, check_resume: resumed });
+            return Ok(true);
+        }
+    }
+
+    /// Searches on in the current file: queues the next batch of items, or
+    /// finishes the file.
+    fn search_current(&mut self) -> Result<(), Error> {
+        let mut cur = self.current.take().expect("a file being searched");
+        if cur.check_resume {
+            cur.check_resume = false;
+            check_line_start(&mut cur.file, cur.byte, &cur.path)?;
+        }
+        let check = !self.plan.binary;
+        let read = if cur.byte == 0 && check {
+            read_head(&mut cur.file, &mut self.head)
+        } else {
+            cur.file.seek(SeekFrom::Start(cur.byte)).map(|_| (0, false))
+        };
+        let head_len = match read {
+            Err(_) => {
+                self.counts.errors += 1;
+                return Ok(());
+            }
+            Ok((_, true)) => {
+                self.counts.binary_files += 1;
+                return Ok(());
+            }
+            Ok((n, false)) => n,
+        };
+        let settings = Settings {
+            mode: self.plan.mode,
+            matcher: &self.plan.matcher,
+            multiline: self.plan.searcher.multi_line_with_matcher(&self.plan.matcher),
+            before: self.plan.before > 0,
+            after: self.plan.after,
+            max_line: self.plan.max_line,
+            max_items: self.plan.batch_items,
+            max_bytes: self.plan.batch_bytes,
+        };
+        let mut out = VecDeque::new();
+        let mut guard = Guard::new(&mut cur.file, &self.head[..head_len], check);
+        let mut sink = Collector::new(&settings, &cur.path_json, cur.line - 1, cur.byte, &mut out);
+        let result = self.plan.searcher.search_reader(&self.plan.matcher, &mut guard, &mut sink);
+        let tripped = guard.tripped();
+        if result.is_err() {
+            sink.flush();
+            if tripped {
+                self.counts.binary_files += 1;
+            } else {
+                self.counts.errors += 1;
+            }
+        }
+        let (paused, count) = (sink.paused, sink.count);
+        match self.plan.mode {
+            OutputMode::Content => {}
+            OutputMode::FilesWithMatches | OutputMode::Count if count > 0 => {
+                let mut json = String::from("{\"path\":");
+                json.push_str(&cur.path_json);
+                if self.plan.mode == OutputMode::Count {
+                    render::push_num(&mut json, "count", count);
+                }
+                json.push('}');
+                out.push_back(Queued { json, next: None, matches: count });
+            }
+            _ => {}
+        }
+        for item in out {
+            let first = !cur.queued_any;
+            cur.queued_any = true;
+            self.queue.push_back((item, first, cur.shown.clone()));
+        }
+        if let Some((line, byte)) = paused {
+            (cur.line, cur.byte) = (line, byte);
+            self.current = Some(cur);
+        }
+        Ok(())
+    }
+}
+
+/// Checks that a reopened search resumes at the start of a line of `path`
+/// (or at its end): otherwise the file changed since the position was made.
+fn check_line_start(file: &mut File, byte: u64, path: &std::path::Path) -> Result<(), Error> {
+    if byte == 0 {
+        return Ok(());
+    }
+    let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let mut last = [0u8];
+    let ok = byte == size
+        || (byte < size && file.seek(SeekFrom::Start(byte - 1)).is_ok() && file.read_exact(&mut last).is_ok())
+            && last[0] == b'\n';
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::new(
+            ErrorCode::Stale,
+            format!("`{}` changed since the search was paged; start the search again", path.display()),
+        ))
+    }
+}
+
+impl ItemSource for GrepSource {
+    fn next_item(&mut self) -> Result<Option<(String, String)>, Error> {
+        loop {
+            if let Some((item, first, path)) = self.queue.pop_front() {
+                if first {
+                    self.counts.files_matched += 1;
+                }
+                self.counts.matches += item.matches;
+                let at = item.next.map_or(Where::End, |(line, byte)| Where::Line(line, byte));
+                return Ok(Some((item.json, encode(&self.counts, at, &path))));
+            }
+            if self.current.is_some() {
+                self.search_current()?;
+            } else if !self.start_next_file()? {
+                self.done = true;
+                return Ok(None);
+            }
+        }
+    }
+}

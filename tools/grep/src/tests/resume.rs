@@ -1,0 +1,131 @@
+//! Resume positions: a search reopened after any chunk goes on with exactly
+//! the bytes that would have followed, and stopping a search run inside a
+//! file (small batches) never shows in the output.
+
+use cordon_sdk::ErrorCode;
+use serde_json::{Value, json};
+
+use super::{Tree, chunks};
+use crate::Grep;
+
+/// A tree of a few files with many matches, CRLF lines, a file without a final
+/// newline and one with a late NUL byte.
+fn tree() -> Tree {
+    let tree = Tree::new();
+    let mut seed = 0x9e37_79b9_u64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let words = ["needle", "hay", "stack", "x12", "日本語", "Needle", "\t"];
+    for (i, name) in ["a.txt", "b/c.txt", "b/d.rs", "b-e.txt", "z.md"].iter().enumerate() {
+        let mut text = String::new();
+        for line in 0..40 + i * 13 {
+            for _ in 0..next() % 6 {
+                text.push_str(words[(next() % words.len() as u64) as usize]);
+                text.push(' ');
+            }
+            text.push_str(if line % 5 == 2 { "\r\n" } else { "\n" });
+        }
+        if i == 2 {
+            text.push_str("needle at the end");
+        }
+        tree.write(name, text);
+    }
+    let mut late = "needle hay\n".repeat(7000).into_bytes();
+    late.extend_from_slice(b"needle\0\nneedle\n");
+    tree.write("late.bin", late);
+    tree
+}
+
+fn whole(tree: &Tree, args: &Value, batch: Option<usize>) -> Vec<(String, String, bool)> {
+    let mut grep = Grep::open_with_batch(&tree.roots(), &args.to_string(), None, batch).unwrap();
+    chunks(&mut grep, 80)
+}
+
+fn text(chunks: &[(String, String, bool)]) -> String {
+    chunks.iter().map(|(t, _, _)| t.as_str()).collect()
+}
+
+#[test]
+fn small_batches_give_the_same_output() {
+    let tree = tree();
+    for args in [
+        json!({"pattern": "needle"}),
+        json!({"pattern": "needle", "context_before": 2, "context_after": 3}),
+        json!({"pattern": "needle", "context_after": 1, "case_insensitive": true}),
+        json!({"pattern": "hay\\s+\\S+\\s+needle", "multiline": true, "context_before": 1}),
+    ] {
+        let reference = text(&whole(&tree, &args, None));
+        assert!(reference.len() > 1000, "{args}");
+        for batch in [1, 2, 5] {
+            assert_eq!(text(&whole(&tree, &args, Some(batch))), reference, "{args} batch {batch}");
+        }
+    }
+}
+
+#[test]
+fn reopening_after_any_chunk_continues_exactly() {
+    let tree = tree();
+    for (args, batch) in [
+        (json!({"pattern": "needle", "context_before": 1, "context_after": 2}), Some(3)),
+        (json!({"pattern": "x[0-9]+|日本"}), None),
+        (json!({"pattern": "needle", "output_mode": "count"}), None),
+        (json!({"pattern": "hay", "output_mode": "files_with_matches"}), None),
+    ] {
+        let all = whole(&tree, &args, batch);
+        let step = (all.len() / 60).max(1);
+        for i in (0..all.len()).step_by(step) {
+            let resume = &all[i].1;
+            let mut grep = Grep::open_with_batch(&tree.roots(), &args.to_string(), Some(resume), batch).unwrap();
+            let rest = chunks(&mut grep, 80);
+            assert_eq!(text(&rest), text(&all[i + 1..]), "{args} after chunk {i} ({resume})");
+        }
+    }
+}
+
+#[test]
+fn counts_carry_over_a_reopened_search() {
+    let tree = tree();
+    let args = json!({"pattern": "needle"}).to_string();
+    let mut grep = Grep::open(&tree.roots(), &args, None).unwrap();
+    let all = chunks(&mut grep, u32::MAX);
+    let total = grep.info();
+    let mut reopened = Grep::open(&tree.roots(), &args, Some(&all[all.len() / 2].1)).unwrap();
+    chunks(&mut reopened, u32::MAX);
+    assert_eq!(reopened.info(), total);
+}
+
+#[test]
+fn a_changed_file_is_stale_and_a_deleted_one_is_passed_over() {
+    let tree = tree();
+    let args = json!({"pattern": "needle"}).to_string();
+    let mut grep = Grep::open(&tree.roots(), &args, None).unwrap();
+    let all = chunks(&mut grep, u32::MAX);
+    let in_a = all.iter().position(|(t, _, _)| t.contains("a.txt")).unwrap();
+    let resume = all[in_a].1.clone();
+    tree.write("a.txt", "x".repeat(100_000));
+    let err = Grep::open(&tree.roots(), &args, Some(&resume)).err().map(|e| e.code);
+    let err = err.or_else(|| {
+        let mut grep = Grep::open(&tree.roots(), &args, Some(&resume)).unwrap();
+        cordon_sdk::Stream::next(&mut grep, cordon_sdk::Budget { bytes: 1000, items: 1 }).err().map(|e| e.code)
+    });
+    assert_eq!(err, Some(ErrorCode::Stale));
+    std::fs::remove_file(tree.root().join("a.txt")).unwrap();
+    let mut grep = Grep::open(&tree.roots(), &args, Some(&resume)).unwrap();
+    let rest = chunks(&mut grep, 80);
+    let expected: String =
+        all.iter().skip(in_a + 1).filter(|(t, _, _)| !t.contains("a.txt")).map(|c| c.0.clone()).collect();
+    assert_eq!(text(&rest), expected);
+}
+
+#[test]
+fn positions_outside_the_path_or_malformed_are_refused() {
+    let tree = tree();
+    let args = json!({"pattern": "needle", "path": "b"}).to_string();
+    let outside = format!("b0,0,0,0,0\tE\t{}", tree.abs("a.txt"));
+    assert_eq!(Grep::open(&tree.roots(), &args, Some(&outside)).err().unwrap().code, ErrorCode::InvalidArgument);
+    assert_eq!(Grep::open(&tree.roots(), &args, Some("bnonsense")).err().unwrap().code, ErrorCode::InvalidArgument);
+}
