@@ -4,6 +4,34 @@
 
 use serde_json::Value;
 
+/// How deeply arrays and objects nest in a JSON text, found by one pass over
+/// its bytes (brackets inside strings do not count): the cheap test that spares
+/// parsing the items that need no truncation.
+pub fn nesting(json: &str) -> usize {
+    let (mut depth, mut deepest, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+    for &b in json.as_bytes() {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
+}
+
 /// Returns `value` with every array or object nested deeper than `max_depth`
 /// replaced by `"[… N items truncated]"`; `None` when nothing was cut.
 pub fn truncate(value: &Value, max_depth: usize) -> Option<Value> {
@@ -34,6 +62,27 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn nesting_counts_brackets_outside_strings() {
+        assert_eq!(nesting(r#"{"a":[1,{"b":2}]}"#), 3);
+        assert_eq!(nesting(r#"{"a":"[[[{{{\"]]]"}"#), 1);
+        assert_eq!(nesting("42"), 0);
+        for text in [r#"{"a":{"b":{"c":[1,2,3]}},"top":1}"#, r#"[[1,2],3]"#, r#"{"s":"\\"}"#] {
+            let value: Value = serde_json::from_str(text).unwrap();
+            let parsed_depth = |v: &Value| -> usize {
+                fn d(v: &Value) -> usize {
+                    match v {
+                        Value::Array(a) => 1 + a.iter().map(d).max().unwrap_or(0),
+                        Value::Object(m) => 1 + m.values().map(d).max().unwrap_or(0),
+                        _ => 0,
+                    }
+                }
+                d(v)
+            };
+            assert_eq!(nesting(text), parsed_depth(&value), "{text}");
+        }
+    }
 
     #[test]
     fn shallow_items_are_left_alone() {

@@ -157,6 +157,9 @@ impl Builder {
         if continued {
             return item;
         }
+        if depth::nesting(&item) <= self.max_depth {
+            return item + "\n";
+        }
         let item = match serde_json::from_str::<Value>(&item).ok().and_then(|v| depth::truncate(&v, self.max_depth)) {
             Some(cut) => cut.to_string(),
             None => item,
