@@ -63,6 +63,10 @@ pub fn upload_tool(version_structured: bool) -> Value {
 /// Runs the `upload` tool.
 pub fn call_upload(uploads: &Uploads, args: &Value) -> Result<Value, ToolError> {
     let bad = |what: &str| ToolError::new(ErrorCode::InvalidArgument, what.to_string());
+    let known = ["action", "upload_id", "index", "data", "encoding"];
+    if let Some(unknown) = args.as_object().and_then(|a| a.keys().find(|k| !known.contains(&k.as_str()))) {
+        return Err(bad(&format!("unknown argument `{unknown}`; `upload` takes {}", known.join(", "))));
+    }
     let id = || args["upload_id"].as_str().ok_or_else(|| bad("`upload_id` is required for this action"));
     match args["action"].as_str() {
         Some("start") => uploads.start(),

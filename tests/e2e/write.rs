@@ -208,6 +208,10 @@ fn upload_arguments_are_checked() {
     let upload_id = wrong_order["structuredContent"]["upload_id"].as_str().unwrap();
     let skipped = server.call(5, "upload", json!({"action": "chunk", "upload_id": upload_id, "index": 1, "data": "x"}));
     assert_eq!(skipped["structuredContent"]["error"]["code"], "invalid_argument");
+    let stray = server.call(7, "upload", json!({"action": "start", "path": "x"}));
+    assert_eq!(stray["structuredContent"]["error"]["code"], "invalid_argument", "{stray}");
+    let no_action = server.call(8, "upload", json!({}));
+    assert_eq!(no_action["structuredContent"]["error"]["code"], "invalid_argument");
     let listed = server.request(6, "tools/list", json!({}));
     let write = listed["result"]["tools"].as_array().unwrap().iter().find(|t| t["name"] == "write").unwrap().clone();
     assert!(write["inputSchema"]["properties"].get("staged").is_none());
