@@ -43,14 +43,15 @@ fn main() {
     }
 
     let mut table = String::from(
-        "/// The built-in tools: (crate directory name, component bytes).\n\
-         pub static BUILTIN_TOOLS: &[(&str, &[u8])] = &[\n",
+        "/// The built-in tools: (crate directory name, component bytes, their SHA-256).\n\
+         pub static BUILTIN_TOOLS: &[(&str, &[u8], &str)] = &[\n",
     );
     for tool in &tools {
         let artifact = artifacts.join(format!("cordon_tool_{}.wasm", tool.replace('-', "_")));
         let embedded = out_dir.join(format!("{tool}.wasm"));
         fs::copy(&artifact, &embedded).unwrap_or_else(|e| panic!("copy {}: {e}", artifact.display()));
-        table.push_str(&format!("    ({tool:?}, include_bytes!({:?})),\n", embedded.display().to_string()));
+        let digest = sha256_hex(&fs::read(&embedded).unwrap());
+        table.push_str(&format!("    ({tool:?}, include_bytes!({:?}), {digest:?}),\n", embedded.display().to_string()));
     }
     table.push_str("];\n");
     fs::write(out_dir.join("builtin_tools.rs"), table).unwrap();
@@ -107,6 +108,12 @@ fn build_guests(workspace: &Path, target_dir: &Path, packages: &[String]) {
     if !status.success() {
         panic!("building the built-in tools for {GUEST_TARGET} failed (see the output above)");
     }
+}
+
+/// SHA-256 of `bytes`, hex: computed here so start-up does not hash the embedded tools.
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The version of `package` recorded in Cargo.lock.

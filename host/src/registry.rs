@@ -68,18 +68,29 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// Loads every built-in tool, then the extra components.
+    /// Loads every built-in tool (in parallel: each is a compile or a cache
+    /// load), then the extra components.
     pub fn load(runtime: &Runtime, components: &[std::path::PathBuf]) -> anyhow::Result<Registry> {
+        let builtins: Vec<anyhow::Result<Tool>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = BUILTIN_TOOLS
+                .iter()
+                .map(|(crate_dir, bytes, digest)| {
+                    scope.spawn(move || {
+                        load(runtime, bytes, digest.to_string(), Origin::Builtin)
+                            .with_context(|| format!("load built-in tool `{crate_dir}`"))
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().expect("a tool loader panicked")).collect()
+        });
         let mut tools = Vec::new();
-        for (crate_dir, bytes) in BUILTIN_TOOLS {
-            let tool =
-                load(runtime, bytes, Origin::Builtin).with_context(|| format!("load built-in tool `{crate_dir}`"))?;
-            tools.push(Arc::new(tool));
+        for tool in builtins {
+            tools.push(Arc::new(tool?));
         }
         for path in components {
-            let bytes =
-                crate::ambient::read_file(path).with_context(|| format!("read component {}", path.display()))?;
-            let tool = load(runtime, &bytes, Origin::Component(path.clone()))
+            let bytes = crate::ambient::read_file(path).with_context(|| format!("read component {}", path.display()))?;
+            let digest = hex::encode(Sha256::digest(&bytes));
+            let tool = load(runtime, &bytes, digest, Origin::Component(path.clone()))
                 .with_context(|| format!("load component {}", path.display()))?;
             tools.push(Arc::new(tool));
         }
@@ -99,10 +110,12 @@ impl Registry {
     }
 }
 
-fn load(runtime: &Runtime, bytes: &[u8], origin: Origin) -> anyhow::Result<Tool> {
-    let digest = hex::encode(Sha256::digest(bytes));
+fn load(runtime: &Runtime, bytes: &[u8], digest: String, origin: Origin) -> anyhow::Result<Tool> {
+    let started = std::time::Instant::now();
     let loaded = runtime.load(bytes, &digest)?;
+    let compiled = started.elapsed();
     let manifest = runtime.describe(&loaded.pre).map_err(|e| anyhow::anyhow!("bad manifest: {e}"))?;
+    tracing::debug!(tool = %manifest.name, ?compiled, described = ?(started.elapsed() - compiled), "load timings");
     if manifest.name == crate::staging::UPLOAD_TOOL {
         anyhow::bail!("the tool name `{}` is the host's", manifest.name);
     }
