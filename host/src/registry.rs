@@ -88,7 +88,8 @@ impl Registry {
             tools.push(Arc::new(tool?));
         }
         for path in components {
-            let bytes = crate::ambient::read_file(path).with_context(|| format!("read component {}", path.display()))?;
+            let bytes =
+                crate::ambient::read_file(path).with_context(|| format!("read component {}", path.display()))?;
             let digest = hex::encode(Sha256::digest(&bytes));
             let tool = load(runtime, &bytes, digest, Origin::Component(path.clone()))
                 .with_context(|| format!("load component {}", path.display()))?;

@@ -2,7 +2,8 @@
 //! checked (size and SHA-256) and only then handed, read-only, to the tool that
 //! commits it (`write` with `upload_id`). Everything lives in the state
 //! directory (`uploads/<id>/data`) behind a capability handle; an upload left
-//! idle past its time to live is deleted, and so is every leftover at start-up.
+//! idle past its time to live is deleted, by the server that holds it or, after
+//! a restart, by the next server to start on that state directory.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -56,13 +57,23 @@ pub struct Uploads {
 pub const STAGED_GUEST_DIR: &str = "/.cordon-upload";
 
 impl Uploads {
-    /// Uses `dir` (at host path `path`) for uploads, deleting what an earlier
-    /// run left there.
+    /// Uses `dir` (at host path `path`) for uploads, deleting the ones that were
+    /// left there idle past their time to live. Younger ones may belong to
+    /// another server sharing the state directory, and are kept.
     pub fn new(path: PathBuf, dir: Dir, limits: UploadLimits) -> std::io::Result<Uploads> {
         for entry in dir.entries()? {
             let name = entry?.file_name();
-            if let Err(e) = dir.remove_dir_all(&name) {
-                tracing::warn!(upload = ?name, "could not remove a leftover upload: {e}");
+            let Some(name) = name.to_str().map(str::to_owned) else { continue };
+            let idle = dir
+                .metadata(format!("{name}/data"))
+                .or_else(|_| dir.metadata(&name))
+                .and_then(|m| m.modified())
+                .map(|t| t.into_std().elapsed().unwrap_or_default());
+            if idle.is_ok_and(|idle| idle > limits.ttl) {
+                tracing::info!(upload = %name, "removing an abandoned upload");
+                if let Err(e) = dir.remove_dir_all(&name) {
+                    tracing::warn!(upload = %name, "could not remove an abandoned upload: {e}");
+                }
             }
         }
         Ok(Uploads { path, dir, limits, open: Mutex::new(HashMap::new()) })

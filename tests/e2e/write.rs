@@ -217,3 +217,22 @@ fn upload_arguments_are_checked() {
     assert!(write["inputSchema"]["properties"].get("staged").is_none());
     assert!(write["inputSchema"]["properties"]["upload_id"].is_object());
 }
+
+#[test]
+fn a_restart_removes_abandoned_uploads_but_not_another_servers_live_ones() {
+    let fx = Fixture::new();
+    let state = tempfile::tempdir().unwrap();
+    let state_arg = state.path().to_str().unwrap();
+    let uploads = state.path().join("uploads");
+    let mut id = 0;
+    let mut first = Server::initialized(&fx.root(), &["--state-dir", state_arg]);
+    let live = upload(&mut first, &mut id, b"still in use", 4);
+    let _second = Server::initialized(&fx.root(), &["--state-dir", state_arg]);
+    assert!(uploads.join(&live).join("data").is_file(), "another server's live upload is kept");
+    let ack = first.call(50, "upload", json!({"action": "chunk", "upload_id": live, "index": 3, "data": "more"}));
+    assert_eq!(ack["isError"], false, "{ack}");
+    drop(first);
+    std::thread::sleep(std::time::Duration::from_millis(2200));
+    let _third = Server::initialized(&fx.root(), &["--state-dir", state_arg, "--upload-ttl-secs", "1"]);
+    assert_eq!(std::fs::read_dir(&uploads).unwrap().count(), 0, "the abandoned upload was removed at start-up");
+}
