@@ -3,6 +3,7 @@
 use std::process::Command;
 
 use serde_json::Value;
+use sha2::Digest;
 
 use crate::support::{CANARY, Fixture, cordon_bin, python_with_mcp, shared_state_dir, workspace};
 
@@ -11,6 +12,8 @@ fn python_sdk_client_lists_tools_and_reads_a_file() {
     let fx = Fixture::new();
     let content = "from python: ünïcödé\nline two\n";
     fx.write("py.txt", content);
+    let big: String = (0..3000).map(|i| format!("{i}: paged through the Python SDK ✓\r\n")).collect();
+    fx.write("big.txt", &big);
     let out = Command::new(python_with_mcp())
         .arg(workspace().join("tests/interop/python_client.py"))
         .arg(cordon_bin())
@@ -18,6 +21,7 @@ fn python_sdk_client_lists_tools_and_reads_a_file() {
         .arg(shared_state_dir())
         .arg("py.txt")
         .arg("../outside.txt")
+        .arg("big.txt")
         .output()
         .unwrap();
     assert!(out.status.success(), "python client failed:\n{}", String::from_utf8_lossy(&out.stderr));
@@ -32,4 +36,8 @@ fn python_sdk_client_lists_tools_and_reads_a_file() {
     assert_eq!(seen["denied_is_error"], true);
     assert_eq!(seen["denied_structured"]["error"]["code"], "permission_denied");
     assert!(!seen.to_string().contains(CANARY));
+    assert!(seen["paged_pages"].as_u64().unwrap() > 10, "{seen}");
+    let sha: String = sha2::Sha256::digest(big.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(seen["paged_sha256"], sha, "the pages put together are the file");
+    assert_eq!(seen["paged_reported_sha256"], sha);
 }

@@ -1,10 +1,12 @@
 """Drives `cordon serve` with the official Python MCP SDK (PyPI `mcp`).
 
-Usage: python_client.py CORDON_BIN ROOT STATE_DIR FILE OUTSIDE
+Usage: python_client.py CORDON_BIN ROOT STATE_DIR FILE OUTSIDE BIG_FILE
 Prints one JSON object with what the client saw; the Rust e2e test checks it.
 """
 
 import asyncio
+import base64
+import hashlib
 import json
 import sys
 
@@ -13,7 +15,7 @@ from mcp.client.stdio import stdio_client
 
 
 async def main() -> None:
-    binary, root, state_dir, file, outside = sys.argv[1:6]
+    binary, root, state_dir, file, outside, big = sys.argv[1:7]
     params = StdioServerParameters(command=binary, args=["serve", "--root", root, "--state-dir", state_dir])
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
@@ -21,6 +23,18 @@ async def main() -> None:
             listed = await session.list_tools()
             ok = await session.call_tool("read", {"path": file})
             denied = await session.call_tool("read", {"path": outside})
+            # Page through a larger file with cursors, as the README shows.
+            args = {"path": big, "max_tokens": 500}
+            data, pages = b"", 0
+            while True:
+                page = await session.call_tool("read", args)
+                meta = page.structured_content
+                for block in page.content[: meta["page"]["blocks"]]:
+                    data += block.text.encode() if block.type == "text" else base64.b64decode(block.resource.blob)
+                pages += 1
+                if meta["next_cursor"] is None:
+                    break
+                args = {"cursor": meta["next_cursor"], "max_tokens": 500}
             print(json.dumps({
                 "protocol_version": init.protocol_version,
                 "server": init.server_info.name,
@@ -32,6 +46,9 @@ async def main() -> None:
                 "denied_is_error": denied.is_error,
                 "denied_structured": denied.structured_content,
                 "denied_text": "".join(c.text for c in denied.content if c.type == "text"),
+                "paged_pages": pages,
+                "paged_sha256": hashlib.sha256(data).hexdigest(),
+                "paged_reported_sha256": meta["payload_sha256"],
             }))
 
 
