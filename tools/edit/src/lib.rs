@@ -19,7 +19,7 @@ use std::path::Path;
 
 use cordon_sdk::atomic::{self, Options};
 use cordon_sdk::outcome::Done;
-use cordon_sdk::{Access, Context, Error, ErrorCode, Manifest, grant, paths};
+use cordon_sdk::{Context, Error, ErrorCode, Manifest, grant, paths};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -200,18 +200,8 @@ pub struct EditTool;
 
 impl cordon_sdk::Tool for EditTool {
     fn manifest() -> Manifest {
-        Manifest {
-            name: "edit".into(),
-            version: VERSION.into(),
-            title: "Edit file".into(),
-            description: DESCRIPTION.into(),
-            input_schema: input_schema(),
-            output_schema: output_schema(),
-            access: Access::Write,
-            read_only: false,
-            destructive: true,
-            idempotent: false,
-        }
+        Manifest::writer("edit", VERSION, "Edit file", DESCRIPTION, true, false)
+            .with_schemas(input_schema(), output_schema())
     }
 
     fn open(ctx: &Context, args: &str, resume: Option<&str>) -> Result<Box<dyn cordon_sdk::Stream>, Error> {

@@ -9,7 +9,7 @@ pub mod walk;
 use std::path::PathBuf;
 
 use cordon_sdk::items::{ItemSource, Items, Start};
-use cordon_sdk::{Access, Budget, Chunk, Context, Error, ErrorCode, Manifest, Summary, paths};
+use cordon_sdk::{Budget, Chunk, Context, Error, ErrorCode, Manifest, Summary, paths};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -266,18 +266,7 @@ pub struct GlobTool;
 
 impl cordon_sdk::Tool for GlobTool {
     fn manifest() -> Manifest {
-        Manifest {
-            name: NAME.into(),
-            version: VERSION.into(),
-            title: "Find files by glob".into(),
-            description: DESCRIPTION.into(),
-            input_schema: input_schema(),
-            output_schema: output_schema(),
-            access: Access::Read,
-            read_only: true,
-            destructive: false,
-            idempotent: true,
-        }
+        Manifest::reader(NAME, VERSION, "Find files by glob", DESCRIPTION).with_schemas(input_schema(), output_schema())
     }
 
     fn open(ctx: &Context, args: &str, resume: Option<&str>) -> Result<Box<dyn cordon_sdk::Stream>, Error> {

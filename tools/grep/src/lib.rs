@@ -17,7 +17,7 @@ pub mod walk;
 use std::path::Path;
 
 use cordon_sdk::items::{Items, Start};
-use cordon_sdk::{Access, Budget, Chunk, Context, Error, ErrorCode, Manifest, Summary, paths};
+use cordon_sdk::{Budget, Chunk, Context, Error, ErrorCode, Manifest, Summary, paths};
 use serde_json::json;
 
 use args::{Args, MAX_CONTEXT, OutputMode};
@@ -221,18 +221,8 @@ pub struct GrepTool;
 
 impl cordon_sdk::Tool for GrepTool {
     fn manifest() -> Manifest {
-        Manifest {
-            name: NAME.into(),
-            version: VERSION.into(),
-            title: "Search file contents".into(),
-            description: DESCRIPTION.into(),
-            input_schema: input_schema(),
-            output_schema: output_schema(),
-            access: Access::Read,
-            read_only: true,
-            destructive: false,
-            idempotent: true,
-        }
+        Manifest::reader(NAME, VERSION, "Search file contents", DESCRIPTION)
+            .with_schemas(input_schema(), output_schema())
     }
 
     fn open(ctx: &Context, args: &str, resume: Option<&str>) -> Result<Box<dyn cordon_sdk::Stream>, Error> {

@@ -9,7 +9,7 @@ pub mod walk;
 use std::path::PathBuf;
 
 use cordon_sdk::items::{ItemSource, Items, Start};
-use cordon_sdk::{Access, Budget, Chunk, Context, Error, ErrorCode, Manifest, Summary, paths};
+use cordon_sdk::{Budget, Chunk, Context, Error, ErrorCode, Manifest, Summary, paths};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -154,18 +154,7 @@ pub struct ListTool;
 
 impl cordon_sdk::Tool for ListTool {
     fn manifest() -> Manifest {
-        Manifest {
-            name: NAME.into(),
-            version: VERSION.into(),
-            title: "List directory".into(),
-            description: DESCRIPTION.into(),
-            input_schema: input_schema(),
-            output_schema: output_schema(),
-            access: Access::Read,
-            read_only: true,
-            destructive: false,
-            idempotent: true,
-        }
+        Manifest::reader(NAME, VERSION, "List directory", DESCRIPTION).with_schemas(input_schema(), output_schema())
     }
 
     fn open(ctx: &Context, args: &str, resume: Option<&str>) -> Result<Box<dyn cordon_sdk::Stream>, Error> {

@@ -7,7 +7,7 @@
 
 pub mod rename;
 
-use cordon_sdk::{Access, Context, Error, ErrorCode, Manifest, paths};
+use cordon_sdk::{Context, Error, ErrorCode, Manifest, paths};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -112,18 +112,8 @@ pub struct MoveTool;
 
 impl cordon_sdk::Tool for MoveTool {
     fn manifest() -> Manifest {
-        Manifest {
-            name: NAME.into(),
-            version: VERSION.into(),
-            title: "Move or rename".into(),
-            description: DESCRIPTION.into(),
-            input_schema: input_schema(),
-            output_schema: output_schema(),
-            access: Access::Write,
-            read_only: false,
-            destructive: true,
-            idempotent: false,
-        }
+        Manifest::writer(NAME, VERSION, "Move or rename", DESCRIPTION, true, false)
+            .with_schemas(input_schema(), output_schema())
     }
 
     fn open(ctx: &Context, args: &str, resume: Option<&str>) -> Result<Box<dyn cordon_sdk::Stream>, Error> {

@@ -9,9 +9,7 @@ pub mod reader;
 use std::fs::File;
 use std::path::PathBuf;
 
-use cordon_sdk::{
-    Access, Budget, Chunk, Context, Error, ErrorCode, Fingerprint, Manifest, Payload, Span, Summary, paths,
-};
+use cordon_sdk::{Budget, Chunk, Context, Error, ErrorCode, Fingerprint, Manifest, Payload, Span, Summary, paths};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -195,18 +193,7 @@ pub struct ReadTool;
 
 impl cordon_sdk::Tool for ReadTool {
     fn manifest() -> Manifest {
-        Manifest {
-            name: NAME.into(),
-            version: VERSION.into(),
-            title: "Read file".into(),
-            description: DESCRIPTION.into(),
-            input_schema: input_schema(),
-            output_schema: output_schema(),
-            access: Access::Read,
-            read_only: true,
-            destructive: false,
-            idempotent: true,
-        }
+        Manifest::reader(NAME, VERSION, "Read file", DESCRIPTION).with_schemas(input_schema(), output_schema())
     }
 
     fn open(ctx: &Context, args: &str, resume: Option<&str>) -> Result<Box<dyn cordon_sdk::Stream>, Error> {

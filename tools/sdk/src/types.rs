@@ -36,6 +36,57 @@ pub struct Manifest {
     pub idempotent: bool,
 }
 
+impl Manifest {
+    /// A tool that only reads: read access; read-only, not destructive,
+    /// idempotent. Schemas default to any object until [`Manifest::with_schemas`].
+    pub fn reader(name: &str, version: &str, title: &str, description: &str) -> Manifest {
+        Manifest::new(name, version, title, description, Access::Read, (true, false, true))
+    }
+
+    /// A tool that changes files: write access, not read-only; whether it is
+    /// `destructive` (may overwrite or delete) and `idempotent` as given.
+    pub fn writer(
+        name: &str,
+        version: &str,
+        title: &str,
+        description: &str,
+        destructive: bool,
+        idempotent: bool,
+    ) -> Manifest {
+        Manifest::new(name, version, title, description, Access::Write, (false, destructive, idempotent))
+    }
+
+    /// Sets the input schema and the output (`info`) schema.
+    pub fn with_schemas(mut self, input_schema: Value, output_schema: Value) -> Manifest {
+        self.input_schema = input_schema;
+        self.output_schema = output_schema;
+        self
+    }
+
+    fn new(
+        name: &str,
+        version: &str,
+        title: &str,
+        description: &str,
+        access: Access,
+        hints: (bool, bool, bool),
+    ) -> Manifest {
+        let any_object = serde_json::json!({ "type": "object" });
+        Manifest {
+            name: name.into(),
+            version: version.into(),
+            title: title.into(),
+            description: description.into(),
+            input_schema: any_object.clone(),
+            output_schema: any_object,
+            access,
+            read_only: hints.0,
+            destructive: hints.1,
+            idempotent: hints.2,
+        }
+    }
+}
+
 /// A chunk's data.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Payload {

@@ -13,7 +13,7 @@ use std::path::Path;
 
 use cordon_sdk::atomic::{self, Options};
 use cordon_sdk::outcome::Done;
-use cordon_sdk::{Access, Context, Error, ErrorCode, Manifest, grant, paths};
+use cordon_sdk::{Context, Error, ErrorCode, Manifest, grant, paths};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -250,22 +250,18 @@ pub struct WriteTool;
 
 impl cordon_sdk::Tool for WriteTool {
     fn manifest() -> Manifest {
-        Manifest {
-            name: "write".into(),
-            version: VERSION.into(),
-            title: "Write file".into(),
-            description: "Create, overwrite or append to a file under a read-write root, atomically (a temporary \
+        Manifest::writer(
+            "write",
+            VERSION,
+            "Write file",
+            "Create, overwrite or append to a file under a read-write root, atomically (a temporary \
                 file is renamed over the target, so the file is never partly written; its permissions are kept). \
                 `expected_sha256` makes the write conditional on the file's current content. For large content, \
-                stage it with the `upload` tool and pass `upload_id`, `size` and `sha256` here instead of `content`."
-                .into(),
-            input_schema: input_schema(),
-            output_schema: output_schema(),
-            access: Access::Write,
-            read_only: false,
-            destructive: true,
-            idempotent: false,
-        }
+                stage it with the `upload` tool and pass `upload_id`, `size` and `sha256` here instead of `content`.",
+            true,
+            false,
+        )
+        .with_schemas(input_schema(), output_schema())
     }
 
     fn open(ctx: &Context, args: &str, resume: Option<&str>) -> Result<Box<dyn cordon_sdk::Stream>, Error> {
