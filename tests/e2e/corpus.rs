@@ -80,17 +80,29 @@ pub fn generate(root: &Path, files: usize, seed: u64) {
     }
 }
 
-/// The `rg` binary: `$CORDON_TEST_RG`, `target/interop/bin/rg` (installed by
-/// `.ci/run`), or `rg` on the PATH.
+/// The `rg` binary: `$CORDON_TEST_RG`, or `target/interop/bin/rg`, installed
+/// there with `cargo install` on first use (`.ci/run` installs it up front).
 pub fn ripgrep() -> std::path::PathBuf {
     if let Some(rg) = std::env::var_os("CORDON_TEST_RG") {
         return rg.into();
     }
-    let local = crate::support::workspace().join("target/interop/bin/rg");
-    if local.is_file() {
-        return local;
-    }
-    let found = std::process::Command::new("rg").arg("--version").output().is_ok_and(|o| o.status.success());
-    assert!(found, "ripgrep (rg) is needed: run .ci/run, or `cargo install --root target/interop ripgrep`");
-    "rg".into()
+    static SETUP: std::sync::Once = std::sync::Once::new();
+    let root = crate::support::workspace().join("target/interop");
+    let local = root.join("bin/rg");
+    SETUP.call_once(|| {
+        if local.is_file() {
+            return;
+        }
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let installed = std::process::Command::new(cargo)
+            .args(["install", "--quiet", "--locked", "ripgrep", "--root"])
+            .arg(&root)
+            .status();
+        assert!(
+            installed.is_ok_and(|s| s.success()),
+            "could not install ripgrep into {} (the grep and glob tests compare with it); run .ci/run",
+            root.display()
+        );
+    });
+    local
 }
