@@ -172,3 +172,16 @@ fn a_call_past_its_time_limit_is_stopped_and_the_session_goes_on() {
     assert_eq!(result["structuredContent"]["error"]["code"], "timeout");
     assert_eq!(server.request(2, "ping", json!({}))["result"], json!({}));
 }
+
+#[test]
+fn guest_stdout_and_stderr_never_reach_the_protocol_stream() {
+    let fx = Fixture::new();
+    let fixture = env!("CORDON_FIXTURE_COMPONENT");
+    let mut server = Server::initialized(&fx.root(), &["--component", fixture]);
+    // Every line cordon writes is parsed as JSON by `recv`: guest output would fail it.
+    let result = server.call(1, "fixture", json!({"count": 3, "chatter": 500}));
+    assert_eq!(result["isError"], false, "{result}");
+    assert!(!result.to_string().contains("guest stdout"));
+    assert_eq!(server.request(2, "ping", json!({}))["result"], json!({}));
+    assert!(server.finish());
+}
