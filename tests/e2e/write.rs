@@ -236,3 +236,30 @@ fn a_restart_removes_abandoned_uploads_but_not_another_servers_live_ones() {
     let _third = Server::initialized(&fx.root(), &["--state-dir", state_arg, "--upload-ttl-secs", "1"]);
     assert_eq!(std::fs::read_dir(&uploads).unwrap().count(), 0, "the abandoned upload was removed at start-up");
 }
+
+#[test]
+fn upload_limits_fail_closed_with_too_large() {
+    let fx = Fixture::new();
+    let state = tempfile::tempdir().unwrap();
+    let mut server =
+        Server::initialized(&fx.root(), &["--state-dir", state.path().to_str().unwrap(), "--max-upload-bytes", "10"]);
+    let started = server.call(1, "upload", json!({"action": "start"}));
+    let upload_id = started["structuredContent"]["upload_id"].as_str().unwrap().to_string();
+    let fits =
+        server.call(2, "upload", json!({"action": "chunk", "upload_id": upload_id, "index": 0, "data": "0123456789"}));
+    assert_eq!(fits["structuredContent"]["bytes"], 10);
+    let over = server.call(3, "upload", json!({"action": "chunk", "upload_id": upload_id, "index": 1, "data": "x"}));
+    assert_eq!(over["structuredContent"]["error"]["code"], "too_large", "{over}");
+    let big_chunk = base64::engine::general_purpose::STANDARD.encode(vec![0u8; (4 << 20) + 1]);
+    let too_big = server.call(
+        4,
+        "upload",
+        json!({"action": "chunk", "upload_id": upload_id, "index": 1, "data": big_chunk, "encoding": "base64"}),
+    );
+    assert_eq!(too_big["structuredContent"]["error"]["code"], "too_large", "a chunk over 4 MiB");
+    for i in 0..15 {
+        assert_eq!(server.call(10 + i, "upload", json!({"action": "start"}))["isError"], false);
+    }
+    let seventeenth = server.call(40, "upload", json!({"action": "start"}));
+    assert_eq!(seventeenth["structuredContent"]["error"]["code"], "too_large", "at most 16 open uploads");
+}
