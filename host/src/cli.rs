@@ -24,8 +24,15 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Serve MCP over stdio (newline-delimited JSON-RPC).
+    /// Serve MCP over stdio (newline-delimited JSON-RPC), or over TCP with --tcp.
     Serve {
+        /// Serve over TCP on this address (e.g. 127.0.0.1:7070) instead of stdio;
+        /// every connection must first send the token.
+        #[arg(long, value_name = "ADDR")]
+        tcp: Option<std::net::SocketAddr>,
+        /// The token TCP clients must send first [default: a random one, printed on stderr].
+        #[arg(long, env = "CORDON_TOKEN", value_name = "TOKEN", hide_env_values = true)]
+        token: Option<String>,
         #[command(flatten)]
         common: Common,
     },
@@ -176,7 +183,7 @@ fn init_logging(debug: bool) {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let common = match &cli.command {
-        Command::Serve { common } | Command::Tools { common, .. } | Command::Call { common, .. } => common,
+        Command::Serve { common, .. } | Command::Tools { common, .. } | Command::Call { common, .. } => common,
     };
     init_logging(common.debug);
     match run(cli.command) {
@@ -190,14 +197,34 @@ pub fn main() -> ExitCode {
 
 fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
-        Command::Serve { common } => {
+        Command::Serve { tcp, token, common } => {
             let config = common.config()?;
             if config.roots.is_empty() {
                 anyhow::bail!("no roots: give at least one directory with --root DIR (or DIR:ro)");
             }
             let server = Server::start(&config)?;
             let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-            runtime.block_on(crate::transport::stdio::serve(server));
+            match tcp {
+                None => runtime.block_on(crate::transport::stdio::serve(server)),
+                Some(addr) => {
+                    let token = match token {
+                        Some(token) if token.len() >= 16 => token,
+                        Some(_) => anyhow::bail!("--token must be at least 16 characters"),
+                        None => {
+                            let random = crate::pager::sessions::new_id;
+                            let token = format!("{:016x}{:016x}", random(), random());
+                            eprintln!("cordon: TCP token (send it alone on the first line): {token}");
+                            token
+                        }
+                    };
+                    if !addr.ip().is_loopback() {
+                        tracing::warn!(
+                            "serving TCP on a non-loopback address ({addr}); anyone who can reach it and knows the token can use the roots"
+                        );
+                    }
+                    runtime.block_on(crate::transport::tcp::serve(server, addr, token))?;
+                }
+            }
             Ok(ExitCode::SUCCESS)
         }
         Command::Tools { common, json } => {

@@ -14,4 +14,5 @@ mod mutate;
 mod paging;
 mod sandbox;
 mod stdio;
+mod transports;
 mod write;

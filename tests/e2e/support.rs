@@ -2,9 +2,10 @@
 //! over stdio, a directory fixture with roots and a canary outside them, and the
 //! Python SDK's virtualenv.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::Once;
 use std::sync::mpsc::{Receiver, channel};
 use std::time::Duration;
@@ -64,11 +65,28 @@ impl Fixture {
     }
 }
 
-/// A running `cordon serve` and the lines it writes.
+/// A running `cordon serve` and the lines it writes, over stdio or TCP.
 pub struct Server {
     child: Child,
-    stdin: Option<ChildStdin>,
+    input: Option<Box<dyn Write + Send>>,
     lines: Receiver<String>,
+}
+
+/// The TCP token the suite's servers use.
+pub const TOKEN: &str = "e2e-token-0123456789abcdef";
+
+/// Reads lines from `source` into a channel until it ends.
+fn read_lines(source: impl Read + Send + 'static) -> Receiver<String> {
+    let (tx, lines) = channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(source).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    lines
 }
 
 impl Server {
@@ -87,33 +105,72 @@ impl Server {
             .stderr(Stdio::null())
             .spawn()
             .expect("start cordon");
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
+        let lines = read_lines(child.stdout.take().unwrap());
+        let input = child.stdin.take().map(|stdin| Box::new(stdin) as Box<dyn Write + Send>);
+        Server { child, input, lines }
+    }
+
+    /// Starts `cordon serve --tcp` on a free loopback port and connects; the
+    /// token line is sent unless `send_token` is false.
+    pub fn start_tcp(root: &Path, extra: &[&str], first_line: Option<&[u8]>) -> Server {
+        let mut child = Command::new(cordon_bin())
+            .args(["serve", "--tcp", "127.0.0.1:0", "--token", TOKEN, "--root"])
+            .arg(root)
+            .arg("--state-dir")
+            .arg(shared_state_dir())
+            .args(extra)
+            .env("RUST_LOG", "cordon=info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start cordon");
+        let stderr = read_lines(child.stderr.take().unwrap());
+        let addr = loop {
+            let line = stderr.recv_timeout(REPLY_TIMEOUT).expect("cordon says where it listens");
+            if let Some((_, addr)) = line.split_once("listening on ") {
+                break addr.trim().to_string();
             }
-        });
-        let stdin = child.stdin.take();
-        Server { child, stdin, lines }
+        };
+        let mut stream = TcpStream::connect(addr).unwrap();
+        stream.write_all(first_line.unwrap_or(format!("{TOKEN}\n").as_bytes())).unwrap();
+        let lines = read_lines(stream.try_clone().unwrap());
+        Server { child, input: Some(Box::new(stream)), lines }
+    }
+
+    /// A TCP server with the initialize handshake done.
+    pub fn initialized_tcp(root: &Path, extra: &[&str]) -> Server {
+        let mut server = Server::start_tcp(root, extra, None);
+        server.handshake();
+        server
+    }
+
+    /// The next line, or `None` once the server closed the connection.
+    pub fn recv_or_closed(&self) -> Option<String> {
+        match self.lines.recv_timeout(REPLY_TIMEOUT) {
+            Ok(line) => Some(line),
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => None,
+            Err(e) => panic!("no reply and no close: {e}"),
+        }
     }
 
     /// Starts a server and completes the initialize handshake.
     pub fn initialized(root: &Path, extra: &[&str]) -> Server {
         let mut server = Server::start(root, extra);
-        let init = server.request(0, "initialize", initialize_params("2025-11-25"));
-        assert_eq!(init["result"]["protocolVersion"], "2025-11-25", "{init}");
-        server.send_json(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        server.handshake();
         server
     }
 
+    fn handshake(&mut self) {
+        let init = self.request(0, "initialize", initialize_params("2025-11-25"));
+        assert_eq!(init["result"]["protocolVersion"], "2025-11-25", "{init}");
+        self.send_json(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    }
+
     pub fn send_raw(&mut self, bytes: &[u8]) {
-        let stdin = self.stdin.as_mut().expect("stdin open");
-        stdin.write_all(bytes).unwrap();
-        stdin.flush().unwrap();
+        let input = self.input.as_mut().expect("input open");
+        input.write_all(bytes).unwrap();
+        input.flush().unwrap();
     }
 
     pub fn send_json(&mut self, message: &Value) {
@@ -153,7 +210,7 @@ impl Server {
 
     /// Closes stdin and waits for the server to exit; returns whether it exited 0.
     pub fn finish(mut self) -> bool {
-        drop(self.stdin.take());
+        drop(self.input.take());
         self.child.wait().unwrap().success()
     }
 }

@@ -3,3 +3,4 @@
 
 pub mod lines;
 pub mod stdio;
+pub mod tcp;

@@ -1,0 +1,120 @@
+//! MCP over TCP: the same newline-delimited framing as stdio, one session per
+//! connection, behind a token.
+//!
+//! The first line a client sends must be the server's token, alone on the line;
+//! only then are requests read. A wrong or missing token is answered with one
+//! `-32001` error line and the connection is closed. A first line that looks
+//! like HTTP (`GET `, `POST `, …, or a `Host:` header) closes the connection at
+//! once with nothing written, so a web page that reaches the port cannot drive
+//! the server.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{TcpListener, TcpStream};
+
+use crate::protocol::jsonrpc::{self, ErrorObject};
+use crate::server::{Server, Session};
+
+/// The JSON-RPC code for a refused token (implementation-defined range).
+pub const UNAUTHORIZED: i64 = -32001;
+
+/// The longest first line read while waiting for the token.
+const MAX_TOKEN_LINE: u64 = 1024;
+
+/// What the first line of a connection is.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Greeting {
+    /// The right token: serve the session.
+    Authorized,
+    /// Something else: refuse with an error line.
+    Refused,
+    /// An HTTP request: close without answering.
+    Http,
+}
+
+/// Classifies a connection's first line against `token`.
+pub fn greet(line: &[u8], token: &str) -> Greeting {
+    const HTTP: [&[u8]; 9] =
+        [b"GET ", b"POST ", b"PUT ", b"HEAD ", b"OPTIONS ", b"DELETE ", b"PATCH ", b"CONNECT ", b"TRACE "];
+    let lower = line.to_ascii_lowercase();
+    if HTTP.iter().any(|m| line.starts_with(m))
+        || lower.starts_with(b"host:")
+        || lower.windows(7).any(|w| w == b"http/1.")
+    {
+        return Greeting::Http;
+    }
+    let given = line.strip_suffix(b"\r").unwrap_or(line);
+    if constant_time_eq(given, token.as_bytes()) { Greeting::Authorized } else { Greeting::Refused }
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Accepts connections on `addr` until the process ends.
+pub async fn serve(server: Arc<Server>, addr: SocketAddr, token: String) -> anyhow::Result<()> {
+    let listener = TcpListener::bind(addr).await?;
+    tracing::info!("listening on {}", listener.local_addr()?);
+    let token: Arc<str> = token.into();
+    loop {
+        let (stream, peer) = listener.accept().await?;
+        let (server, token) = (Arc::clone(&server), Arc::clone(&token));
+        tokio::spawn(async move {
+            tracing::debug!(%peer, "connection");
+            if let Err(e) = connection(server, stream, &token).await {
+                tracing::debug!(%peer, "connection ended: {e}");
+            }
+        });
+    }
+}
+
+async fn connection(server: Arc<Server>, stream: TcpStream, token: &str) -> std::io::Result<()> {
+    let (read, mut write) = stream.into_split();
+    let mut reader = BufReader::new(read);
+    let mut first = Vec::new();
+    (&mut reader).take(MAX_TOKEN_LINE).read_until(b'\n', &mut first).await?;
+    let line = first.strip_suffix(b"\n").unwrap_or(&first);
+    match greet(line, token) {
+        Greeting::Http => {
+            tracing::warn!("an HTTP request reached the TCP port; closed");
+            Ok(())
+        }
+        Greeting::Refused => {
+            let error = ErrorObject::new(
+                UNAUTHORIZED,
+                "Unauthorized: send the server's token alone on the first line (see `cordon serve --tcp`)",
+            );
+            write.write_all(format!("{}\n", jsonrpc::failure(None, &error)).as_bytes()).await?;
+            write.shutdown().await
+        }
+        Greeting::Authorized => {
+            let limits = *server.limits();
+            let session = Arc::new(Session::new(server));
+            super::lines::serve(reader, write, session, limits.max_line_bytes, limits.max_concurrent_calls).await;
+            Ok(())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_line_is_the_token_or_the_connection_is_refused() {
+        assert_eq!(greet(b"s3cret", "s3cret"), Greeting::Authorized);
+        assert_eq!(greet(b"s3cret\r", "s3cret"), Greeting::Authorized);
+        assert_eq!(greet(b"s3cre", "s3cret"), Greeting::Refused);
+        assert_eq!(greet(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#, "s3cret"), Greeting::Refused);
+        assert_eq!(greet(b"", "s3cret"), Greeting::Refused);
+    }
+
+    #[test]
+    fn http_is_recognized_before_anything_runs() {
+        for line in [&b"POST /mcp HTTP/1.1"[..], b"GET / HTTP/1.0", b"Host: 127.0.0.1", b"OPTIONS * HTTP/1.1"] {
+            assert_eq!(greet(line, "s3cret"), Greeting::Http, "{}", String::from_utf8_lossy(line));
+        }
+    }
+}
