@@ -166,7 +166,7 @@ impl Walker {
             self.counts.matched += 1;
             let entry = Entry {
                 path: entry.path().to_string_lossy().into_owned(),
-                kind: kind(&meta),
+                kind: paths::kind(&meta),
                 size: meta.len(),
                 mtime_ns: paths::mtime_ns(&meta),
             };
@@ -185,20 +185,6 @@ fn dir_matches(overrides: &Override, rel: &Path) -> bool {
 
 fn is_dir(entry: &DirEntry) -> bool {
     entry.file_type().is_some_and(|t| t.is_dir())
-}
-
-/// The entry type of (unfollowed) metadata.
-pub fn kind(meta: &std::fs::Metadata) -> &'static str {
-    let t = meta.file_type();
-    if t.is_symlink() {
-        "symlink"
-    } else if t.is_dir() {
-        "dir"
-    } else if t.is_file() {
-        "file"
-    } else {
-        "other"
-    }
 }
 
 /// The sort key of newest-first order: newer first, then path order.

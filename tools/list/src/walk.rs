@@ -109,7 +109,7 @@ impl Lister {
             self.counts.listed += 1;
             let entry = Entry {
                 path: path.to_string_lossy().into_owned(),
-                kind: kind(&meta),
+                kind: paths::kind(&meta),
                 size: meta.len(),
                 mtime_ns: paths::mtime_ns(&meta),
                 depth,
@@ -131,18 +131,4 @@ fn read_names(dir: &Path, hidden: bool) -> std::io::Result<Vec<OsString>> {
     }
     names.sort_unstable();
     Ok(names)
-}
-
-/// The entry type of unfollowed metadata.
-pub fn kind(meta: &std::fs::Metadata) -> &'static str {
-    let t = meta.file_type();
-    if t.is_symlink() {
-        "symlink"
-    } else if t.is_dir() {
-        "dir"
-    } else if t.is_file() {
-        "file"
-    } else {
-        "other"
-    }
 }

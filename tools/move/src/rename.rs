@@ -17,7 +17,7 @@ use std::fs::{self, Metadata};
 use std::io;
 use std::path::Path;
 
-use cordon_sdk::{Error, ErrorCode};
+use cordon_sdk::{Error, ErrorCode, paths};
 
 use cordon_sdk::grant::{require_writable, write_error};
 
@@ -66,26 +66,12 @@ pub fn move_entry(roots: &[String], from: &Path, to: &Path, overwrite: bool) -> 
         }
     };
     fs::rename(from, to).map_err(|e| rename_error(&src, &dst, &e))?;
-    Ok(Moved { kind: kind(&source), overwrote })
-}
-
-/// What kind of entry `meta` (from `symlink_metadata`) describes.
-pub fn kind(meta: &Metadata) -> &'static str {
-    let t = meta.file_type();
-    if t.is_symlink() {
-        "symlink"
-    } else if t.is_dir() {
-        "dir"
-    } else if t.is_file() {
-        "file"
-    } else {
-        "other"
-    }
+    Ok(Moved { kind: paths::kind(&source), overwrote })
 }
 
 /// What `meta` describes, for a sentence.
 fn noun(meta: &Metadata) -> &'static str {
-    match kind(meta) {
+    match paths::kind(meta) {
         "symlink" => "a symlink",
         "dir" => "a directory",
         "file" => "a file",

@@ -136,6 +136,21 @@ pub fn identity(_path: &Path, _meta: &std::fs::Metadata, _shown: &str) -> Result
     Ok(0)
 }
 
+/// The entry type metadata describes, as tools report it: `file`, `dir`,
+/// `symlink` (for unfollowed metadata) or `other`.
+pub fn kind(meta: &std::fs::Metadata) -> &'static str {
+    let t = meta.file_type();
+    if t.is_symlink() {
+        "symlink"
+    } else if t.is_dir() {
+        "dir"
+    } else if t.is_file() {
+        "file"
+    } else {
+        "other"
+    }
+}
+
 /// The modification time in nanoseconds since the Unix epoch, 0 if unknown.
 pub fn mtime_ns(meta: &std::fs::Metadata) -> u64 {
     meta.modified()

@@ -43,15 +43,8 @@ pub fn describe(path: &Path, shown: &str, count_lines: bool) -> Result<Descripti
     let what = format!("`{shown}`");
     let link = std::fs::symlink_metadata(path).map_err(|e| Error::io(&what, &e))?;
     let meta = std::fs::metadata(path).map_err(|e| Error::io(&what, &e))?;
-    let t = meta.file_type();
-    let kind = if t.is_dir() {
-        "dir"
-    } else if t.is_file() {
-        "file"
-    } else {
-        "other"
-    };
-    let lines = if count_lines && t.is_file() {
+    let kind = paths::kind(&meta);
+    let lines = if count_lines && meta.is_file() {
         let file = std::fs::File::open(path).map_err(|e| Error::io(&what, &e))?;
         Some(count(file).map_err(|e| Error::io(&what, &e))?)
     } else {
