@@ -76,7 +76,9 @@ fn main() {
     let in_process: Vec<Duration> = (0..calls)
         .map(|_| {
             let t = Instant::now();
-            let result = server.call_tool("read", &args, Version::LATEST).unwrap();
+            let result = server
+                .call_tool("read", &args, Version::LATEST, &std::sync::Arc::new(cordon::runtime::CallSignal::new()))
+                .unwrap();
             let elapsed = t.elapsed();
             assert_eq!(result["isError"], false);
             elapsed

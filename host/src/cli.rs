@@ -10,7 +10,8 @@ use tracing_subscriber::EnvFilter;
 
 use crate::pager::PageLimits;
 use crate::policy::RootSpec;
-use crate::protocol::mcp::{self, Version};
+use crate::protocol::mcp::Version;
+use crate::protocol::results as mcp;
 use crate::server::{Config, Limits, Server};
 use crate::uploads::UploadLimits;
 
@@ -255,7 +256,12 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             if all {
                 return crate::follow::follow(&server, &tool, arguments, jsonl);
             }
-            match server.call_tool(&tool, &arguments, Version::LATEST) {
+            match server.call_tool(
+                &tool,
+                &arguments,
+                Version::LATEST,
+                &std::sync::Arc::new(crate::runtime::CallSignal::new()),
+            ) {
                 Ok(result) => {
                     println!("{}", serde_json::to_string_pretty(&result)?);
                     Ok(if result["isError"] == json!(true) { ExitCode::from(1) } else { ExitCode::SUCCESS })

@@ -24,7 +24,12 @@ pub fn follow(server: &Server, tool: &str, mut arguments: Value, jsonl: bool) ->
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     loop {
-        let result = match server.call_tool(tool, &arguments, Version::LATEST) {
+        let result = match server.call_tool(
+            tool,
+            &arguments,
+            Version::LATEST,
+            &std::sync::Arc::new(crate::runtime::CallSignal::new()),
+        ) {
             Ok(result) => result,
             Err(error) => {
                 out.flush()?;

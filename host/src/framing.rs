@@ -3,18 +3,23 @@
 //! A line longer than the limit is not an error that ends the stream: its bytes
 //! are dropped as they arrive (memory stays at the limit however long the line
 //! is) and, once its newline comes, a single `Frame::TooLong` reports it so the
-//! session can answer and go on.
+//! session can answer and go on. The first `HEAD_BYTES` of the line are kept, so
+//! the session can answer with the request's id when it can be read there.
 
 use bytes::{Buf, Bytes, BytesMut};
 use tokio_util::codec::Decoder;
+
+/// How much of an over-long line is kept.
+pub const HEAD_BYTES: usize = 1024;
 
 /// One decoded unit of input.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Frame {
     /// A line without its `\n` (and without a `\r` before it).
     Line(Bytes),
-    /// A line over the limit, dropped; `observed` counts its bytes (at least).
-    TooLong { observed: usize },
+    /// A line over the limit, dropped; `observed` counts its bytes (at least)
+    /// and `head` holds its first bytes (up to `HEAD_BYTES`).
+    TooLong { observed: usize, head: Bytes },
 }
 
 /// The decoder: splits on `\n`, skips blank lines, bounds every line.
@@ -23,8 +28,12 @@ pub struct LineCodec {
     max: usize,
     /// How far the buffer has been searched for a newline.
     scanned: usize,
-    /// Bytes of an over-long line dropped so far, while discarding.
-    discarding: Option<usize>,
+    /// Bytes of an over-long line dropped so far, and its head, while discarding.
+    discarding: Option<(usize, Bytes)>,
+}
+
+fn head(line: &[u8]) -> Bytes {
+    Bytes::copy_from_slice(&line[..line.len().min(HEAD_BYTES)])
 }
 
 impl LineCodec {
@@ -45,12 +54,12 @@ impl Decoder for LineCodec {
         loop {
             let newline = buf[self.scanned..].iter().position(|&b| b == b'\n').map(|i| self.scanned + i);
             let Some(at) = newline else {
-                if let Some(dropped) = &mut self.discarding {
+                if let Some((dropped, _)) = &mut self.discarding {
                     *dropped += buf.len();
                     buf.clear();
                     self.scanned = 0;
                 } else if buf.len() > self.max {
-                    self.discarding = Some(buf.len());
+                    self.discarding = Some((buf.len(), head(buf)));
                     buf.clear();
                     self.scanned = 0;
                 } else {
@@ -59,9 +68,9 @@ impl Decoder for LineCodec {
                 return Ok(None);
             };
             self.scanned = 0;
-            if let Some(dropped) = self.discarding.take() {
+            if let Some((dropped, head)) = self.discarding.take() {
                 buf.advance(at + 1);
-                return Ok(Some(Frame::TooLong { observed: dropped + at }));
+                return Ok(Some(Frame::TooLong { observed: dropped + at, head }));
             }
             let mut line = buf.split_to(at + 1);
             line.truncate(at);
@@ -69,7 +78,7 @@ impl Decoder for LineCodec {
                 line.truncate(at - 1);
             }
             if line.len() > self.max {
-                return Ok(Some(Frame::TooLong { observed: line.len() }));
+                return Ok(Some(Frame::TooLong { observed: line.len(), head: head(&line) }));
             }
             if line.iter().all(|b| b.is_ascii_whitespace()) {
                 continue;
@@ -84,10 +93,10 @@ impl Decoder for LineCodec {
         }
         // The last line may lack its newline.
         self.scanned = 0;
-        if let Some(dropped) = self.discarding.take() {
+        if let Some((dropped, head)) = self.discarding.take() {
             let observed = dropped + buf.len();
             buf.clear();
-            return Ok(Some(Frame::TooLong { observed }));
+            return Ok(Some(Frame::TooLong { observed, head }));
         }
         if buf.is_empty() || buf.iter().all(|b| b.is_ascii_whitespace()) {
             buf.clear();
@@ -122,6 +131,10 @@ mod tests {
         Frame::Line(Bytes::copy_from_slice(s.as_bytes()))
     }
 
+    fn too_long(observed: usize, head: &[u8]) -> Frame {
+        Frame::TooLong { observed, head: Bytes::copy_from_slice(head) }
+    }
+
     #[test]
     fn lines_split_on_newlines_with_crlf_and_blank_lines_handled() {
         let frames = decode_all(&mut LineCodec::new(100), &[b"a\r\n\nb", b"c\n  \nlast"]);
@@ -132,19 +145,19 @@ mod tests {
     fn an_over_long_line_is_reported_once_and_the_stream_goes_on() {
         let long = vec![b'x'; 50];
         let frames = decode_all(&mut LineCodec::new(10), &[b"ok\n", &long, &long, b"yz\nnext\n"]);
-        assert_eq!(frames, vec![line("ok"), Frame::TooLong { observed: 102 }, line("next")]);
+        assert_eq!(frames, vec![line("ok"), too_long(102, &long), line("next")]);
     }
 
     #[test]
     fn an_over_long_line_arriving_whole_is_reported() {
         let frames = decode_all(&mut LineCodec::new(3), &[b"abcdef\nok\n"]);
-        assert_eq!(frames, vec![Frame::TooLong { observed: 6 }, line("ok")]);
+        assert_eq!(frames, vec![too_long(6, b"abcdef"), line("ok")]);
     }
 
     #[test]
     fn an_over_long_line_cut_off_by_eof_is_reported() {
         let frames = decode_all(&mut LineCodec::new(3), &[b"abcdefgh"]);
-        assert_eq!(frames, vec![Frame::TooLong { observed: 8 }]);
+        assert_eq!(frames, vec![too_long(8, b"abcdefgh")]);
     }
 
     #[test]
@@ -158,7 +171,7 @@ mod tests {
             assert!(buf.is_empty());
         }
         buf.extend_from_slice(b"\n{}\n");
-        assert_eq!(codec.decode(&mut buf).unwrap(), Some(Frame::TooLong { observed: 64 * 1024 * 1024 }));
+        assert_eq!(codec.decode(&mut buf).unwrap(), Some(too_long(64 * 1024 * 1024, &block[..HEAD_BYTES])));
         assert_eq!(codec.decode(&mut buf).unwrap(), Some(line("{}")));
     }
 }

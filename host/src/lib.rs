@@ -1,8 +1,8 @@
 //! Cordon: an MCP file server whose tools are sandboxed WebAssembly components.
 //!
 //! The data path, one module each: `transport` (byte streams) → `framing`
-//! (bounded lines) → `protocol` (typed JSON-RPC/MCP) → `server` (the session
-//! core) → `pager` (pulling a tool's chunks into a result) → `policy` (what a
+//! (bounded lines) → `protocol` (typed JSON-RPC/MCP) → `session` (the session
+//! core) → `server` (a tool call) → `pager` (pulling a tool's chunks into a result) → `policy` (what a
 //! tool may see) → `runtime` (wasmtime: engine, cache, per-call store) → the
 //! tool component. `registry` knows which tools exist; `cli` is the front door.
 
@@ -16,6 +16,7 @@ pub mod protocol;
 pub mod registry;
 pub mod runtime;
 pub mod server;
+pub mod session;
 pub mod staging;
 pub mod tool;
 pub mod transport;

@@ -120,7 +120,7 @@ fn load(runtime: &Runtime, bytes: &[u8], digest: String, origin: Origin) -> anyh
     if manifest.name == crate::staging::UPLOAD_TOOL {
         anyhow::bail!("the tool name `{}` is the host's", manifest.name);
     }
-    if let Some(name) = crate::protocol::mcp::reserved_argument(&manifest) {
+    if let Some(name) = crate::protocol::results::reserved_argument(&manifest) {
         anyhow::bail!("tool `{}` declares the argument `{name}`, which the host reserves for paging", manifest.name);
     }
     let validator = jsonschema::validator_for(&manifest.input_schema)

@@ -1,24 +1,22 @@
-//! The session core: every transport hands frames to a `Session` and writes back
-//! what it returns. Request handling exists once, here.
+//! The server: tools, policy, runtime and pager shared by every session (see
+//! `session` for the request handling), and one tool call end to end.
 
-use std::future::Future;
 use std::path::PathBuf;
-use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
 use serde_json::{Value, json};
 
 use crate::ambient;
-use crate::framing::Frame;
 use crate::pager::cursor::{CursorError, CursorKey};
 use crate::pager::{PageError, PageLimits, Pager, Paging};
 use crate::policy::{Policy, RootSpec};
-use crate::protocol::jsonrpc::{self, ErrorObject, INTERNAL_ERROR, INVALID_REQUEST, Id, Message, NOT_INITIALIZED};
-use crate::protocol::mcp::{self, Request, Version};
+use crate::protocol::jsonrpc::ErrorObject;
+use crate::protocol::mcp::Version;
+use crate::protocol::results as mcp;
 use crate::registry::{Origin, Registry};
-use crate::runtime::{CallFailure, CallLimits, Runtime};
+use crate::runtime::{CallFailure, CallLimits, CallSignal, Runtime};
 use crate::staging::{self, UPLOAD_TOOL};
 use crate::uploads::{UploadLimits, Uploads};
 
@@ -41,6 +39,8 @@ pub struct Config {
 pub struct Limits {
     /// The longest request line accepted, in bytes.
     pub max_line_bytes: usize,
+    /// The longest response sent, in bytes; a longer one becomes an error.
+    pub max_response_bytes: usize,
     /// Calls one session runs at once; more wait.
     pub max_concurrent_calls: usize,
     pub call: CallLimits,
@@ -52,6 +52,7 @@ impl Default for Limits {
     fn default() -> Self {
         Limits {
             max_line_bytes: 8 * 1024 * 1024,
+            max_response_bytes: 4 * 1024 * 1024,
             max_concurrent_calls: 8,
             call: CallLimits {
                 memory_bytes: 256 * 1024 * 1024,
@@ -127,8 +128,15 @@ impl Server {
     }
 
     /// Runs one `tools/call`: one page of the tool's output, as an MCP result.
-    /// Blocks: call it from a thread that may block.
-    pub fn call_tool(&self, name: &str, arguments: &Value, version: Version) -> Result<Value, ErrorObject> {
+    /// `signal` carries the request's cancellation and progress. Blocks: call it
+    /// from a thread that may block.
+    pub fn call_tool(
+        &self,
+        name: &str,
+        arguments: &Value,
+        version: Version,
+        signal: &Arc<CallSignal>,
+    ) -> Result<Value, ErrorObject> {
         if name == UPLOAD_TOOL {
             return match staging::call_upload(&self.uploads, arguments) {
                 Ok(ack) => Ok(mcp::host_tool_result(ack, version)),
@@ -150,7 +158,7 @@ impl Server {
             Origin::Component(_) => Vec::new(),
         };
         grants.extend(attached.as_ref().map(|a| a.grant.clone()));
-        match self.pager.page(&self.runtime, &grants, tool, Value::Object(args), paging) {
+        match self.pager.page(&self.runtime, &grants, tool, Value::Object(args), paging, signal) {
             Ok(page) => {
                 if let Some(attached) = attached {
                     self.uploads.finish(&attached.id);
@@ -167,104 +175,4 @@ impl Server {
 fn invalid_cursor(e: &CursorError) -> ErrorObject {
     ErrorObject::new(crate::protocol::jsonrpc::INVALID_PARAMS, format!("Invalid cursor: {e}"))
         .with_data(json!({ "error": "invalid_cursor", "reason": e.reason() }))
-}
-
-/// What handling a frame gives: an answer now, or a call to run.
-pub enum Handled {
-    Now(Option<String>),
-    Later(Pin<Box<dyn Future<Output = Option<String>> + Send>>),
-}
-
-/// One client's session: its negotiated revision over a shared server.
-pub struct Session {
-    server: Arc<Server>,
-    version: Mutex<Option<Version>>,
-}
-
-impl Session {
-    pub fn new(server: Arc<Server>) -> Session {
-        Session { server, version: Mutex::new(None) }
-    }
-
-    /// Handles one frame. Lifecycle and listing requests are answered at once, in
-    /// order; tool calls come back as a future the transport runs concurrently.
-    pub fn handle(&self, frame: Frame) -> Handled {
-        let line = match frame {
-            Frame::Line(line) => line,
-            Frame::TooLong { observed } => {
-                let limit = self.server.limits.max_line_bytes;
-                let error = ErrorObject::new(
-                    INVALID_REQUEST,
-                    format!("message of at least {observed} bytes exceeds the limit of {limit} bytes per message; it was discarded"),
-                )
-                .with_data(json!({ "error": "payload_too_large", "limit_bytes": limit, "observed_bytes": observed }));
-                return Handled::Now(Some(jsonrpc::failure(None, &error)));
-            }
-        };
-        match jsonrpc::parse(&line) {
-            Err(rejected) => Handled::Now(Some(jsonrpc::failure(rejected.id.as_ref(), &rejected.error))),
-            Ok(Message::Notification { method, .. }) => {
-                tracing::debug!(%method, "notification");
-                Handled::Now(None)
-            }
-            Ok(Message::Response { id }) => {
-                tracing::debug!(?id, "ignored a response to no request");
-                Handled::Now(None)
-            }
-            Ok(Message::Request { id, method, params }) => self.request(id, &method, params),
-        }
-    }
-
-    fn request(&self, id: Id, method: &str, params: Option<Value>) -> Handled {
-        let reply = |result| respond(&id, result);
-        let request = match Request::parse(method, params) {
-            Ok(request) => request,
-            Err(error) => return Handled::Now(reply(Err(error))),
-        };
-        let negotiated = *self.version.lock().expect("version lock");
-        let version = match (&request, negotiated) {
-            (Request::Initialize { protocol_version, client }, _) => {
-                let version = Version::negotiate(protocol_version);
-                tracing::info!(%client, requested = %protocol_version, negotiated = version.as_str(), "initialize");
-                *self.version.lock().expect("version lock") = Some(version);
-                return Handled::Now(reply(Ok(mcp::initialize_result(version))));
-            }
-            (Request::Ping, _) => return Handled::Now(reply(Ok(json!({})))),
-            (_, None) => {
-                let error = ErrorObject::new(
-                    NOT_INITIALIZED,
-                    format!("Server not initialized: send `initialize` before `{method}`"),
-                );
-                return Handled::Now(reply(Err(error)));
-            }
-            (_, Some(version)) => version,
-        };
-        match request {
-            Request::ListTools => Handled::Now(reply(Ok(mcp::list_tools_result(
-                self.server.registry.tools().iter().map(|t| &**t),
-                version,
-            )))),
-            Request::CallTool { name, arguments } => {
-                let server = Arc::clone(&self.server);
-                Handled::Later(Box::pin(async move {
-                    let joined =
-                        tokio::task::spawn_blocking(move || server.call_tool(&name, &arguments, version)).await;
-                    let result = joined.unwrap_or_else(|e| {
-                        tracing::error!("tool call thread failed: {e}");
-                        Err(ErrorObject::new(INTERNAL_ERROR, "the call failed inside the server; the log has details"))
-                    });
-                    respond(&id, result)
-                }))
-            }
-            Request::Initialize { .. } | Request::Ping => unreachable!("answered above"),
-        }
-    }
-}
-
-/// The response line for a request's outcome.
-fn respond(id: &Id, result: Result<Value, ErrorObject>) -> Option<String> {
-    Some(match result {
-        Ok(value) => jsonrpc::success(id, value),
-        Err(error) => jsonrpc::failure(Some(id), &error),
-    })
 }

@@ -82,7 +82,7 @@ fn unknown_methods_get_32601_and_notifications_get_no_answer() {
     server.send_json(&json!({"jsonrpc": "2.0", "method": "notifications/whatever"}));
     server.send_json(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 99}}));
     // The next line is the answer to this request, so the notifications got none.
-    let reply = server.request("s-1", "resources/list", json!({}));
+    let reply = server.request("s-1", "sampling/whatever", json!({}));
     assert_eq!(reply["error"]["code"], -32601, "{reply}");
     assert_eq!(reply["id"], "s-1", "string ids are echoed as strings");
     let reply = server.request(7.0, "ping", json!({}));

@@ -13,6 +13,7 @@ pub mod depth;
 pub mod page;
 pub mod sessions;
 
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use base64::Engine as _;
@@ -24,7 +25,7 @@ use sha2::digest::common::hazmat::{SerializableState, SerializedState};
 use crate::policy::Grant;
 use crate::protocol::jsonrpc::{ErrorObject, INVALID_PARAMS};
 use crate::registry::Tool;
-use crate::runtime::{CallFailure, LiveCall, Runtime};
+use crate::runtime::{CallFailure, CallSignal, LiveCall, Runtime};
 use crate::tool::{Budget, ErrorCode, Fingerprint, ToolError};
 use cursor::{Cursor, CursorError, CursorKey};
 use page::{Builder, Page};
@@ -172,7 +173,7 @@ impl Pager {
         Budget { bytes: tokens.saturating_mul(BYTES_PER_TOKEN).max(4), items: items.max(1) }
     }
 
-    /// Produces one page of `tool`'s output.
+    /// Produces one page of `tool`'s output for the request behind `signal`.
     pub fn page(
         &self,
         runtime: &Runtime,
@@ -180,13 +181,14 @@ impl Pager {
         tool: &Tool,
         args: Value,
         paging: Paging,
+        signal: &Arc<CallSignal>,
     ) -> Result<Page, PageError> {
         let budget = self.budget(&paging);
         let mut start = match &paging.cursor {
             None => {
                 tool.validate(&args).map_err(CallFailure::Tool)?;
                 let args = args.to_string();
-                let mut call = runtime.open(tool, grants, &args, None)?;
+                let mut call = runtime.open(tool, grants, &args, None, signal)?;
                 let fingerprint = call.fingerprint()?;
                 Start {
                     call,
@@ -201,12 +203,16 @@ impl Pager {
                     items_before: 0,
                 }
             }
-            Some(text) => self.resume(runtime, grants, tool, &args, text)?,
+            Some(text) => self.resume(runtime, grants, tool, &args, text, signal)?,
         };
-        start.call.arm();
+        start.call.arm(signal);
         let mut builder = Builder::new(budget, self.limits.max_depth);
         let mut complete = false;
+        let mut delivered = 0u64;
         loop {
+            if signal.is_cancelled() {
+                return Err(CallFailure::Cancelled.into());
+            }
             let chunk = match start.pending.take() {
                 Some(chunk) => chunk,
                 None => match start.call.next(budget)? {
@@ -220,14 +226,16 @@ impl Pager {
             if !builder.fits(&chunk) {
                 if builder.is_empty() {
                     // Pulled for an earlier, larger page: take it again at this budget.
-                    start.call = runtime.open(tool, grants, &start.args, start.position.as_deref())?;
-                    start.call.arm();
+                    start.call = runtime.open(tool, grants, &start.args, start.position.as_deref(), signal)?;
+                    start.call.arm(signal);
                     continue;
                 }
                 start.pending = Some(chunk);
                 break;
             }
             sha2::Digest::update(&mut start.hasher, chunk.payload.as_bytes());
+            delivered += chunk.payload.len() as u64;
+            signal.host_report(delivered, Some(u64::from(budget.bytes)), Some("bytes of this page"));
             start.position = Some(chunk.resume.clone());
             builder.push(chunk);
         }
@@ -263,6 +271,7 @@ impl Pager {
         continue_with.insert("cursor".into(), Value::String(cursor.clone()));
         page.continue_with = Some(Value::Object(continue_with));
         page.next_cursor = Some(cursor);
+        start.call.disarm();
         self.sessions.park(start.session, position, Parked { call: start.call, pending: start.pending });
         Ok(page)
     }
@@ -275,6 +284,7 @@ impl Pager {
         tool: &Tool,
         args: &Value,
         text: &str,
+        signal: &Arc<CallSignal>,
     ) -> Result<Start, PageError> {
         let cursor = Cursor::decode(text, &self.key, SystemTime::now())?;
         if cursor.tool != tool.manifest.name {
@@ -298,9 +308,11 @@ impl Pager {
             Some(parked) => (parked.call, parked.pending),
             None => {
                 tracing::debug!(tool = %tool.manifest.name, page = cursor.page, "stream gone, reopening at the cursor");
-                (runtime.open(tool, grants, &cursor.args, Some(&cursor.resume)).map_err(gone)?, None)
+                (runtime.open(tool, grants, &cursor.args, Some(&cursor.resume), signal).map_err(gone)?, None)
             }
         };
+        // A parked store still holds its last request's deadline and signal.
+        call.arm(signal);
         let now = call.fingerprint().map_err(gone)?;
         if now != cursor.fingerprint {
             let what = match (cursor.fingerprint, now) {

@@ -107,6 +107,84 @@ pub fn parse(line: &[u8]) -> Result<Message, Rejected> {
     }
 }
 
+/// The id of a request from the first bytes of a message too long to parse:
+/// the top-level `"id"` member, when it is a string or a number and whole in
+/// `head`. Keys inside nested objects are not mistaken for it.
+pub fn salvage_id(head: &[u8]) -> Option<Id> {
+    let skip_ws = |mut j: usize| {
+        while head.get(j).is_some_and(u8::is_ascii_whitespace) {
+            j += 1;
+        }
+        j
+    };
+    let (mut i, mut depth, mut expect_key) = (0, 0usize, false);
+    while i < head.len() {
+        match head[i] {
+            b'"' => {
+                let end = string_end(head, i)?;
+                if depth == 1 && expect_key {
+                    let colon = skip_ws(end + 1);
+                    if head.get(colon) != Some(&b':') {
+                        return None;
+                    }
+                    let value = skip_ws(colon + 1);
+                    if &head[i + 1..end] == b"id" {
+                        return id_value(&head[value..]);
+                    }
+                    expect_key = false;
+                    i = value;
+                    continue;
+                }
+                i = end + 1;
+                continue;
+            }
+            b'{' => {
+                depth += 1;
+                expect_key = depth == 1;
+            }
+            b'[' => depth += 1,
+            b'}' | b']' => depth = depth.checked_sub(1)?,
+            b',' => expect_key = depth == 1,
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// The index of the quote closing the string that opens at `start`.
+fn string_end(text: &[u8], start: usize) -> Option<usize> {
+    let mut j = start + 1;
+    while j < text.len() {
+        match text[j] {
+            b'\\' => j += 2,
+            b'"' => return Some(j),
+            _ => j += 1,
+        }
+    }
+    None
+}
+
+/// A string or number id at the start of `text`, if it is whole there.
+fn id_value(text: &[u8]) -> Option<Id> {
+    match text.first()? {
+        b'"' => {
+            let end = string_end(text, 0)?;
+            serde_json::from_slice(&text[..=end]).ok().map(Id::String)
+        }
+        b'-' | b'0'..=b'9' => {
+            let len = text.iter().position(|b| !matches!(b, b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9'))?;
+            serde_json::from_slice(&text[..len]).ok().map(Id::Number)
+        }
+        _ => None,
+    }
+}
+
+/// A notification from the server, serialized as one line.
+pub fn notification(method: &str, params: Value) -> String {
+    json!({ "jsonrpc": "2.0", "method": method, "params": params }).to_string()
+}
+
 /// A success response, serialized as one line (without the newline).
 pub fn success(id: &Id, result: Value) -> String {
     json!({ "jsonrpc": "2.0", "id": id, "result": result }).to_string()
@@ -154,6 +232,23 @@ mod tests {
             parse(br#"{"jsonrpc":"2.0","id":3,"method":"x","params":1}"#).unwrap_err().error.code,
             INVALID_REQUEST
         );
+    }
+
+    #[test]
+    fn the_id_of_an_over_long_message_is_salvaged_from_its_head() {
+        let num = |n: u64| Some(Id::Number(n.into()));
+        assert_eq!(salvage_id(br#"{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"#), num(42));
+        assert_eq!(
+            salvage_id(br#"{"method":"x","params":{"id":1,"a":"}\""},"id" : "r-7","#),
+            Some(Id::String("r-7".into()))
+        );
+        // Nested ids are not the request's; a cut-off id is not guessed.
+        assert_eq!(salvage_id(br#"{"jsonrpc":"2.0","method":"tools/call","params":{"id":3,"content":"xxxx"#), None);
+        assert_eq!(salvage_id(br#"{"jsonrpc":"2.0","id":12"#), None);
+        assert_eq!(salvage_id(br#"{"id":"abc"#), None);
+        assert_eq!(salvage_id(br#"{"id":null,"method":"x"}"#), None);
+        assert_eq!(salvage_id(br#"[{"id":1}]"#), None);
+        assert_eq!(salvage_id(b"garbage"), None);
     }
 
     #[test]

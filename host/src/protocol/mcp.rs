@@ -1,33 +1,40 @@
-//! MCP methods: typed requests in, result objects out.
+//! MCP methods: typed requests in.
 //!
-//! Protocol revisions: 2025-11-25 (current) and the older ones a client may ask
-//! for. Revisions before 2025-06-18 know neither `outputSchema` nor
-//! `structuredContent` nor tool titles; those are left out for them.
+//! Two eras. The legacy one: `initialize` negotiates a revision (2025-11-25, or
+//! 2025-06-18, 2025-03-26, 2024-11-05 when a client asks) for the session.
+//! The stateless 2026-07-28 one: every request carries its revision and the
+//! client's capabilities in `params._meta` (see `modern`). Revisions before
+//! 2025-06-18 know neither `outputSchema` nor `structuredContent` nor tool
+//! titles; those are left out for them.
 
 use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::jsonrpc::{ErrorObject, INVALID_PARAMS, METHOD_NOT_FOUND};
-use crate::pager::page::{Block, Page};
-use crate::pager::{BYTES_PER_TOKEN, RESERVED_ARGS, page};
-use crate::registry::Tool;
-use crate::runtime::CallFailure;
-use crate::tool::{ErrorCode, Manifest};
 
-/// The revisions this server speaks, newest first.
-pub const SUPPORTED_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+/// The legacy revisions `initialize` negotiates, newest first.
+pub const LEGACY_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
 
-/// A negotiated protocol revision.
+/// The stateless revision.
+pub const MODERN_VERSION: &str = "2026-07-28";
+
+/// Every revision served, newest first (what `server/discover` lists).
+pub const SUPPORTED_VERSIONS: [&str; 5] = [MODERN_VERSION, "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+
+/// A protocol revision in use for a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Version(&'static str);
 
 impl Version {
-    pub const LATEST: Version = Version(SUPPORTED_VERSIONS[0]);
+    /// The newest legacy revision.
+    pub const LATEST: Version = Version(LEGACY_VERSIONS[0]);
+    /// The stateless revision.
+    pub const MODERN: Version = Version(MODERN_VERSION);
 
-    /// The client's revision when supported, else the latest (the client then
-    /// decides whether it can go on, as the specification says).
+    /// The client's legacy revision when supported, else the latest (the client
+    /// then decides whether it can go on, as the specification says).
     pub fn negotiate(requested: &str) -> Version {
-        SUPPORTED_VERSIONS.iter().find(|v| **v == requested).map_or(Version::LATEST, |v| Version(v))
+        LEGACY_VERSIONS.iter().find(|v| **v == requested).map_or(Version::LATEST, |v| Version(v))
     }
 
     pub fn as_str(self) -> &'static str {
@@ -38,15 +45,71 @@ impl Version {
     pub fn structured(self) -> bool {
         self.0 >= "2025-06-18"
     }
+
+    /// Whether this is the stateless era (results carry `resultType`).
+    pub fn is_modern(self) -> bool {
+        self.0 == MODERN_VERSION
+    }
 }
 
 /// A request the server understands, with its parameters checked.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Request {
-    Initialize { protocol_version: String, client: String },
+    Initialize {
+        protocol_version: String,
+        client: String,
+    },
+    Discover,
     Ping,
     ListTools,
-    CallTool { name: String, arguments: Value },
+    /// `progress_token` is `params._meta.progressToken`, when the client wants progress.
+    CallTool {
+        name: String,
+        arguments: Value,
+        progress_token: Option<Value>,
+    },
+    SetLogLevel {
+        level: LogLevel,
+    },
+    /// Resources and prompts: the server has none, and says so.
+    ListResources,
+    ListResourceTemplates,
+    ListPrompts,
+    ReadResource {
+        uri: String,
+    },
+    GetPrompt {
+        name: String,
+    },
+}
+
+/// The severity of a log message (RFC 5424 levels, least severe first).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogLevel {
+    Debug,
+    Info,
+    Notice,
+    Warning,
+    Error,
+    Critical,
+    Alert,
+    Emergency,
+}
+
+impl LogLevel {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LogLevel::Debug => "debug",
+            LogLevel::Info => "info",
+            LogLevel::Notice => "notice",
+            LogLevel::Warning => "warning",
+            LogLevel::Error => "error",
+            LogLevel::Critical => "critical",
+            LogLevel::Alert => "alert",
+            LogLevel::Emergency => "emergency",
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -69,13 +132,47 @@ struct CallToolParams {
     name: String,
     #[serde(default)]
     arguments: Option<Value>,
+    #[serde(default, rename = "_meta")]
+    meta: Option<RequestMeta>,
 }
 
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RequestMeta {
+    /// A string or a number; anything else is ignored.
+    #[serde(default)]
+    progress_token: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct SetLevelParams {
+    level: LogLevel,
+}
+
+#[derive(Deserialize)]
+struct UriParams {
+    uri: String,
+}
+
+#[derive(Deserialize)]
+struct NameParams {
+    name: String,
+}
+
+/// Methods the stateless era removed: not found there.
+const LEGACY_ONLY: [&str; 5] =
+    ["initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"];
+
 impl Request {
-    /// Types a request; an unknown method is -32601, bad params -32602.
-    pub fn parse(method: &str, params: Option<Value>) -> Result<Request, ErrorObject> {
+    /// Types a request of the legacy era (`modern` false) or the stateless one;
+    /// an unknown method (or one the era lacks) is -32601, bad params -32602.
+    pub fn parse(method: &str, params: Option<Value>, modern: bool) -> Result<Request, ErrorObject> {
         let params = params.unwrap_or_else(|| json!({}));
         let bad = |e: serde_json::Error| ErrorObject::new(INVALID_PARAMS, format!("Invalid params for {method}: {e}"));
+        let not_found = || ErrorObject::new(METHOD_NOT_FOUND, format!("Method not found: {method}"));
+        if (modern && LEGACY_ONLY.contains(&method)) || (!modern && method == "server/discover") {
+            return Err(not_found());
+        }
         match method {
             "initialize" => {
                 let p: InitializeParams = serde_json::from_value(params).map_err(bad)?;
@@ -83,6 +180,7 @@ impl Request {
                     p.client_info.map_or_else(|| "unknown client".into(), |c| format!("{} {}", c.name, c.version));
                 Ok(Request::Initialize { protocol_version: p.protocol_version, client })
             }
+            "server/discover" => Ok(Request::Discover),
             "ping" => Ok(Request::Ping),
             "tools/list" => Ok(Request::ListTools),
             "tools/call" => {
@@ -97,312 +195,27 @@ impl Request {
                         ));
                     }
                 };
-                Ok(Request::CallTool { name: p.name, arguments })
+                let progress_token = p.meta.and_then(|m| m.progress_token).filter(|t| t.is_string() || t.is_number());
+                Ok(Request::CallTool { name: p.name, arguments, progress_token })
             }
-            other => Err(ErrorObject::new(METHOD_NOT_FOUND, format!("Method not found: {other}"))),
-        }
-    }
-}
-
-/// The `initialize` result.
-pub fn initialize_result(version: Version) -> Value {
-    json!({
-        "protocolVersion": version.as_str(),
-        "capabilities": { "tools": { "listChanged": false } },
-        "serverInfo": { "name": "cordon", "title": "Cordon", "version": env!("CARGO_PKG_VERSION") },
-        "instructions": "File tools sandboxed in WebAssembly. Paths are relative to the first root or absolute inside a root."
-    })
-}
-
-/// The `tools/list` result: the component tools, then the host's `upload`.
-pub fn list_tools_result<'a>(tools: impl Iterator<Item = &'a Tool>, version: Version) -> Value {
-    let mut tools: Vec<Value> = tools.map(|t| describe_tool(&t.manifest, version)).collect();
-    tools.push(crate::staging::upload_tool(version.structured()));
-    json!({ "tools": tools })
-}
-
-/// The result of a tool the host serves itself: its small JSON answer as text
-/// and as structured content.
-pub fn host_tool_result(answer: Value, version: Version) -> Value {
-    let mut result = json!({ "content": [{ "type": "text", "text": answer.to_string() }], "isError": false });
-    if version.structured() {
-        result["structuredContent"] = answer;
-    }
-    result
-}
-
-fn describe_tool(m: &Manifest, version: Version) -> Value {
-    let mut tool = Map::new();
-    tool.insert("name".into(), m.name.clone().into());
-    tool.insert("description".into(), m.description.clone().into());
-    tool.insert("inputSchema".into(), input_schema(m));
-    let mut annotations = json!({
-        "readOnlyHint": m.read_only,
-        "destructiveHint": m.destructive,
-        "idempotentHint": m.idempotent,
-        "openWorldHint": false,
-    });
-    if version.structured() {
-        tool.insert("title".into(), m.title.clone().into());
-        tool.insert("outputSchema".into(), output_schema(m));
-        annotations["title"] = m.title.clone().into();
-    }
-    tool.insert("annotations".into(), annotations);
-    Value::Object(tool)
-}
-
-/// The tool's input schema with the host's paging options added.
-pub fn input_schema(m: &Manifest) -> Value {
-    let mut schema = m.input_schema.clone();
-    let extra = json!({
-        "cursor": {
-            "type": "string",
-            "description": "Continue a result: the `next_cursor` of the previous page. Other arguments may be left out."
-        },
-        "max_tokens": {
-            "type": "integer", "minimum": 1,
-            "description": "Page size in estimated tokens (4 bytes each); clamped by the server."
-        },
-        "page_size": {
-            "type": "integer", "minimum": 1,
-            "description": "Most items (lines, for text) per page; clamped by the server."
-        }
-    });
-    merge_properties(&mut schema, extra);
-    crate::staging::advertise(&mut schema);
-    schema
-}
-
-/// The fields the host adds to every result's structured content.
-fn page_properties() -> Value {
-    let span = json!({
-        "start_line": { "type": "integer", "minimum": 1, "description": "First line on this page (1-based), when known." },
-        "end_line": { "type": "integer", "minimum": 1, "description": "Last line on this page (1-based, inclusive), when known." },
-        "start_byte": { "type": "integer", "minimum": 0, "description": "Offset of this page's first byte." },
-        "end_byte": { "type": "integer", "minimum": 0, "description": "Offset just after this page's last byte." }
-    });
-    let mut props = span.clone();
-    let extra = json!({
-        "complete": { "type": "boolean", "description": "True on the last page." },
-        "next_cursor": { "type": ["string", "null"], "description": "Pass as `cursor` to get the next page; null when complete." },
-        "page": {
-            "type": "object",
-            "description": "This page: 0-based index, items (lines for text), payload bytes, estimated tokens, payload content blocks, and whether it ends inside an item.",
-            "properties": {
-                "index": { "type": "integer" }, "items": { "type": "integer" }, "bytes": { "type": "integer" },
-                "estimated_tokens": { "type": "integer" }, "blocks": { "type": "integer" }, "continued": { "type": "boolean" },
-                "max_tokens": { "type": "integer" }, "page_size": { "type": "integer" }
+            "logging/setLevel" => {
+                let p: SetLevelParams = serde_json::from_value(params).map_err(bad)?;
+                Ok(Request::SetLogLevel { level: p.level })
             }
-        },
-        "chunks": {
-            "type": "array",
-            "description": "Each chunk on the page: span, payload bytes, SHA-256, encoding (utf8, base64, json) and whether it ends inside an item.",
-            "items": { "type": "object", "properties": span.clone() }
-        },
-        "summary": {
-            "type": "object",
-            "description": "On the first page of a longer result: totals (exact or lower bounds), a preview and ways to narrow the request."
-        },
-        "payload_sha256": { "type": "string", "description": "On the last page: SHA-256 of every page's payload, concatenated (for a whole-file read, the file's SHA-256)." }
-    });
-    if let (Some(p), Value::Object(extra)) = (props.as_object_mut(), extra) {
-        p.extend(extra);
-    }
-    props
-}
-
-/// The tool's output schema with the host's page fields added.
-pub fn output_schema(m: &Manifest) -> Value {
-    let mut schema = m.output_schema.clone();
-    merge_properties(&mut schema, page_properties());
-    if let Some(obj) = schema.as_object_mut() {
-        let required = obj.entry("required").or_insert_with(|| json!([]));
-        if let Some(list) = required.as_array_mut() {
-            for name in ["complete", "next_cursor", "page"] {
-                if !list.iter().any(|v| v == name) {
-                    list.push(name.into());
-                }
+            "resources/list" => Ok(Request::ListResources),
+            "resources/templates/list" => Ok(Request::ListResourceTemplates),
+            "prompts/list" => Ok(Request::ListPrompts),
+            "resources/read" => {
+                let p: UriParams = serde_json::from_value(params).map_err(bad)?;
+                Ok(Request::ReadResource { uri: p.uri })
             }
-        }
-    }
-    schema
-}
-
-fn merge_properties(schema: &mut Value, extra: Value) {
-    let props = schema.as_object_mut().expect("checked at load").entry("properties").or_insert_with(|| json!({}));
-    if let (Some(props), Value::Object(extra)) = (props.as_object_mut(), extra) {
-        for (key, value) in extra {
-            props.entry(key).or_insert(value);
-        }
-    }
-}
-
-/// Whether a tool's own schema uses a name the host reserves.
-pub fn reserved_argument(m: &Manifest) -> Option<&'static str> {
-    let props = m.input_schema.get("properties")?.as_object()?;
-    RESERVED_ARGS.into_iter().find(|name| props.contains_key(*name))
-}
-
-/// A page as a `tools/call` result. The content is the payload (text blocks,
-/// and raw bytes as base64 blobs), exactly, then, when more remains, a short
-/// footer saying how to continue. The structured content carries the tool's
-/// `info`, the span, the page's metadata and the cursor, never the payload.
-pub fn call_result(page: Page, version: Version) -> Value {
-    let footer = footer(&page);
-    let mut content: Vec<Value> = page.blocks.iter().map(content_block).collect();
-    if content.is_empty() {
-        content.push(json!({ "type": "text", "text": "" }));
-    }
-    let payload_blocks = content.len();
-    if let Some(footer) = footer {
-        content.push(json!({ "type": "text", "text": footer }));
-    }
-    let mut result = json!({ "content": content, "isError": false });
-    if version.structured() {
-        result["structuredContent"] = structured(page, payload_blocks);
-    }
-    result
-}
-
-fn structured(page: Page, payload_blocks: usize) -> Value {
-    let mut out = match page.info {
-        Value::Object(map) => map,
-        _ => Map::new(),
-    };
-    if let Some(span) = page.span {
-        insert_span(&mut out, &span);
-    }
-    let chunks: Vec<Value> = page
-        .chunks
-        .iter()
-        .map(|c| {
-            let mut m = Map::new();
-            if let Some(span) = &c.span {
-                insert_span(&mut m, span);
+            "prompts/get" => {
+                let p: NameParams = serde_json::from_value(params).map_err(bad)?;
+                Ok(Request::GetPrompt { name: p.name })
             }
-            m.insert("bytes".into(), c.bytes.into());
-            m.insert("sha256".into(), c.sha256.clone().into());
-            m.insert("encoding".into(), c.encoding.into());
-            m.insert("continued".into(), c.continued.into());
-            Value::Object(m)
-        })
-        .collect();
-    out.insert("chunks".into(), chunks.into());
-    out.insert(
-        "page".into(),
-        json!({
-            "index": page.index,
-            "items": page.items,
-            "bytes": page.bytes,
-            "estimated_tokens": page.bytes.div_ceil(u64::from(BYTES_PER_TOKEN)),
-            "blocks": payload_blocks,
-            "continued": page.continued,
-            "max_tokens": page.budget.bytes / BYTES_PER_TOKEN,
-            "page_size": page.budget.items,
-        }),
-    );
-    out.insert("complete".into(), page.next_cursor.is_none().into());
-    out.insert("next_cursor".into(), page.next_cursor.map_or(Value::Null, Value::String));
-    if let (0, Some(summary)) = (page.index, page.summary) {
-        out.insert(
-            "summary".into(),
-            json!({
-                "totals": summary.totals,
-                "totals_exact": summary.exact,
-                "preview": page::preview(&page.blocks),
-                "suggestions": summary.suggestions,
-            }),
-        );
-    }
-    if let Some(sha) = page.sha256 {
-        out.insert("payload_sha256".into(), sha.into());
-    }
-    Value::Object(out)
-}
-
-fn insert_span(out: &mut Map<String, Value>, span: &crate::tool::Span) {
-    if let Some((start, end)) = span.lines {
-        out.insert("start_line".into(), start.into());
-        out.insert("end_line".into(), end.into());
-    }
-    out.insert("start_byte".into(), span.start_byte.into());
-    out.insert("end_byte".into(), span.end_byte.into());
-}
-
-/// The line the model reads when more remains.
-fn footer(page: &Page) -> Option<String> {
-    let args = page.continue_with.as_ref()?;
-    let covered = match page.span {
-        Some(crate::tool::Span { lines: Some((a, b)), start_byte, end_byte }) => {
-            format!("lines {a}–{b} (bytes {start_byte}–{end_byte})")
-        }
-        Some(span) => format!("bytes {}–{}", span.start_byte, span.end_byte),
-        None => format!("{} items, {} bytes", page.items, page.bytes),
-    };
-    let mut remaining = String::new();
-    if let Some(totals) = page.summary.as_ref().map(|s| &s.totals) {
-        let delivered_bytes = page.span.map_or(page.bytes_before + page.bytes, |s| s.end_byte);
-        let total_bytes = totals.get("range_end").or_else(|| totals.get("bytes")).and_then(Value::as_u64);
-        if let Some(left) = total_bytes.and_then(|t| t.checked_sub(delivered_bytes)) {
-            remaining =
-                format!(" About {left} more bytes (~{} tokens) remain.", left.div_ceil(u64::from(BYTES_PER_TOKEN)));
-        }
-        if let Some(items) = totals.get("items").and_then(Value::as_u64) {
-            let left = items.saturating_sub(page.items_before + page.items);
-            remaining.push_str(&format!(" {left} more items remain."));
+            _ => Err(not_found()),
         }
     }
-    Some(format!(
-        "[Page {} shows {covered}; more remains.{remaining} To continue, call `{}` with {}]",
-        page.index + 1,
-        page.tool,
-        args
-    ))
-}
-
-fn content_block(block: &Block) -> Value {
-    match block {
-        Block::Text(text) => json!({ "type": "text", "text": text }),
-        Block::Bytes(raw) => json!({
-            "type": "resource",
-            "resource": {
-                "uri": "cordon:raw-bytes",
-                "mimeType": "application/octet-stream",
-                "blob": base64_encode(raw),
-            }
-        }),
-    }
-}
-
-/// A failed call, as a result the model can read (`isError`), or, for failures
-/// that are the server's and not the call's, a JSON-RPC error.
-pub fn call_failure(failure: CallFailure, version: Version) -> Result<Value, ErrorObject> {
-    let (code, message) = match failure {
-        CallFailure::Tool(e) => (e.code.as_str(), e.message),
-        CallFailure::Timeout => ("timeout", CallFailure::Timeout.to_string()),
-        other @ (CallFailure::Trapped { .. } | CallFailure::Contract(_) | CallFailure::Host(_)) => {
-            return Err(ErrorObject::new(super::jsonrpc::INTERNAL_ERROR, other.to_string()));
-        }
-    };
-    let mut result = json!({
-        "content": [{ "type": "text", "text": format!("{code}: {message}") }],
-        "isError": true,
-    });
-    if version.structured() {
-        result["structuredContent"] = json!({ "error": { "code": code, "message": message } });
-    }
-    Ok(result)
-}
-
-/// The error for a tools/call naming a tool that does not exist.
-pub fn unknown_tool(name: &str) -> ErrorObject {
-    ErrorObject::new(INVALID_PARAMS, format!("Unknown tool: `{name}`; tools/list shows the tools this server has"))
-        .with_data(json!({ "error": ErrorCode::NotFound.as_str(), "tool": name }))
-}
-
-fn base64_encode(bytes: &[u8]) -> String {
-    use base64::Engine as _;
-    base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
 #[cfg(test)]
@@ -418,13 +231,30 @@ mod tests {
     }
 
     #[test]
+    fn each_era_has_its_own_methods() {
+        for removed in LEGACY_ONLY {
+            assert_eq!(Request::parse(removed, Some(json!({})), true).unwrap_err().code, METHOD_NOT_FOUND, "{removed}");
+        }
+        assert_eq!(Request::parse("server/discover", None, false).unwrap_err().code, METHOD_NOT_FOUND);
+        assert_eq!(Request::parse("server/discover", None, true), Ok(Request::Discover));
+        assert!(Version::MODERN.is_modern() && Version::MODERN.structured() && !Version::LATEST.is_modern());
+    }
+
+    #[test]
     fn requests_are_typed_or_refused() {
-        assert_eq!(Request::parse("ping", None), Ok(Request::Ping));
-        assert_eq!(Request::parse("nope", None).unwrap_err().code, METHOD_NOT_FOUND);
-        assert_eq!(Request::parse("initialize", Some(json!({}))).unwrap_err().code, INVALID_PARAMS);
-        let call = Request::parse("tools/call", Some(json!({"name": "read"}))).unwrap();
-        assert_eq!(call, Request::CallTool { name: "read".into(), arguments: json!({}) });
-        let bad = Request::parse("tools/call", Some(json!({"name": "read", "arguments": [1]})));
+        assert_eq!(Request::parse("ping", None, false), Ok(Request::Ping));
+        assert_eq!(Request::parse("nope", None, false).unwrap_err().code, METHOD_NOT_FOUND);
+        assert_eq!(Request::parse("initialize", Some(json!({})), false).unwrap_err().code, INVALID_PARAMS);
+        let call = Request::parse("tools/call", Some(json!({"name": "read"})), false).unwrap();
+        assert_eq!(call, Request::CallTool { name: "read".into(), arguments: json!({}), progress_token: None });
+        let call =
+            Request::parse("tools/call", Some(json!({"name": "read", "_meta": {"progressToken": 7}})), false).unwrap();
+        assert!(matches!(call, Request::CallTool { progress_token: Some(t), .. } if t == json!(7)));
+        let level = Request::parse("logging/setLevel", Some(json!({"level": "warning"})), false).unwrap();
+        assert_eq!(level, Request::SetLogLevel { level: LogLevel::Warning });
+        let bad = Request::parse("logging/setLevel", Some(json!({"level": "loud"})), false);
+        assert_eq!(bad.unwrap_err().code, INVALID_PARAMS);
+        let bad = Request::parse("tools/call", Some(json!({"name": "read", "arguments": [1]})), false);
         assert_eq!(bad.unwrap_err().code, INVALID_PARAMS);
     }
 }

@@ -1,15 +1,17 @@
 //! One call of a tool: a fresh `Store`, a WASI context holding only the granted
 //! preopens, limits, and the chunk stream the tool returned.
 
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use wasmtime::component::{ResourceAny, ResourceTable};
-use wasmtime::{ResourceLimiter, Store};
+use wasmtime::{ResourceLimiter, Store, UpdateDeadline};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::Runtime;
 use super::bindings::{CordonTool, RawManifest};
 use super::failure::CallFailure;
+use super::signal::{CallSignal, Interrupted};
 use crate::policy::Grant;
 use crate::registry::Tool;
 use crate::tool::{Budget, Chunk, Fingerprint, Manifest, Summary, ToolError};
@@ -34,11 +36,19 @@ pub struct CallState {
     limiter: CallLimiter,
     /// The preopens this call holds, for the host's file services.
     grants: Vec<Grant>,
+    /// The request this call serves now (a parked stream serves several).
+    signal: Arc<CallSignal>,
+    /// When the current page must be done.
+    deadline: Instant,
 }
 
 impl CallState {
     pub(super) fn grants(&self) -> &[Grant] {
         &self.grants
+    }
+
+    pub(super) fn signal(&self) -> &CallSignal {
+        &self.signal
     }
 }
 
@@ -88,9 +98,15 @@ impl ResourceLimiter for CallLimiter {
 }
 
 impl Runtime {
-    /// A store for one call: only `grants` preopened, limits and a deadline of
-    /// `ticks` epochs set.
-    fn store(&self, grants: &[Grant], ticks: u64) -> Result<Store<CallState>, CallFailure> {
+    /// A store for one call: only `grants` preopened, limits set, and a deadline
+    /// `time` from now. The epoch callback runs at every tick: it stops the guest
+    /// when the request is cancelled or the deadline has passed.
+    fn store(
+        &self,
+        grants: &[Grant],
+        time: Duration,
+        signal: Arc<CallSignal>,
+    ) -> Result<Store<CallState>, CallFailure> {
         let mut wasi = WasiCtx::builder();
         wasi.allow_blocking_current_thread(true);
         for grant in grants {
@@ -102,46 +118,54 @@ impl Runtime {
             table: ResourceTable::new(),
             limiter: CallLimiter { limits: self.limits, memory_used: 0, table_used: 0 },
             grants: grants.to_vec(),
+            signal,
+            deadline: Instant::now() + time,
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limiter);
-        store.set_epoch_deadline(ticks);
-        store.epoch_deadline_trap();
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_callback(|ctx| {
+            let state = ctx.data();
+            if state.signal.is_cancelled() {
+                return Err(Interrupted::Cancelled.into());
+            }
+            if Instant::now() >= state.deadline {
+                return Err(Interrupted::Timeout.into());
+            }
+            Ok(UpdateDeadline::Continue(1))
+        });
         Ok(store)
     }
 
     /// Asks a freshly loaded component what it is. It gets no preopens, and a
     /// deadline of its own: a short call limit must not stop tools loading.
     pub(crate) fn describe(&self, pre: &super::bindings::CordonToolPre<CallState>) -> Result<Manifest, String> {
-        let mut store = self.store(&[], super::ticks(super::DESCRIBE_DEADLINE)).map_err(|e| e.to_string())?;
+        let signal = Arc::new(CallSignal::new());
+        let mut store = self.store(&[], super::DESCRIBE_DEADLINE, signal).map_err(|e| e.to_string())?;
         let instance = pre.instantiate(&mut store).map_err(|e| format!("instantiate: {e}"))?;
         let raw =
             instance.cordon_tool_tool().call_describe(&mut store).map_err(|e| format!("describe trapped: {e}"))?;
         RawManifest(raw).check()
     }
 
-    /// Starts a call of `tool` with `grants`; the tool's own refusal is the inner error.
+    /// Starts a call of `tool` with `grants` for the request behind `signal`;
+    /// the tool's own refusal is the inner error.
     pub fn open(
         &self,
         tool: &Tool,
         grants: &[Grant],
         args: &str,
         resume: Option<&str>,
+        signal: &Arc<CallSignal>,
     ) -> Result<LiveCall, CallFailure> {
-        let mut store = self.store(grants, super::ticks(self.limits.wall_time))?;
+        let mut store = self.store(grants, self.limits.wall_time, Arc::clone(signal))?;
         let instance = tool.pre().instantiate(&mut store).map_err(|e| CallFailure::trap(&tool.manifest.name, e))?;
         let opened = instance
             .cordon_tool_tool()
             .call_open(&mut store, args, resume)
             .map_err(|e| CallFailure::trap(&tool.manifest.name, e))?;
         let stream = opened.map_err(|e| CallFailure::Tool(e.into()))?;
-        Ok(LiveCall {
-            store,
-            instance,
-            stream,
-            name: tool.manifest.name.clone(),
-            ticks: super::ticks(self.limits.wall_time),
-        })
+        Ok(LiveCall { store, instance, stream, name: tool.manifest.name.clone(), wall_time: self.limits.wall_time })
     }
 }
 
@@ -151,15 +175,25 @@ pub struct LiveCall {
     instance: CordonTool,
     stream: ResourceAny,
     name: String,
-    /// The deadline each page gets, in epoch ticks.
-    ticks: u64,
+    /// The time each page gets.
+    wall_time: Duration,
 }
 
 impl LiveCall {
-    /// Gives the call a fresh deadline: a live stream serves many pages, each
-    /// with the full wall-time limit.
-    pub fn arm(&mut self) {
-        self.store.set_epoch_deadline(self.ticks);
+    /// Readies the call for a page of the request behind `signal`: a fresh
+    /// deadline (a live stream serves many pages, each with the full wall-time
+    /// limit) and that request's cancellation and progress.
+    pub fn arm(&mut self, signal: &Arc<CallSignal>) {
+        let state = self.store.data_mut();
+        state.signal = Arc::clone(signal);
+        state.deadline = Instant::now() + self.wall_time;
+        self.store.set_epoch_deadline(1);
+    }
+
+    /// Lets go of the request the last page served (and so of its transport's
+    /// queue) while the stream waits, parked, for its next page.
+    pub fn disarm(&mut self) {
+        self.store.data_mut().signal = Arc::new(CallSignal::new());
     }
 
     /// The next chunk within `budget`, `None` at the end.

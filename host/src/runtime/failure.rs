@@ -5,6 +5,7 @@
 
 use std::fmt;
 
+use super::signal::Interrupted;
 use crate::tool::ToolError;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -13,6 +14,8 @@ pub enum CallFailure {
     Tool(ToolError),
     /// The call ran past its wall-time limit and was interrupted.
     Timeout,
+    /// The request was cancelled and the guest interrupted; nothing is answered.
+    Cancelled,
     /// The guest trapped (a bug, or memory it could not get); details are logged.
     Trapped { tool: String },
     /// The tool broke a rule of the contract (e.g. a chunk over its budget).
@@ -24,9 +27,16 @@ pub enum CallFailure {
 impl CallFailure {
     /// Classifies an error from calling into the guest, logging its details.
     pub fn trap(tool: &str, err: wasmtime::Error) -> CallFailure {
-        if err.downcast_ref::<wasmtime::Trap>() == Some(&wasmtime::Trap::Interrupt) {
-            tracing::warn!(tool, "call interrupted at its deadline");
-            return CallFailure::Timeout;
+        match err.downcast_ref::<Interrupted>() {
+            Some(Interrupted::Timeout) => {
+                tracing::warn!(tool, "call interrupted at its deadline");
+                return CallFailure::Timeout;
+            }
+            Some(Interrupted::Cancelled) => {
+                tracing::info!(tool, "call interrupted: cancelled");
+                return CallFailure::Cancelled;
+            }
+            None => {}
         }
         tracing::warn!(tool, "guest trapped: {err:?}");
         CallFailure::Trapped { tool: tool.to_string() }
@@ -38,6 +48,7 @@ impl fmt::Display for CallFailure {
         match self {
             CallFailure::Tool(e) => write!(f, "{e}"),
             CallFailure::Timeout => f.write_str("the call ran past its time limit and was stopped"),
+            CallFailure::Cancelled => f.write_str("the call was cancelled"),
             CallFailure::Trapped { tool } => {
                 write!(f, "tool `{tool}` failed inside its sandbox; the server log has details")
             }

@@ -6,6 +6,7 @@ pub mod cache;
 mod call;
 mod failure;
 mod host_files;
+mod signal;
 
 use std::thread;
 use std::time::Duration;
@@ -16,6 +17,7 @@ use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConf
 
 pub use call::{CallLimits, CallState, LiveCall};
 pub use failure::CallFailure;
+pub use signal::{CallSignal, PROGRESS_INTERVAL, ProgressSink};
 
 use bindings::CordonToolPre;
 use cache::{CompileCache, Outcome};
@@ -25,11 +27,6 @@ const EPOCH_TICK: Duration = Duration::from_millis(10);
 
 /// The time a tool's `describe` may take when it is loaded.
 const DESCRIBE_DEADLINE: Duration = Duration::from_secs(10);
-
-/// Epoch ticks in `time`, at least one.
-fn ticks(time: Duration) -> u64 {
-    (time.as_millis() / EPOCH_TICK.as_millis()).max(1) as u64
-}
 
 /// Calls that can hold an instance at once; more wait for the pool.
 const POOL_SLOTS: u32 = 64;

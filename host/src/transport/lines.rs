@@ -8,15 +8,20 @@ use tokio::sync::{Semaphore, mpsc};
 use tokio_util::codec::FramedRead;
 
 use crate::framing::LineCodec;
-use crate::server::{Handled, Session};
+use crate::session::{Handled, Outbox, Session};
 
-/// Responses waiting for the writer; a slow reader holds the session back
+/// Messages waiting for the writer; a slow reader holds the session back
 /// rather than letting them pile up in memory.
 const OUTPUT_QUEUE: usize = 64;
 
-/// Reads frames until end of input, hands them to `session`, writes responses.
-/// Returns once every started call has answered and the output is flushed.
-pub async fn serve<R, W>(reader: R, mut writer: W, session: Arc<Session>, max_line_bytes: usize, max_concurrent: usize)
+/// Calls started and not yet answered (running, or waiting for one of the
+/// session's slots); past this, input is not read until one finishes.
+const PENDING_CALLS: usize = 256;
+
+/// Reads frames until end of input, hands them to `session`, writes responses
+/// and notifications. Returns once every started call has answered and the
+/// output is flushed.
+pub async fn serve<R, W>(reader: R, mut writer: W, session: Arc<Session>, max_line_bytes: usize)
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
@@ -41,7 +46,8 @@ where
             }
         }
     });
-    let slots = Arc::new(Semaphore::new(max_concurrent));
+    let outbox = Outbox::new(tx.clone());
+    let pending = Arc::new(Semaphore::new(PENDING_CALLS));
     let mut frames = FramedRead::new(reader, LineCodec::new(max_line_bytes));
     while let Some(frame) = frames.next().await {
         let frame = match frame {
@@ -51,19 +57,19 @@ where
                 break;
             }
         };
-        match session.handle(frame) {
+        match session.handle(frame, &outbox, None) {
             Handled::Now(None) => {}
-            Handled::Now(Some(line)) => {
-                if tx.send(line).await.is_err() {
+            Handled::Now(Some(reply)) => {
+                if tx.send(reply.line).await.is_err() {
                     break;
                 }
             }
             Handled::Later(call) => {
-                let permit = Arc::clone(&slots).acquire_owned().await.expect("semaphore never closes");
+                let permit = Arc::clone(&pending).acquire_owned().await.expect("semaphore never closes");
                 let tx = tx.clone();
                 tokio::spawn(async move {
-                    if let Some(line) = call.await {
-                        let _ = tx.send(line).await;
+                    if let Some(reply) = call.await {
+                        let _ = tx.send(reply.line).await;
                     }
                     drop(permit);
                 });
@@ -71,5 +77,6 @@ where
         }
     }
     drop(tx);
+    drop(outbox);
     let _ = writer_task.await;
 }

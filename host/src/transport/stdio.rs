@@ -2,18 +2,11 @@
 
 use std::sync::Arc;
 
-use crate::server::{Server, Session};
+use crate::server::Server;
+use crate::session::Session;
 
 /// Serves one session on stdin/stdout until stdin closes.
 pub async fn serve(server: Arc<Server>) {
-    let limits = *server.limits();
-    let session = Arc::new(Session::new(server));
-    super::lines::serve(
-        tokio::io::stdin(),
-        tokio::io::stdout(),
-        session,
-        limits.max_line_bytes,
-        limits.max_concurrent_calls,
-    )
-    .await;
+    let max_line = server.limits().max_line_bytes;
+    super::lines::serve(tokio::io::stdin(), tokio::io::stdout(), Session::new(server), max_line).await;
 }

@@ -15,7 +15,8 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::protocol::jsonrpc::{self, ErrorObject};
-use crate::server::{Server, Session};
+use crate::server::Server;
+use crate::session::Session;
 
 /// The JSON-RPC code for a refused token (implementation-defined range).
 pub const UNAUTHORIZED: i64 = -32001;
@@ -90,9 +91,8 @@ async fn connection(server: Arc<Server>, stream: TcpStream, token: &str) -> std:
             write.shutdown().await
         }
         Greeting::Authorized => {
-            let limits = *server.limits();
-            let session = Arc::new(Session::new(server));
-            super::lines::serve(reader, write, session, limits.max_line_bytes, limits.max_concurrent_calls).await;
+            let max_line = server.limits().max_line_bytes;
+            super::lines::serve(reader, write, Session::new(server), max_line).await;
             Ok(())
         }
     }

@@ -11,6 +11,7 @@
 use std::cmp::Reverse;
 use std::path::{Path, PathBuf};
 
+use cordon_sdk::progress::Walked;
 use cordon_sdk::{Error, ErrorCode, paths};
 use ignore::overrides::{Override, OverrideBuilder};
 use ignore::{DirEntry, Walk, WalkBuilder};
@@ -87,7 +88,7 @@ pub fn overrides(root: &Path, patterns: &[String]) -> Result<Override, Error> {
 }
 
 /// The walk in path order, yielding matching entries after an optional
-/// position.
+/// position, and reporting the entries visited as progress.
 pub struct Walker {
     walk: Walk,
     root: PathBuf,
@@ -96,6 +97,8 @@ pub struct Walker {
     after: Option<PathBuf>,
     /// How far the walk got.
     pub counts: Counts,
+    /// The entries visited, reported as progress.
+    walked: Walked,
 }
 
 impl Walker {
@@ -133,6 +136,7 @@ impl Walker {
             include_dirs: options.include_dirs,
             after,
             counts: Counts::default(),
+            walked: Walked::default(),
         })
     }
 
@@ -148,6 +152,7 @@ impl Walker {
                 continue;
             }
             self.counts.visited += 1;
+            self.walked.step();
             if self.after.as_deref().is_some_and(|after| rel <= after) {
                 continue;
             }

@@ -51,18 +51,25 @@ pub struct Guard<'a, R> {
     /// the end of the file: ask for little (the host allocates and zeroes a
     /// buffer of the size asked for every read).
     probe: bool,
+    /// Bytes served so far, the head's included.
+    served: u64,
 }
 
 impl<'a, R: Read> Guard<'a, R> {
     /// A guard over `inner`, whose first bytes were already read into `head`.
     pub fn new(inner: R, head: &'a [u8], check: bool) -> Guard<'a, R> {
         let probe = !head.is_empty() && head.len() < HEAD;
-        Guard { inner, head, check, tripped: false, probe }
+        Guard { inner, head, check, tripped: false, probe, served: 0 }
     }
 
     /// Whether the reader stopped at a NUL byte.
     pub fn tripped(&self) -> bool {
         self.tripped
+    }
+
+    /// How many bytes were served, the head's included.
+    pub fn served(&self) -> u64 {
+        self.served
     }
 }
 
@@ -79,6 +86,7 @@ impl<R: Read> Read for Guard<'_, R> {
             let n = self.head.len().min(buf.len());
             buf[..n].copy_from_slice(&self.head[..n]);
             self.head = &self.head[n..];
+            self.served += n as u64;
             return Ok(n);
         }
         let want = if std::mem::take(&mut self.probe) { buf.len().min(PROBE) } else { buf.len() };
@@ -88,10 +96,14 @@ impl<R: Read> Read for Guard<'_, R> {
         {
             self.tripped = true;
             return match memrchr(b'\n', &buf[..nul]) {
-                Some(end) => Ok(end + 1),
+                Some(end) => {
+                    self.served += end as u64 + 1;
+                    Ok(end + 1)
+                }
                 None => Err(binary()),
             };
         }
+        self.served += n as u64;
         Ok(n)
     }
 }

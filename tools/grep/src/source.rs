@@ -14,6 +14,7 @@ use std::path::PathBuf;
 use std::rc::Rc;
 
 use cordon_sdk::items::ItemSource;
+use cordon_sdk::progress::Scanned;
 use cordon_sdk::{Error, ErrorCode};
 use grep_regex::RegexMatcher;
 use grep_searcher::Searcher;
@@ -148,6 +149,8 @@ pub struct GrepSource {
     queue: VecDeque<(Queued, bool, Rc<str>)>,
     counts: Counts,
     done: bool,
+    /// Files and bytes searched by this stream, reported as progress.
+    scanned: Scanned,
     /// The buffer for the first 64 KiB of each file, reused.
     head: Vec<u8>,
 }
@@ -164,6 +167,7 @@ impl GrepSource {
             queue: VecDeque::new(),
             counts,
             done: false,
+            scanned: Scanned::default(),
             head: Vec::new(),
         }
     }
@@ -171,6 +175,12 @@ impl GrepSource {
     /// The counts so far.
     pub fn counts(&self) -> Counts {
         self.counts
+    }
+
+    /// The files finished and bytes searched by this stream (not before its
+    /// resume position), as its progress reports say.
+    pub fn scanned(&self) -> Scanned {
+        self.scanned
     }
 
     /// Whether every file was searched and every item emitted.
@@ -221,7 +231,7 @@ impl GrepSource {
     }
 
     /// Searches on in the current file: queues the next batch of items, or
-    /// finishes the file.
+    /// finishes the file. Reports the bytes searched either way.
     fn search_current(&mut self) -> Result<(), Error> {
         let mut cur = self.current.take().expect("a file being searched");
         if cur.check_resume {
@@ -237,10 +247,12 @@ impl GrepSource {
         let head_len = match read {
             Err(_) => {
                 self.counts.errors += 1;
+                self.scanned.add(1, 0);
                 return Ok(());
             }
-            Ok((_, true)) => {
+            Ok((n, true)) => {
                 self.counts.binary_files += 1;
+                self.scanned.add(1, n as u64);
                 return Ok(());
             }
             Ok((n, false)) => n,
@@ -259,7 +271,7 @@ impl GrepSource {
         let mut guard = Guard::new(&mut cur.file, &self.head[..head_len], check);
         let mut sink = Collector::new(&settings, &cur.path_json, cur.line - 1, cur.byte, &mut out);
         let result = self.plan.searcher.search_reader(&self.plan.matcher, &mut guard, &mut sink);
-        let tripped = guard.tripped();
+        let (tripped, served) = (guard.tripped(), guard.served());
         if result.is_err() {
             sink.flush();
             if tripped {
@@ -288,8 +300,12 @@ impl GrepSource {
             self.queue.push_back((item, first, cur.shown.clone()));
         }
         if let Some((line, byte)) = paused {
+            // The searcher read ahead of the pause; the next run rereads that.
+            self.scanned.add(0, byte.saturating_sub(cur.byte));
             (cur.line, cur.byte) = (line, byte);
             self.current = Some(cur);
+        } else {
+            self.scanned.add(1, served);
         }
         Ok(())
     }

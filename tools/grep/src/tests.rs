@@ -184,3 +184,36 @@ fn the_guard_stops_before_the_line_of_the_first_nul_however_the_file_is_read() {
     guard.read_to_end(&mut got).unwrap();
     assert_eq!(got, clean, "a short first read is not taken for the end of the file");
 }
+
+#[test]
+fn progress_counts_the_bytes_this_stream_searched() {
+    let tree = Tree::new();
+    let big = "needle and hay\n".repeat(10_000);
+    tree.write("a.txt", &big).write("b/c.txt", "hay\nneedle\n").write("d.txt", "");
+    let total = big.len() as u64 + 11;
+    let args = json!({"pattern": "needle"}).to_string();
+    let drain = |grep: &mut Grep| {
+        let (mut last, mut resumes) = (0, Vec::new());
+        while let Some(chunk) = cordon_sdk::Stream::next(grep, Budget { bytes: 1 << 20, items: 1 }).unwrap() {
+            let now = grep.items.source().scanned().bytes;
+            assert!(now >= last, "progress never goes back");
+            last = now;
+            resumes.push(chunk.resume);
+        }
+        resumes
+    };
+    for batch in [None, Some(1), Some(7)] {
+        let mut grep = Grep::open_with_batch(&tree.roots(), &args, None, batch).unwrap();
+        let resumes = drain(&mut grep);
+        assert_eq!(resumes.len(), 10_001);
+        let scanned = grep.items.source().scanned();
+        assert_eq!((scanned.files, scanned.bytes), (3, total), "batch {batch:?}");
+        assert_eq!(scanned.message(), "3 files, 146.5 KiB scanned");
+
+        // Reopened after line 5000 of a.txt, a stream counts from there.
+        let mut grep = Grep::open_with_batch(&tree.roots(), &args, Some(&resumes[4999]), batch).unwrap();
+        drain(&mut grep);
+        let scanned = grep.items.source().scanned();
+        assert_eq!((scanned.files, scanned.bytes), (3, total - 5000 * 15), "batch {batch:?}");
+    }
+}

@@ -143,3 +143,21 @@ fn info_counts_and_errors() {
     assert_eq!(code(r#"{"depth": 33}"#), ErrorCode::InvalidArgument);
     assert_eq!(code(r#"{"recursive": true}"#), ErrorCode::InvalidArgument);
 }
+
+#[test]
+fn progress_counts_the_entries_looked_at() {
+    let tree = Tree::new("progress");
+    let args = r#"{"depth": 8}"#;
+    let mut list = List::open(&tree.roots(), args, None).unwrap();
+    let mut resumes = Vec::new();
+    while let Some(chunk) = cordon_sdk::Stream::next(&mut list, Budget { bytes: 4096, items: 1 }).unwrap() {
+        resumes.push(chunk.resume);
+    }
+    let walked = list.items.source().0.walked();
+    assert_eq!(walked, resumes.len() as u64);
+    // Reopened halfway, the entries skipped unread before the position do not count.
+    let mut list = List::open(&tree.roots(), args, Some(&resumes[resumes.len() / 2])).unwrap();
+    while cordon_sdk::Stream::next(&mut list, Budget { bytes: 4096, items: 1 }).unwrap().is_some() {}
+    let rest = list.items.source().0.walked();
+    assert!(rest > 0 && rest < walked, "{rest} of {walked}");
+}

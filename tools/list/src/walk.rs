@@ -10,6 +10,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+use cordon_sdk::progress::Walked;
 use cordon_sdk::{Error, paths};
 use serde::Serialize;
 
@@ -53,7 +54,8 @@ pub struct Counts {
     pub errors: u64,
 }
 
-/// The walk: a stack of open directories.
+/// The walk: a stack of open directories. The entries it looks at (not those
+/// skipped unread before the resume position) are reported as progress.
 pub struct Lister {
     stack: Vec<Level>,
     max_depth: u32,
@@ -61,6 +63,7 @@ pub struct Lister {
     after: Option<PathBuf>,
     /// How far the walk got.
     pub counts: Counts,
+    walked: Walked,
 }
 
 impl Lister {
@@ -69,7 +72,12 @@ impl Lister {
     pub fn new(dir: &Path, max_depth: u32, hidden: bool, after: Option<PathBuf>) -> Result<Lister, Error> {
         let names = read_names(dir, hidden).map_err(|e| Error::io(&format!("`{}`", dir.display()), &e))?;
         let root = Level { dir: dir.to_path_buf(), rel: PathBuf::new(), names, next: 0, depth: 1 };
-        Ok(Lister { stack: vec![root], max_depth, hidden, after, counts: Counts::default() })
+        Ok(Lister { stack: vec![root], max_depth, hidden, after, counts: Counts::default(), walked: Walked::default() })
+    }
+
+    /// The entries looked at so far (described, or found to have vanished).
+    pub fn walked(&self) -> u64 {
+        self.walked.entries
     }
 
     /// The next entry in path order and its path relative to the listed
@@ -90,6 +98,7 @@ impl Lister {
             if !emit && !holds_rest && after != Some(rel.as_path()) {
                 continue;
             }
+            self.walked.step();
             let Ok(meta) = std::fs::symlink_metadata(&path) else {
                 self.counts.errors += 1;
                 continue;

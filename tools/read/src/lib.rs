@@ -9,7 +9,9 @@ pub mod reader;
 use std::fs::File;
 use std::path::PathBuf;
 
-use cordon_sdk::{Budget, Chunk, Context, Error, ErrorCode, Fingerprint, Manifest, Payload, Span, Summary, paths};
+use cordon_sdk::{
+    Budget, Chunk, Context, Error, ErrorCode, Fingerprint, Manifest, Payload, Span, Summary, paths, progress,
+};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -178,6 +180,13 @@ impl Read {
         }
     }
 
+    /// The progress after a chunk ending at byte `end`: `end` of the file's
+    /// size (of the range's end for a byte range), and a message saying so.
+    pub fn progress(&self, end: u64) -> (u64, u64, String) {
+        let total = self.range.map_or(self.size, |(_, range_end)| range_end).max(end);
+        (end, total, format!("{} of {} read", progress::format_bytes(end), progress::format_bytes(total)))
+    }
+
     /// The file's fingerprint, read afresh by path: a file deleted since gives
     /// not-found, one replaced by another gives a different identity.
     pub fn fingerprint(&self) -> Result<Fingerprint, Error> {
@@ -204,6 +213,8 @@ impl cordon_sdk::Tool for ReadTool {
 impl cordon_sdk::Stream for Read {
     fn next(&mut self, budget: Budget) -> Result<Option<Chunk>, Error> {
         let Some(chunk) = self.stream.next(budget.bytes as usize, budget.items as usize)? else { return Ok(None) };
+        let (done, total, message) = self.progress(chunk.next.byte);
+        progress::report(done, Some(total), Some(&message));
         Ok(Some(Chunk {
             payload: match chunk.piece {
                 Piece::Text(text) => Payload::Text(text),

@@ -370,3 +370,19 @@ fn fingerprints_are_read_afresh_from_the_path() {
     std::fs::remove_file(&path).unwrap();
     assert_eq!(read.fingerprint().unwrap_err().code, ErrorCode::NotFound);
 }
+
+#[test]
+fn progress_is_the_end_of_the_chunk_read_out_of_the_size() {
+    let dir = Scratch::new("progress");
+    std::fs::write(dir.0.join("f.txt"), "hello\nworld\n").unwrap();
+    let mut read = crate::Read::open(&dir.roots(), r#"{"path":"f.txt"}"#, None).unwrap();
+    let mut seen = Vec::new();
+    while let Some(chunk) = cordon_sdk::Stream::next(&mut read, cordon_sdk::Budget { bytes: 4096, items: 1 }).unwrap() {
+        seen.push(read.progress(chunk.span.unwrap().end_byte));
+    }
+    let expect = [(6, 12, "6 B of 12 B read".to_string()), (12, 12, "12 B of 12 B read".to_string())];
+    assert_eq!(seen, expect);
+    let ranged = crate::Read::open(&dir.roots(), r#"{"path":"f.txt","start_byte":2,"end_byte":9}"#, None).unwrap();
+    assert_eq!(ranged.progress(9), (9, 9, "9 B of 9 B read".to_string()), "a range's end is the total");
+    assert_eq!(read.progress(20).1, 20, "a file grown since it was opened: the total is no less than done");
+}

@@ -1,0 +1,408 @@
+//! The session core: every transport hands frames to a `Session` and sends on
+//! what it gives back. Request handling exists once, here.
+//!
+//! A session knows its negotiated revision (legacy era) and its log level, and
+//! the requests it is running, so `notifications/cancelled` can stop one. Tool
+//! calls come back as futures the transport runs concurrently; the session
+//! bounds how many run at once. Messages other than responses (progress, log
+//! messages) go to the `Outbox` the transport gave with the request.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use serde_json::{Value, json};
+use tokio::sync::{Semaphore, mpsc};
+
+use crate::framing::Frame;
+use crate::protocol::jsonrpc::{self, ErrorObject, INTERNAL_ERROR, INVALID_REQUEST, Id, Message, NOT_INITIALIZED};
+use crate::protocol::mcp::{LogLevel, Request, Version};
+use crate::protocol::modern::{self, Headers};
+use crate::protocol::results;
+use crate::runtime::CallSignal;
+use crate::server::Server;
+
+/// What handling a frame gives: an answer now, or a call to run.
+pub enum Handled {
+    Now(Option<Reply>),
+    Later(Pin<Box<dyn Future<Output = Option<Reply>> + Send>>),
+}
+
+/// A response, serialized, with what a transport needs to know about it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reply {
+    pub line: String,
+    /// The JSON-RPC error code, when it is an error.
+    pub error: Option<i64>,
+    /// Whether it answers a request of the stateless era.
+    pub modern: bool,
+}
+
+/// How one request is served: its revision and the log messages it wants.
+#[derive(Debug, Clone, Copy)]
+struct Context {
+    version: Version,
+    log_level: Option<LogLevel>,
+}
+
+/// Where a request's notifications go (progress, log messages). Sending never
+/// waits: when the transport's queue is full, a notification is dropped, as
+/// progress and logs may be.
+#[derive(Clone)]
+pub struct Outbox(mpsc::Sender<String>);
+
+impl Outbox {
+    pub fn new(tx: mpsc::Sender<String>) -> Outbox {
+        Outbox(tx)
+    }
+
+    /// An outbox whose messages go nowhere (a plain JSON HTTP response).
+    pub fn closed() -> Outbox {
+        Outbox(mpsc::channel(1).0)
+    }
+
+    fn notify(&self, method: &str, params: Value) {
+        if self.0.try_send(jsonrpc::notification(method, params)).is_err() {
+            tracing::debug!(method, "notification dropped: the transport's queue is full or closed");
+        }
+    }
+}
+
+/// One client's session over a shared server.
+pub struct Session {
+    server: Arc<Server>,
+    /// The revision `initialize` negotiated (legacy era).
+    version: Mutex<Option<Version>>,
+    /// The least severe log message sent, once the client set one.
+    log_level: Mutex<Option<LogLevel>>,
+    /// Requests running, by id, for cancellation and duplicate detection.
+    inflight: Mutex<HashMap<Id, Arc<CallSignal>>>,
+    /// Calls running at once.
+    slots: Arc<Semaphore>,
+}
+
+impl Session {
+    pub fn new(server: Arc<Server>) -> Arc<Session> {
+        let slots = Arc::new(Semaphore::new(server.limits().max_concurrent_calls.max(1)));
+        Arc::new(Session {
+            server,
+            version: Mutex::new(None),
+            log_level: Mutex::new(None),
+            inflight: Mutex::new(HashMap::new()),
+            slots,
+        })
+    }
+
+    /// Handles one frame. Lifecycle and listing requests are answered at once, in
+    /// order; tool calls come back as a future the transport runs concurrently.
+    /// `headers` are an HTTP request's MCP headers (none on stdio and TCP).
+    pub fn handle(self: &Arc<Self>, frame: Frame, out: &Outbox, headers: Option<&Headers>) -> Handled {
+        let line = match frame {
+            Frame::Line(line) => line,
+            Frame::TooLong { observed, head } => {
+                let id = jsonrpc::salvage_id(&head);
+                return Handled::Now(Some(error_reply(id.as_ref(), &self.too_long(observed), false)));
+            }
+        };
+        match jsonrpc::parse(&line) {
+            Err(rejected) => Handled::Now(Some(error_reply(rejected.id.as_ref(), &rejected.error, false))),
+            Ok(Message::Notification { method, params }) => {
+                self.notification(&method, params);
+                Handled::Now(None)
+            }
+            Ok(Message::Response { id }) => {
+                tracing::debug!(?id, "ignored a response to no request");
+                Handled::Now(None)
+            }
+            Ok(Message::Request { id, method, params }) => self.request(id, &method, params, out, headers),
+        }
+    }
+
+    /// The `payload_too_large` error for a message over the line limit.
+    fn too_long(&self, observed: usize) -> ErrorObject {
+        let limit = self.server.limits().max_line_bytes;
+        // Base64 grows a chunk by a third; half the limit leaves room for the envelope.
+        let chunk = self.server.limits().uploads.max_chunk.min(limit / 2);
+        ErrorObject::new(
+            INVALID_REQUEST,
+            format!(
+                "message of at least {observed} bytes exceeds the limit of {limit} bytes per message; it was discarded. \
+                 To write more, stage the content with the `upload` tool in chunks of at most {chunk} bytes, then call \
+                 `write` with its `upload_id`"
+            ),
+        )
+        .with_data(json!({
+            "error": "payload_too_large",
+            "limit_bytes": limit,
+            "observed_bytes": observed,
+            "max_chunk_bytes": chunk,
+            "use": "upload",
+        }))
+    }
+
+    fn notification(&self, method: &str, params: Option<Value>) {
+        match method {
+            "notifications/cancelled" => {
+                let id = params.as_ref().and_then(|p| p.get("requestId")).cloned().and_then(|v| match v {
+                    Value::Number(n) => Some(Id::Number(n)),
+                    Value::String(s) => Some(Id::String(s)),
+                    _ => None,
+                });
+                let Some(id) = id else {
+                    tracing::debug!("notifications/cancelled without a usable requestId; ignored");
+                    return;
+                };
+                match self.inflight.lock().expect("inflight lock").get(&id) {
+                    Some(signal) => {
+                        tracing::info!(?id, "request cancelled by the client");
+                        signal.cancel();
+                    }
+                    None => tracing::debug!(?id, "cancelled a request that is not running"),
+                }
+            }
+            "notifications/initialized" | "notifications/roots/list_changed" => tracing::debug!(method, "notification"),
+            other => tracing::debug!(method = other, "unknown notification ignored"),
+        }
+    }
+
+    fn request(
+        self: &Arc<Self>,
+        id: Id,
+        method: &str,
+        params: Option<Value>,
+        out: &Outbox,
+        headers: Option<&Headers>,
+    ) -> Handled {
+        let modern = modern::is_modern(method, params.as_ref(), headers);
+        let reply = |ctx: Option<Context>, result| {
+            Handled::Now(Some(self.respond(&id, result, ctx.map_or(modern, |c| c.version.is_modern()))))
+        };
+        let (request, ctx) = if modern {
+            let envelope = match modern::check(method, params.as_ref(), headers) {
+                Ok(envelope) => envelope,
+                Err(error) => return reply(None, Err(error)),
+            };
+            match Request::parse(method, params, true) {
+                Ok(request) => (request, Context { version: Version::MODERN, log_level: envelope.log_level }),
+                Err(error) => return reply(None, Err(error)),
+            }
+        } else {
+            let request = match Request::parse(method, params, false) {
+                Ok(request) => request,
+                Err(error) => return reply(None, Err(error)),
+            };
+            let negotiated = *self.version.lock().expect("version lock");
+            let version = match (&request, negotiated) {
+                (Request::Initialize { protocol_version, client }, _) => {
+                    let version = Version::negotiate(protocol_version);
+                    tracing::info!(%client, requested = %protocol_version, negotiated = version.as_str(), "initialize");
+                    *self.version.lock().expect("version lock") = Some(version);
+                    return reply(None, Ok(results::initialize_result(version)));
+                }
+                (Request::Ping, _) => return reply(None, Ok(json!({}))),
+                (_, None) => {
+                    let error = ErrorObject::new(
+                        NOT_INITIALIZED,
+                        format!("Server not initialized: send `initialize` before `{method}`"),
+                    );
+                    return reply(None, Err(error));
+                }
+                (_, Some(version)) => version,
+            };
+            (request, Context { version, log_level: *self.log_level.lock().expect("log level lock") })
+        };
+        let done = |result: Result<Value, ErrorObject>, cacheable| reply(Some(ctx), stamped(ctx, result, cacheable));
+        match request {
+            Request::Discover => {
+                done(Ok(modern::discover_result(results::capabilities(), results::INSTRUCTIONS)), true)
+            }
+            Request::ListTools => {
+                let tools = self.server.registry().tools().iter().map(|t| &**t);
+                done(Ok(results::list_tools_result(tools, ctx.version)), true)
+            }
+            Request::ListResources => done(Ok(results::empty_list("resources")), true),
+            Request::ListResourceTemplates => done(Ok(results::empty_list("resourceTemplates")), true),
+            Request::ListPrompts => done(Ok(results::empty_list("prompts")), true),
+            Request::ReadResource { uri } => done(Err(results::unknown_resource(&uri)), true),
+            Request::GetPrompt { name } => done(Err(results::unknown_prompt(&name)), false),
+            Request::SetLogLevel { level } => {
+                *self.log_level.lock().expect("log level lock") = Some(level);
+                done(Ok(json!({})), false)
+            }
+            Request::CallTool { name, arguments, progress_token } => {
+                self.call(id, name, arguments, progress_token, ctx, out)
+            }
+            Request::Initialize { .. } | Request::Ping => unreachable!("answered above"),
+        }
+    }
+
+    /// Starts a tool call: registered as running (so it can be cancelled), run
+    /// on a blocking thread once a slot is free, answered unless cancelled.
+    fn call(
+        self: &Arc<Self>,
+        id: Id,
+        name: String,
+        arguments: Value,
+        progress_token: Option<Value>,
+        ctx: Context,
+        out: &Outbox,
+    ) -> Handled {
+        let signal = Arc::new(match progress_token {
+            Some(token) => {
+                let out = out.clone();
+                CallSignal::with_progress(Box::new(move |done, total, message| {
+                    let mut params = json!({ "progressToken": token, "progress": done });
+                    if let Some(total) = total {
+                        params["total"] = total.into();
+                    }
+                    if let Some(message) = message {
+                        params["message"] = message.into();
+                    }
+                    out.notify("notifications/progress", params);
+                }))
+            }
+            None => CallSignal::new(),
+        });
+        {
+            let mut inflight = self.inflight.lock().expect("inflight lock");
+            if inflight.contains_key(&id) {
+                let error = ErrorObject::new(
+                    INVALID_REQUEST,
+                    "Invalid Request: this id is already used by a request in progress; ids must be unique",
+                );
+                return Handled::Now(Some(self.respond(&id, Err(error), ctx.version.is_modern())));
+            }
+            inflight.insert(id.clone(), Arc::clone(&signal));
+        }
+        let guard = Running { session: Arc::clone(self), id, signal, done: false };
+        let out = out.clone();
+        Handled::Later(Box::pin(async move {
+            let mut guard = guard;
+            let slots = Arc::clone(&guard.session.slots);
+            let _permit = slots.acquire_owned().await.expect("the session's semaphore never closes");
+            if guard.signal.is_cancelled() {
+                return None;
+            }
+            let started = Instant::now();
+            let (server, signal) = (Arc::clone(&guard.session.server), Arc::clone(&guard.signal));
+            let joined =
+                tokio::task::spawn_blocking(move || server.call_tool(&name, &arguments, ctx.version, &signal)).await;
+            guard.done = true;
+            let elapsed = started.elapsed();
+            if let Some(at) = guard.signal.cancelled_at() {
+                let stop_ms = at.elapsed().as_secs_f64() * 1000.0;
+                tracing::info!(id = ?guard.id, "cancelled call stopped {stop_ms:.1} ms after the cancellation");
+                return None;
+            }
+            let result = joined.unwrap_or_else(|e| {
+                tracing::error!("tool call thread failed: {e}");
+                Err(ErrorObject::new(INTERNAL_ERROR, "the call failed inside the server; the log has details"))
+            });
+            log_outcome(&out, ctx.log_level, &guard.id, &result, elapsed);
+            Some(guard.session.respond(&guard.id, stamped(ctx, result, false), ctx.version.is_modern()))
+        }))
+    }
+
+    /// The response line for a request's outcome; a response over the
+    /// server's response limit is replaced by a `payload_too_large` error.
+    fn respond(&self, id: &Id, result: Result<Value, ErrorObject>, modern: bool) -> Reply {
+        let (line, error) = match result {
+            Ok(value) => (jsonrpc::success(id, value), None),
+            Err(error) => (jsonrpc::failure(Some(id), &error), Some(error.code)),
+        };
+        let limit = self.server.limits().max_response_bytes;
+        if line.len() <= limit {
+            return Reply { line, error, modern };
+        }
+        tracing::warn!(?id, bytes = line.len(), limit, "response over the limit replaced by an error");
+        let tokens = (limit / 8 / crate::pager::BYTES_PER_TOKEN as usize).max(1);
+        let error = ErrorObject::new(
+            INVALID_REQUEST,
+            format!(
+                "the response would be {} bytes, over the limit of {limit} bytes per message; ask for a smaller \
+                 page, e.g. `max_tokens` of at most {tokens}",
+                line.len()
+            ),
+        )
+        .with_data(json!({
+            "error": "payload_too_large",
+            "limit_bytes": limit,
+            "observed_bytes": line.len(),
+            "max_tokens": tokens,
+        }));
+        error_reply(Some(id), &error, modern)
+    }
+}
+
+fn error_reply(id: Option<&Id>, error: &ErrorObject, modern: bool) -> Reply {
+    Reply { line: jsonrpc::failure(id, error), error: Some(error.code), modern }
+}
+
+/// A result as the request's era wants it: stamped in the stateless one.
+fn stamped(ctx: Context, result: Result<Value, ErrorObject>, cacheable: bool) -> Result<Value, ErrorObject> {
+    result.map(|mut value| {
+        if ctx.version.is_modern() {
+            modern::stamp(&mut value, cacheable);
+        }
+        value
+    })
+}
+
+/// Sends a `notifications/message` when the request wants this level.
+fn log(out: &Outbox, wanted: Option<LogLevel>, level: LogLevel, data: Value) {
+    if wanted.is_some_and(|least| level >= least) {
+        out.notify("notifications/message", json!({ "level": level.as_str(), "logger": "cordon", "data": data }));
+    }
+}
+
+/// Logs how a call ended: debug when it answered, warning for a tool error,
+/// error for a failure of the server's.
+fn log_outcome(
+    out: &Outbox,
+    wanted: Option<LogLevel>,
+    id: &Id,
+    result: &Result<Value, ErrorObject>,
+    elapsed: std::time::Duration,
+) {
+    let ms = elapsed.as_millis() as u64;
+    match result {
+        Ok(value) if value["isError"] == json!(true) => {
+            let text = value["content"][0]["text"].clone();
+            log(
+                out,
+                wanted,
+                LogLevel::Warning,
+                json!({ "event": "tool_error", "request": id, "error": text, "ms": ms }),
+            );
+        }
+        Ok(value) => {
+            let page = value.pointer("/structuredContent/page").cloned().unwrap_or(Value::Null);
+            log(out, wanted, LogLevel::Debug, json!({ "event": "answered", "request": id, "page": page, "ms": ms }));
+        }
+        Err(error) => {
+            let level = if error.code == INTERNAL_ERROR { LogLevel::Error } else { LogLevel::Warning };
+            log(out, wanted, level, json!({ "event": "failed", "request": id, "error": error.message, "ms": ms }));
+        }
+    }
+}
+
+/// A request in progress. Dropped before it is done (the transport gave up on
+/// it, e.g. an HTTP client went away), it cancels the call; either way it
+/// removes the request from the session's running set.
+struct Running {
+    session: Arc<Session>,
+    id: Id,
+    signal: Arc<CallSignal>,
+    done: bool,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if !self.done {
+            self.signal.cancel();
+        }
+        self.session.inflight.lock().expect("inflight lock").remove(&self.id);
+    }
+}
