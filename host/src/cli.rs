@@ -25,13 +25,19 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Serve MCP over stdio (newline-delimited JSON-RPC), or over TCP with --tcp.
+    /// Serve MCP over stdio (newline-delimited JSON-RPC), over TCP with --tcp,
+    /// or over Streamable HTTP with --http.
     Serve {
         /// Serve over TCP on this address (e.g. 127.0.0.1:7070) instead of stdio;
         /// every connection must first send the token.
-        #[arg(long, value_name = "ADDR")]
+        #[arg(long, value_name = "ADDR", conflicts_with = "http")]
         tcp: Option<std::net::SocketAddr>,
-        /// The token TCP clients must send first [default: a random one, printed on stderr].
+        /// Serve Streamable HTTP at http://ADDR/mcp (e.g. 127.0.0.1:7071) instead of stdio.
+        #[arg(long, value_name = "ADDR")]
+        http: Option<std::net::SocketAddr>,
+        /// The token: TCP clients send it first; HTTP clients send `Authorization:
+        /// Bearer TOKEN` [TCP, and HTTP off loopback: a random one, printed on stderr;
+        /// HTTP on loopback: none required unless set].
         #[arg(long, env = "CORDON_TOKEN", value_name = "TOKEN", hide_env_values = true)]
         token: Option<String>,
         #[command(flatten)]
@@ -81,6 +87,13 @@ struct Common {
     /// The longest request line accepted, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = Limits::default().max_line_bytes)]
     max_line_bytes: usize,
+    /// The longest response sent, in bytes; a longer one is replaced by a
+    /// `payload_too_large` error saying which page size would fit.
+    #[arg(long, value_name = "BYTES", default_value_t = Limits::default().max_response_bytes)]
+    max_response_bytes: usize,
+    /// Tool calls one session (connection) runs at once; more wait their turn.
+    #[arg(long, value_name = "N", default_value_t = Limits::default().max_concurrent_calls)]
+    max_concurrent_calls: usize,
     /// Page size, in estimated tokens (4 bytes each), when a call does not ask.
     #[arg(long, value_name = "TOKENS", default_value_t = PageLimits::default().default_tokens)]
     page_tokens: u32,
@@ -128,7 +141,14 @@ impl Common {
         if !(self.timeout_secs > 0.0 && self.timeout_secs.is_finite()) {
             anyhow::bail!("--timeout-secs must be a positive number of seconds");
         }
-        let counts = [self.memory_mib, self.max_line_bytes, self.max_page_items as usize, self.page_tokens as usize];
+        let counts = [
+            self.memory_mib,
+            self.max_line_bytes,
+            self.max_response_bytes,
+            self.max_concurrent_calls,
+            self.max_page_items as usize,
+            self.page_tokens as usize,
+        ];
         if counts.contains(&0) || self.max_page_tokens == 0 || self.cursor_ttl_secs == 0 || self.session_ttl_secs == 0 {
             anyhow::bail!("limits must be positive: a zero limit would refuse everything");
         }
@@ -152,7 +172,14 @@ impl Common {
             ttl: Duration::from_secs(self.upload_ttl_secs),
             ..UploadLimits::default()
         };
-        let mut limits = Limits { max_line_bytes: self.max_line_bytes, pages, uploads, ..Limits::default() };
+        let mut limits = Limits {
+            max_line_bytes: self.max_line_bytes,
+            max_response_bytes: self.max_response_bytes,
+            max_concurrent_calls: self.max_concurrent_calls,
+            pages,
+            uploads,
+            ..Limits::default()
+        };
         limits.call.memory_bytes =
             self.memory_mib.checked_mul(1 << 20).ok_or_else(|| anyhow::anyhow!("--memory-mib is too large"))?;
         limits.call.wall_time = Duration::from_secs_f64(self.timeout_secs);
@@ -198,26 +225,40 @@ pub fn main() -> ExitCode {
 
 fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
-        Command::Serve { tcp, token, common } => {
+        Command::Serve { tcp, http, token, common } => {
             let config = common.config()?;
             if config.roots.is_empty() {
                 anyhow::bail!("no roots: give at least one directory with --root DIR (or DIR:ro)");
             }
             let server = Server::start(&config)?;
             let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-            match tcp {
-                None => runtime.block_on(crate::transport::stdio::serve(server)),
-                Some(addr) => {
+            if token.as_ref().is_some_and(|t| t.len() < 16) {
+                anyhow::bail!("--token must be at least 16 characters");
+            }
+            let random_token = || {
+                let random = crate::pager::sessions::new_id;
+                format!("{:016x}{:016x}", random(), random())
+            };
+            match (tcp, http) {
+                (None, None) => runtime.block_on(crate::transport::stdio::serve(server)),
+                (None, Some(addr)) => {
                     let token = match token {
-                        Some(token) if token.len() >= 16 => token,
-                        Some(_) => anyhow::bail!("--token must be at least 16 characters"),
-                        None => {
-                            let random = crate::pager::sessions::new_id;
-                            let token = format!("{:016x}{:016x}", random(), random());
-                            eprintln!("cordon: TCP token (send it alone on the first line): {token}");
-                            token
+                        None if !addr.ip().is_loopback() => {
+                            let token = random_token();
+                            eprintln!("cordon: HTTP bearer token (send `Authorization: Bearer TOKEN`): {token}");
+                            Some(token)
                         }
+                        token => token,
                     };
+                    let options = crate::transport::http::HttpOptions { addr, token };
+                    runtime.block_on(crate::transport::http::serve(server, options))?;
+                }
+                (Some(addr), _) => {
+                    let token = token.unwrap_or_else(|| {
+                        let token = random_token();
+                        eprintln!("cordon: TCP token (send it alone on the first line): {token}");
+                        token
+                    });
                     if !addr.ip().is_loopback() {
                         tracing::warn!(
                             "serving TCP on a non-loopback address ({addr}); anyone who can reach it and knows the token can use the roots"

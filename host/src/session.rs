@@ -95,6 +95,11 @@ impl Session {
         })
     }
 
+    /// Whether `initialize` has negotiated a revision (legacy era).
+    pub fn initialized(&self) -> bool {
+        self.version.lock().expect("version lock").is_some()
+    }
+
     /// Handles one frame. Lifecycle and listing requests are answered at once, in
     /// order; tool calls come back as a future the transport runs concurrently.
     /// `headers` are an HTTP request's MCP headers (none on stdio and TCP).
@@ -265,6 +270,10 @@ impl Session {
             }
             None => CallSignal::new(),
         });
+        if name != crate::staging::UPLOAD_TOOL && self.server.registry().get(&name).is_none() {
+            let error = results::unknown_tool(&name);
+            return Handled::Now(Some(self.respond(&id, Err(error), ctx.version.is_modern())));
+        }
         {
             let mut inflight = self.inflight.lock().expect("inflight lock");
             if inflight.contains_key(&id) {

@@ -50,7 +50,7 @@ pub fn greet(line: &[u8], token: &str) -> Greeting {
     if constant_time_eq(given, token.as_bytes()) { Greeting::Authorized } else { Greeting::Refused }
 }
 
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+pub(super) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 

@@ -181,7 +181,7 @@ impl Read {
     }
 
     /// The progress after a chunk ending at byte `end`: `end` of the file's
-    /// size (of the range's end for a byte range), and a message saying so.
+    /// size (the range's end for a byte range), and a message saying so.
     pub fn progress(&self, end: u64) -> (u64, u64, String) {
         let total = self.range.map_or(self.size, |(_, range_end)| range_end).max(end);
         (end, total, format!("{} of {} read", progress::format_bytes(end), progress::format_bytes(total)))

@@ -1,0 +1,375 @@
+//! MCP over Streamable HTTP at `/mcp`, on axum, for both eras.
+//!
+//! Every POST carries one JSON-RPC message, handed to the same session core as
+//! stdio and TCP. What this adapter adds is HTTP's own: checks of `Origin` and
+//! `Host` (against DNS rebinding) and of the bearer token, the legacy era's
+//! sessions (`Mcp-Session-Id`, minted by `initialize`, ended by `DELETE`), and
+//! the status codes each era gives to JSON-RPC errors. A request answered at
+//! once gets a JSON body; a tool call gets an SSE stream that carries its
+//! progress and log notifications, then its response. A call whose client goes
+//! away (the POST or the stream closed) is cancelled.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use futures_util::stream::{self, Stream};
+use tokio::sync::mpsc;
+
+use crate::framing::Frame;
+use crate::protocol::jsonrpc::{self, ErrorObject, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR};
+use crate::protocol::mcp::LEGACY_VERSIONS;
+use crate::protocol::modern::Headers;
+use crate::server::Server;
+use crate::session::{Handled, Outbox, Reply, Session};
+
+/// The header naming a legacy session.
+const SESSION_ID: &str = "mcp-session-id";
+
+/// Legacy sessions kept at once; the least recently used goes first.
+const MAX_SESSIONS: usize = 1024;
+
+/// How long an idle legacy session is kept.
+const SESSION_IDLE: Duration = Duration::from_secs(3600);
+
+/// Notifications waiting for a slow SSE reader, per request.
+const STREAM_QUEUE: usize = 64;
+
+/// How the endpoint is protected.
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    pub addr: SocketAddr,
+    /// Required as `Authorization: Bearer …` when set (always set off loopback).
+    pub token: Option<String>,
+}
+
+struct Endpoint {
+    server: Arc<Server>,
+    token: Option<String>,
+    loopback: bool,
+    sessions: Mutex<HashMap<String, (Arc<Session>, Instant)>>,
+}
+
+/// Serves `/mcp` on `options.addr` until the process ends.
+pub async fn serve(server: Arc<Server>, options: HttpOptions) -> anyhow::Result<()> {
+    let listener = tokio::net::TcpListener::bind(options.addr).await?;
+    let local = listener.local_addr()?;
+    tracing::info!("listening on http://{local}/mcp");
+    let endpoint = Arc::new(Endpoint {
+        server,
+        token: options.token,
+        loopback: local.ip().is_loopback(),
+        sessions: Mutex::new(HashMap::new()),
+    });
+    let app = Router::new().route("/mcp", post(on_post).get(on_get).delete(on_delete)).with_state(endpoint);
+    axum::serve(listener, app).await?;
+    Ok(())
+}
+
+/// A JSON-RPC error with no id, as the body of a refusal.
+fn refuse(status: StatusCode, code: i64, message: &str) -> Response {
+    let body = jsonrpc::failure(None, &ErrorObject::new(code, message));
+    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+impl Endpoint {
+    /// Origin, Host and token, before anything else is looked at.
+    fn admit(&self, headers: &HeaderMap) -> Result<(), Box<Response>> {
+        if let Some(origin) = headers.get(header::ORIGIN) {
+            let allowed = origin.to_str().ok().and_then(origin_host).is_some_and(is_loopback_name);
+            if !allowed {
+                tracing::warn!(?origin, "refused a request from a foreign origin");
+                return Err(Box::new(refuse(
+                    StatusCode::FORBIDDEN,
+                    INVALID_REQUEST,
+                    "Forbidden: this Origin is not allowed",
+                )));
+            }
+        }
+        if self.loopback {
+            let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).map(host_name);
+            if !host.is_some_and(is_loopback_name) {
+                tracing::warn!(?host, "refused a request for a foreign Host (DNS rebinding?)");
+                return Err(Box::new(refuse(
+                    StatusCode::FORBIDDEN,
+                    INVALID_REQUEST,
+                    "Forbidden: this Host is not allowed",
+                )));
+            }
+        }
+        if let Some(token) = &self.token {
+            let given = headers
+                .get(header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.strip_prefix("Bearer "))
+                .map(str::trim);
+            if !given.is_some_and(|g| super::tcp::constant_time_eq(g.as_bytes(), token.as_bytes())) {
+                let mut response = refuse(
+                    StatusCode::UNAUTHORIZED,
+                    super::tcp::UNAUTHORIZED,
+                    "Unauthorized: send `Authorization: Bearer <token>` (see `cordon serve --http`)",
+                );
+                response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+                return Err(Box::new(response));
+            }
+        }
+        Ok(())
+    }
+
+    fn session(&self, id: &str) -> Option<Arc<Session>> {
+        let mut sessions = self.sessions.lock().expect("sessions lock");
+        let entry = sessions.get_mut(id)?;
+        if entry.1.elapsed() > SESSION_IDLE {
+            sessions.remove(id);
+            return None;
+        }
+        entry.1 = Instant::now();
+        Some(Arc::clone(&entry.0))
+    }
+
+    fn register(&self, session: Arc<Session>) -> String {
+        let mut bytes = [0u8; 16];
+        getrandom::fill(&mut bytes).expect("the operating system's random source works");
+        let id = hex::encode(bytes);
+        let mut sessions = self.sessions.lock().expect("sessions lock");
+        sessions.retain(|_, (_, used)| used.elapsed() <= SESSION_IDLE);
+        if sessions.len() >= MAX_SESSIONS
+            && let Some(oldest) = sessions.iter().min_by_key(|(_, (_, used))| *used).map(|(k, _)| k.clone())
+        {
+            sessions.remove(&oldest);
+        }
+        sessions.insert(id.clone(), (session, Instant::now()));
+        id
+    }
+}
+
+/// The host of an `Origin` (`scheme://host[:port]`).
+fn origin_host(origin: &str) -> Option<&str> {
+    let rest = origin.split_once("://")?.1;
+    Some(host_name(rest))
+}
+
+/// A `Host` value without its port.
+fn host_name(host: &str) -> &str {
+    if let Some(v6) = host.strip_prefix('[') {
+        return v6.split(']').next().unwrap_or(v6);
+    }
+    host.rsplit_once(':')
+        .map_or(host, |(name, port)| if port.chars().all(|c| c.is_ascii_digit()) { name } else { host })
+}
+
+fn is_loopback_name(name: &str) -> bool {
+    matches!(name.to_ascii_lowercase().as_str(), "localhost" | "127.0.0.1" | "::1")
+}
+
+/// The MCP headers, for the session's checks.
+fn mcp_headers(headers: &HeaderMap) -> Headers {
+    let mut malformed = false;
+    let mut get = |name: &str| {
+        let value = headers.get(name)?;
+        match value.to_str() {
+            Ok(text) if text.bytes().all(|b| b == b' ' || b == b'\t' || b.is_ascii_graphic()) => Some(text.to_string()),
+            _ => {
+                malformed = true;
+                None
+            }
+        }
+    };
+    let protocol_version = get("mcp-protocol-version");
+    let method = get("mcp-method");
+    let name = get("mcp-name");
+    Headers { protocol_version, method, name, malformed }
+}
+
+/// Whether the request names the stateless revision (or one this server does not know).
+fn modern_header(headers: &Headers) -> bool {
+    headers.protocol_version.as_deref().is_some_and(|v| !LEGACY_VERSIONS.contains(&v.trim()))
+}
+
+/// The status of an answered request: 2xx unless it is an error HTTP knows about.
+fn status(reply: &Reply, modern: bool) -> StatusCode {
+    match reply.error {
+        None => StatusCode::OK,
+        Some(METHOD_NOT_FOUND) if modern => StatusCode::NOT_FOUND,
+        Some(PARSE_ERROR | INVALID_REQUEST) => StatusCode::BAD_REQUEST,
+        Some(code) if modern && ((-32099..=-32000).contains(&code) || code == jsonrpc::INVALID_PARAMS) => {
+            StatusCode::BAD_REQUEST
+        }
+        Some(jsonrpc::INTERNAL_ERROR) if modern => StatusCode::INTERNAL_SERVER_ERROR,
+        Some(_) => StatusCode::OK,
+    }
+}
+
+fn json_reply(reply: Reply, modern: bool, session_id: Option<&str>) -> Response {
+    let mut response =
+        (status(&reply, modern), [(header::CONTENT_TYPE, "application/json")], reply.line).into_response();
+    if let Some(id) = session_id.and_then(|id| HeaderValue::from_str(id).ok()) {
+        response.headers_mut().insert(SESSION_ID, id);
+    }
+    response
+}
+
+async fn on_post(State(endpoint): State<Arc<Endpoint>>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    if let Err(refusal) = endpoint.admit(&parts.headers) {
+        return *refusal;
+    }
+    let content_type = parts.headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+    if !content_type.to_ascii_lowercase().starts_with("application/json") {
+        return refuse(StatusCode::UNSUPPORTED_MEDIA_TYPE, INVALID_REQUEST, "Content-Type must be application/json");
+    }
+    let accept = parts.headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("*/*").to_string();
+    let sse = accept.contains("text/event-stream") || accept.contains("*/*");
+    if !sse && !accept.contains("application/json") {
+        return refuse(
+            StatusCode::NOT_ACCEPTABLE,
+            INVALID_REQUEST,
+            "Accept must include application/json and text/event-stream",
+        );
+    }
+    let headers = mcp_headers(&parts.headers);
+    let modern = modern_header(&headers);
+    let session_header = parts.headers.get(SESSION_ID).and_then(|v| v.to_str().ok()).map(str::to_string);
+    // Legacy: the session named by the header, or a new one (kept if it initializes).
+    let (session, known) = match (&session_header, modern) {
+        (Some(id), false) => match endpoint.session(id) {
+            Some(session) => (session, true),
+            None => return refuse(StatusCode::NOT_FOUND, INVALID_REQUEST, "Session not found: initialize again"),
+        },
+        _ => (Session::new(Arc::clone(&endpoint.server)), false),
+    };
+    let limit = endpoint.server.limits().max_line_bytes;
+    let frame = match axum::body::to_bytes(body, limit).await {
+        Ok(bytes) => Frame::Line(bytes),
+        Err(_) => {
+            let observed = parts
+                .headers
+                .get(header::CONTENT_LENGTH)
+                .and_then(|v| v.to_str().ok()?.parse().ok())
+                .unwrap_or(limit + 1);
+            Frame::TooLong { observed, head: Bytes::new() }
+        }
+    };
+    let too_long = matches!(frame, Frame::TooLong { .. });
+    let (tx, rx) = mpsc::channel(STREAM_QUEUE);
+    let outbox = Outbox::new(tx);
+    match session.handle(frame, &outbox, Some(&headers)) {
+        Handled::Now(None) => StatusCode::ACCEPTED.into_response(),
+        Handled::Now(Some(reply)) => {
+            let modern = modern || reply.modern;
+            if too_long {
+                let mut response = json_reply(reply, modern, None);
+                *response.status_mut() = StatusCode::PAYLOAD_TOO_LARGE;
+                response
+            } else if modern || known {
+                json_reply(reply, modern, None)
+            } else if session.initialized() {
+                // `initialize` came without a session: this is its session now.
+                let id = endpoint.register(session);
+                json_reply(reply, false, Some(&id))
+            } else {
+                // Any other legacy request needs the session `initialize` made.
+                let mut response = json_reply(reply, false, None);
+                if response.status() == StatusCode::OK && !response.headers().contains_key(SESSION_ID) {
+                    *response.status_mut() = StatusCode::BAD_REQUEST;
+                }
+                response
+            }
+        }
+        Handled::Later(call) => {
+            if !sse {
+                return match call.await {
+                    Some(reply) => json_reply(reply, modern, None),
+                    None => StatusCode::ACCEPTED.into_response(),
+                };
+            }
+            let mut response = Sse::new(events(rx, call))
+                .keep_alive(KeepAlive::new().interval(Duration::from_secs(5)))
+                .into_response();
+            response.headers_mut().insert("x-accel-buffering", HeaderValue::from_static("no"));
+            response
+        }
+    }
+}
+
+/// The SSE stream of one call: its notifications as they come, then its
+/// response, then the end. Dropped early (the client left), it drops the call,
+/// which cancels it.
+fn events(
+    rx: mpsc::Receiver<String>,
+    call: std::pin::Pin<Box<dyn std::future::Future<Output = Option<Reply>> + Send>>,
+) -> impl Stream<Item = Result<Event, std::convert::Infallible>> {
+    enum Phase {
+        Running(mpsc::Receiver<String>, std::pin::Pin<Box<dyn std::future::Future<Output = Option<Reply>> + Send>>),
+        Done,
+    }
+    stream::unfold(Phase::Running(rx, call), |phase| async move {
+        let Phase::Running(mut rx, mut call) = phase else { return None };
+        tokio::select! {
+            biased;
+            Some(note) = rx.recv() => Some((Ok(Event::default().event("message").data(note)), Phase::Running(rx, call))),
+            reply = &mut call => {
+                let reply = reply?;
+                Some((Ok(Event::default().event("message").data(reply.line)), Phase::Done))
+            }
+        }
+    })
+}
+
+async fn on_get(State(endpoint): State<Arc<Endpoint>>, headers: HeaderMap) -> Response {
+    if let Err(refusal) = endpoint.admit(&headers) {
+        return *refusal;
+    }
+    // No server-initiated messages are sent outside a request's own stream.
+    let mut response = refuse(
+        StatusCode::METHOD_NOT_ALLOWED,
+        INVALID_REQUEST,
+        "Method Not Allowed: this server sends messages only on the stream of the request they belong to",
+    );
+    response.headers_mut().insert(header::ALLOW, HeaderValue::from_static("POST, DELETE"));
+    response
+}
+
+async fn on_delete(State(endpoint): State<Arc<Endpoint>>, headers: HeaderMap) -> Response {
+    if let Err(refusal) = endpoint.admit(&headers) {
+        return *refusal;
+    }
+    if modern_header(&mcp_headers(&headers)) {
+        return refuse(
+            StatusCode::METHOD_NOT_ALLOWED,
+            INVALID_REQUEST,
+            "Method Not Allowed: 2026-07-28 has no sessions",
+        );
+    }
+    let Some(id) = headers.get(SESSION_ID).and_then(|v| v.to_str().ok()) else {
+        return refuse(StatusCode::BAD_REQUEST, INVALID_REQUEST, "Bad Request: DELETE needs the Mcp-Session-Id header");
+    };
+    match endpoint.sessions.lock().expect("sessions lock").remove(id) {
+        Some(_) => StatusCode::NO_CONTENT.into_response(),
+        None => refuse(StatusCode::NOT_FOUND, INVALID_REQUEST, "Session not found"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hosts_and_origins_are_reduced_to_their_names() {
+        assert_eq!(host_name("127.0.0.1:8080"), "127.0.0.1");
+        assert_eq!(host_name("[::1]:80"), "::1");
+        assert_eq!(host_name("localhost"), "localhost");
+        assert_eq!(origin_host("http://localhost:3000"), Some("localhost"));
+        assert_eq!(origin_host("http://evil.example.com"), Some("evil.example.com"));
+        assert!(is_loopback_name("LOCALHOST") && !is_loopback_name("evil.example.com"));
+        assert_eq!(origin_host("null"), None);
+    }
+}
