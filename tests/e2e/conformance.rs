@@ -1,0 +1,1 @@
+//! The official MCP conformance suite, run against `cordon serve --http` in both eras.
