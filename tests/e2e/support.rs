@@ -6,8 +6,8 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::Once;
-use std::sync::mpsc::{Receiver, channel};
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Arc, Mutex, Once};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -75,6 +75,222 @@ pub struct Server {
 /// The TCP token the suite's servers use.
 pub const TOKEN: &str = "e2e-token-0123456789abcdef";
 
+/// Starts `cordon serve` with `listen` flags and waits for the address it
+/// says it listens on.
+fn spawn_listening(root: &Path, listen: &[&str], extra: &[&str]) -> (Child, String) {
+    let mut child = Command::new(cordon_bin())
+        .arg("serve")
+        .args(listen)
+        .arg("--root")
+        .arg(root)
+        .arg("--state-dir")
+        .arg(shared_state_dir())
+        .args(extra)
+        .env("RUST_LOG", "cordon=info")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start cordon");
+    let stderr = read_lines(child.stderr.take().unwrap());
+    let addr = loop {
+        let line = stderr.recv_timeout(REPLY_TIMEOUT).expect("cordon says where it listens");
+        if let Some((_, addr)) = line.split_once("listening on ") {
+            break addr.trim().to_string();
+        }
+    };
+    // Keep draining stderr so the server never blocks on it.
+    std::thread::spawn(move || while stderr.recv().is_ok() {});
+    (child, addr)
+}
+
+/// The 2026-07-28 envelope added to a request line (other lines are kept).
+fn modern_envelope(line: &[u8]) -> (Vec<u8>, Option<(String, Option<String>)>) {
+    let Ok(Value::Object(mut msg)) = serde_json::from_slice::<Value>(line) else { return (line.to_vec(), None) };
+    let Some(method) = msg.get("method").and_then(Value::as_str).map(str::to_string) else {
+        return (line.to_vec(), None);
+    };
+    if !msg.contains_key("id") {
+        return (line.to_vec(), Some((method, None)));
+    }
+    let params = msg.entry("params").or_insert_with(|| json!({}));
+    let name = params.get("name").or_else(|| params.get("uri")).and_then(Value::as_str).map(str::to_string);
+    let meta = params.as_object_mut().unwrap().entry("_meta").or_insert_with(|| json!({}));
+    meta["io.modelcontextprotocol/protocolVersion"] = json!("2026-07-28");
+    meta["io.modelcontextprotocol/clientCapabilities"] = json!({});
+    meta["io.modelcontextprotocol/clientInfo"] = json!({"name": "cordon-e2e", "version": "1"});
+    (Value::Object(msg).to_string().into_bytes(), Some((method, name)))
+}
+
+/// Splits written bytes into lines and hands each to `each`.
+fn each_line(buffer: &mut Vec<u8>, bytes: &[u8], mut each: impl FnMut(Vec<u8>)) {
+    buffer.extend_from_slice(bytes);
+    while let Some(at) = buffer.iter().position(|&b| b == b'\n') {
+        let mut line: Vec<u8> = buffer.drain(..=at).collect();
+        line.pop();
+        each(line);
+    }
+}
+
+/// Stdin for the stateless era: every request line gets its `_meta`.
+struct ModernLines {
+    inner: Box<dyn Write + Send>,
+    buffer: Vec<u8>,
+}
+
+impl Write for ModernLines {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        let mut out = Vec::new();
+        each_line(&mut self.buffer, bytes, |line| {
+            out.extend(modern_envelope(&line).0);
+            out.push(b'\n');
+        });
+        self.inner.write_all(&out)?;
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// A client of `/mcp`: each line written is one POST, answered on the lines channel.
+struct HttpInput {
+    addr: String,
+    buffer: Vec<u8>,
+    session: Arc<Mutex<Option<String>>>,
+    modern: bool,
+    tx: Sender<String>,
+}
+
+impl Write for HttpInput {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        let mut lines = Vec::new();
+        each_line(&mut self.buffer, bytes, |line| lines.push(line));
+        for line in lines {
+            let (body, headers) = if self.modern {
+                match modern_envelope(&line) {
+                    (body, Some((method, name))) => {
+                        let mut headers =
+                            vec![("MCP-Protocol-Version", "2026-07-28".to_string()), ("Mcp-Method", method)];
+                        headers.extend(name.map(|n| ("Mcp-Name", n)));
+                        (body, headers)
+                    }
+                    (body, None) => (body, vec![]),
+                }
+            } else {
+                let mut headers = vec![];
+                if let Some(id) = self.session.lock().unwrap().clone() {
+                    headers.push(("Mcp-Session-Id", id));
+                    headers.push(("MCP-Protocol-Version", "2025-11-25".to_string()));
+                }
+                (line, headers)
+            };
+            let (addr, session, tx) = (self.addr.clone(), Arc::clone(&self.session), self.tx.clone());
+            // Each POST on its own thread, as concurrent clients do; a request's
+            // answer may take as long as its call.
+            std::thread::spawn(move || {
+                let response = http_post(&addr, &headers, &body);
+                if let Some(id) = response.header("mcp-session-id") {
+                    *session.lock().unwrap() = Some(id.to_string());
+                }
+                for message in response.messages() {
+                    let _ = tx.send(message);
+                }
+            });
+            // Keep requests in the order they were written.
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// An HTTP response, read to its end.
+pub struct HttpResponse {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl HttpResponse {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+
+    /// The JSON-RPC messages it carries: a JSON body, or each SSE `data`.
+    pub fn messages(&self) -> Vec<String> {
+        let text = String::from_utf8_lossy(&self.body);
+        if self.header("content-type").is_some_and(|t| t.starts_with("text/event-stream")) {
+            return text.lines().filter_map(|l| l.strip_prefix("data:")).map(|d| d.trim().to_string()).collect();
+        }
+        if text.trim().is_empty() {
+            if self.status >= 400 {
+                return vec![json!({ "http_status": self.status }).to_string()];
+            }
+            return vec![];
+        }
+        vec![text.trim().to_string()]
+    }
+}
+
+/// POSTs `body` to `http://addr/mcp` with `headers` (plus JSON content type and
+/// Accept), over a fresh connection.
+pub fn http_post(addr: &str, headers: &[(&str, String)], body: &[u8]) -> HttpResponse {
+    let mut all = vec![
+        ("Host", addr.to_string()),
+        ("Content-Type", "application/json".to_string()),
+        ("Accept", "application/json, text/event-stream".to_string()),
+    ];
+    all.extend(headers.iter().map(|(k, v)| (*k, v.clone())));
+    http_request(addr, "POST", &all, body)
+}
+
+/// One HTTP/1.1 request with `Connection: close`; the response read to the end
+/// (chunked bodies decoded).
+pub fn http_request(addr: &str, method: &str, headers: &[(&str, String)], body: &[u8]) -> HttpResponse {
+    let mut stream = TcpStream::connect(addr).expect("connect to cordon's HTTP port");
+    let mut head = format!("{method} /mcp HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).unwrap();
+    let _ = stream.write_all(body);
+    let mut raw = Vec::new();
+    let _ = stream.read_to_end(&mut raw);
+    let split = raw.windows(4).position(|w| w == b"\r\n\r\n").expect("an HTTP response head");
+    let head = String::from_utf8_lossy(&raw[..split]).to_string();
+    let mut lines = head.lines();
+    let status = lines.next().and_then(|l| l.split(' ').nth(1)).and_then(|s| s.parse().ok()).expect("a status");
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    let mut body = raw[split + 4..].to_vec();
+    if headers.iter().any(|(k, v)| k == "transfer-encoding" && v.contains("chunked")) {
+        body = dechunk(&body);
+    }
+    HttpResponse { status, headers, body }
+}
+
+fn dechunk(mut raw: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    while let Some(eol) = raw.windows(2).position(|w| w == b"\r\n") {
+        let size = usize::from_str_radix(String::from_utf8_lossy(&raw[..eol]).trim(), 16).unwrap_or(0);
+        if size == 0 {
+            break;
+        }
+        let start = eol + 2;
+        out.extend_from_slice(&raw[start..(start + size).min(raw.len())]);
+        raw = &raw[(start + size + 2).min(raw.len())..];
+    }
+    out
+}
+
 /// Reads lines from `source` into a channel until it ends.
 fn read_lines(source: impl Read + Send + 'static) -> Receiver<String> {
     let (tx, lines) = channel();
@@ -113,29 +329,44 @@ impl Server {
     /// Starts `cordon serve --tcp` on a free loopback port and connects; the
     /// token line is sent unless `send_token` is false.
     pub fn start_tcp(root: &Path, extra: &[&str], first_line: Option<&[u8]>) -> Server {
-        let mut child = Command::new(cordon_bin())
-            .args(["serve", "--tcp", "127.0.0.1:0", "--token", TOKEN, "--root"])
-            .arg(root)
-            .arg("--state-dir")
-            .arg(shared_state_dir())
-            .args(extra)
-            .env("RUST_LOG", "cordon=info")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start cordon");
-        let stderr = read_lines(child.stderr.take().unwrap());
-        let addr = loop {
-            let line = stderr.recv_timeout(REPLY_TIMEOUT).expect("cordon says where it listens");
-            if let Some((_, addr)) = line.split_once("listening on ") {
-                break addr.trim().to_string();
-            }
-        };
+        let (child, addr) = spawn_listening(root, &["--tcp", "127.0.0.1:0", "--token", TOKEN], extra);
         let mut stream = TcpStream::connect(addr).unwrap();
         stream.write_all(first_line.unwrap_or(format!("{TOKEN}\n").as_bytes())).unwrap();
         let lines = read_lines(stream.try_clone().unwrap());
         Server { child, input: Some(Box::new(stream)), lines }
+    }
+
+    /// Starts `cordon serve --http` on a free loopback port; every line sent is
+    /// POSTed to `/mcp` (with the session the server gave, if any) and every
+    /// message that comes back, JSON or SSE, is a line received. In the
+    /// `modern` era each request gets the 2026-07-28 `_meta` and headers.
+    pub fn start_http(root: &Path, extra: &[&str], modern: bool) -> Server {
+        let (child, addr) = spawn_listening(root, &["--http", "127.0.0.1:0"], extra);
+        let addr = addr.trim_start_matches("http://").trim_end_matches("/mcp").to_string();
+        let (tx, lines) = channel();
+        let input = HttpInput { addr, buffer: Vec::new(), session: Arc::default(), modern, tx };
+        Server { child, input: Some(Box::new(input)), lines }
+    }
+
+    /// An HTTP server with the initialize handshake done (legacy era).
+    pub fn initialized_http(root: &Path, extra: &[&str]) -> Server {
+        let mut server = Server::start_http(root, extra, false);
+        server.handshake();
+        server
+    }
+
+    /// An HTTP server spoken to in the stateless 2026-07-28 era.
+    pub fn modern_http(root: &Path, extra: &[&str]) -> Server {
+        Server::start_http(root, extra, true)
+    }
+
+    /// A stdio server spoken to in the stateless 2026-07-28 era: each request
+    /// carries its `_meta`, nothing is negotiated.
+    pub fn modern_stdio(root: &Path, extra: &[&str]) -> Server {
+        let mut server = Server::start(root, extra);
+        let stdin = server.input.take().expect("stdin");
+        server.input = Some(Box::new(ModernLines { inner: stdin, buffer: Vec::new() }));
+        server
     }
 
     /// A TCP server with the initialize handshake done.
