@@ -14,6 +14,7 @@ mod interop;
 mod listing;
 mod mutate;
 mod paging;
+mod protocol;
 mod sandbox;
 mod stdio;
 mod transports;
