@@ -10,6 +10,7 @@ mod corpus;
 mod edit;
 mod glob;
 mod grep;
+mod http;
 mod interop;
 mod listing;
 mod mutate;
