@@ -5,7 +5,7 @@ use std::process::Child;
 
 use serde_json::{Value, json};
 
-use crate::support::{Fixture, HttpResponse, cordon_bin, http_post, http_request, initialize_params, shared_state_dir};
+use crate::support::{Fixture, HttpResponse, http_post, http_request, initialize_params, spawn_listening};
 
 /// A `cordon serve --http` on a free loopback port, and its address.
 struct Http {
@@ -15,28 +15,8 @@ struct Http {
 
 impl Http {
     fn start(root: &std::path::Path, extra: &[&str]) -> Http {
-        let mut child = std::process::Command::new(cordon_bin())
-            .args(["serve", "--http", "127.0.0.1:0", "--state-dir"])
-            .arg(shared_state_dir())
-            .arg("--root")
-            .arg(root)
-            .args(extra)
-            .env("RUST_LOG", "cordon=info")
-            .env_remove("CORDON_TOKEN")
-            .stderr(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        let stderr = std::io::BufReader::new(child.stderr.take().unwrap());
-        let mut lines = std::io::BufRead::lines(stderr);
-        let addr = loop {
-            let line = lines.next().expect("cordon says where it listens").unwrap();
-            if let Some((_, url)) = line.split_once("listening on http://") {
-                break url.trim().trim_end_matches("/mcp").to_string();
-            }
-        };
-        std::thread::spawn(move || for _ in lines {});
-        Http { child, addr }
+        let (child, url) = spawn_listening(root, &["--http", "127.0.0.1:0"], extra);
+        Http { child, addr: url.trim_start_matches("http://").trim_end_matches("/mcp").to_string() }
     }
 
     fn post(&self, headers: &[(&str, String)], body: &Value) -> HttpResponse {

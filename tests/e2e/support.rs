@@ -75,9 +75,9 @@ pub struct Server {
 /// The TCP token the suite's servers use.
 pub const TOKEN: &str = "e2e-token-0123456789abcdef";
 
-/// Starts `cordon serve` with `listen` flags and waits for the address it
-/// says it listens on.
-fn spawn_listening(root: &Path, listen: &[&str], extra: &[&str]) -> (Child, String) {
+/// Starts `cordon serve` with `listen` flags (e.g. `--http 127.0.0.1:0`) on
+/// `root`, and waits for the address it says it listens on.
+pub fn spawn_listening(root: &Path, listen: &[&str], extra: &[&str]) -> (Child, String) {
     let mut child = Command::new(cordon_bin())
         .arg("serve")
         .args(listen)
@@ -87,6 +87,7 @@ fn spawn_listening(root: &Path, listen: &[&str], extra: &[&str]) -> (Child, Stri
         .arg(shared_state_dir())
         .args(extra)
         .env("RUST_LOG", "cordon=info")
+        .env_remove("CORDON_TOKEN")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
