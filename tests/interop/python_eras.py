@@ -1,0 +1,83 @@
+"""Drives Cordon with the official Python MCP SDK's high-level `mcp.Client`, in a chosen era and transport.
+
+Usage:
+  python_eras.py MODE stdio CORDON_BIN ROOT STATE_DIR FILE MAX_TOKENS
+  python_eras.py MODE http URL FILE MAX_TOKENS
+
+MODE is the SDK's `mode=`: "legacy" (initialize handshake), "auto" (probe `server/discover`, fall back to
+legacy) or a modern version such as "2026-07-28" (adopted without a probe). The client lists the tools,
+then reads FILE with `max_tokens=MAX_TOKENS`, following `next_cursor` to the end. Prints one JSON object
+with what it saw; the Rust e2e test (tests/e2e/clients.rs) checks it.
+"""
+
+import asyncio
+import base64
+import hashlib
+import json
+import sys
+
+from mcp import Client, StdioServerParameters
+
+TIMEOUT = 120.0  # seconds per request: the suite must pass on a slow, busy machine
+
+
+def payload(result) -> bytes:
+    """The page's payload: its content blocks but the footer, text as is and blobs decoded."""
+    meta = result.structured_content
+    out = b""
+    for block in result.content[: meta["page"]["blocks"]]:
+        if block.type == "text":
+            out += block.text.encode()
+        else:
+            out += base64.b64decode(block.resource.blob)
+    return out
+
+
+async def main() -> None:
+    mode, transport = sys.argv[1:3]
+    if transport == "stdio":
+        binary, root, state_dir, file, max_tokens = sys.argv[3:8]
+        server = StdioServerParameters(command=binary, args=["serve", "--root", root, "--state-dir", state_dir])
+    elif transport == "http":
+        server, file, max_tokens = sys.argv[3:6]
+    else:
+        raise SystemExit(f"unknown transport {transport!r}")
+    max_tokens = int(max_tokens)
+
+    async with Client(server, mode=mode, read_timeout_seconds=TIMEOUT) as client:
+        listed = await client.list_tools()
+        tools = {t.name: t for t in listed.tools}
+        args = {"path": file, "max_tokens": max_tokens}
+        data, pages, completes, cursors, is_errors = b"", 0, [], [], []
+        while True:
+            page = await client.call_tool("read", args)
+            meta = page.structured_content
+            data += payload(page)
+            pages += 1
+            completes.append(meta.get("complete"))
+            is_errors.append(page.is_error)
+            cursor = meta.get("next_cursor")
+            cursors.append(cursor)
+            if cursor is None or pages > 10_000:
+                break
+            args = {"cursor": cursor, "max_tokens": max_tokens}
+        info = client.server_info
+        print(json.dumps({
+            "mode": mode,
+            "transport": transport,
+            "protocol_version": client.protocol_version,
+            "server": info.name if info is not None else None,
+            "has_tools_capability": client.server_capabilities.tools is not None,
+            "tools": [t.name for t in listed.tools],
+            "read_has_output_schema": tools["read"].output_schema is not None if "read" in tools else None,
+            "pages": pages,
+            "completes": completes,
+            "is_errors": is_errors,
+            "cursors_distinct": len({c for c in cursors if c is not None}) == pages - 1,
+            "sha256": hashlib.sha256(data).hexdigest(),
+            "size": len(data),
+            "reported_sha256": meta.get("payload_sha256"),
+        }))
+
+
+asyncio.run(main())
