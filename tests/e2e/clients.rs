@@ -13,12 +13,11 @@
 //! - rmcp (Rust), in auto lifecycle mode (must settle on 2026-07-28) and in initialize mode, over a
 //!   child process and over Streamable HTTP.
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::channel;
-use std::sync::{Arc, Mutex, Once};
+use std::sync::Once;
 use std::time::{Duration, Instant};
 
 use rmcp::model::{CallToolRequestParams, ClientConfig, ProtocolVersion};
@@ -29,7 +28,8 @@ use serde_json::{Value, json};
 use sha2::Digest;
 
 use crate::support::{
-    Fixture, REPLY_TIMEOUT, cordon_bin, node_dir, node_path, payload, python_with_mcp, shared_state_dir, workspace,
+    Fixture, Listening, ServerLog, cordon_bin, node_dir, node_path, payload, python_with_mcp, shared_state_dir,
+    spawn_listening, workspace,
 };
 
 /// How long one client run (a client process with its server, or an rmcp session) may take.
@@ -69,48 +69,19 @@ fn warm_cache() {
 struct HttpServer {
     child: Child,
     url: String,
-    log: Arc<Mutex<Vec<String>>>,
+    log: ServerLog,
 }
 
 impl HttpServer {
     fn start(root: &Path) -> HttpServer {
-        let mut child = Command::new(cordon_bin())
-            .args(["serve", "--http", "127.0.0.1:0", "--root"])
-            .arg(root)
-            .arg("--state-dir")
-            .arg(shared_state_dir())
-            .env("RUST_LOG", "cordon=info")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start cordon");
-        let stderr = child.stderr.take().unwrap();
-        let log = Arc::new(Mutex::new(Vec::new()));
-        let (tx, rx) = channel();
-        let lines = log.clone();
-        // Keeps draining stderr for the server's whole life, so logging never blocks it.
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines() {
-                let Ok(line) = line else { break };
-                if let Some((_, rest)) = line.split_once("listening on ") {
-                    let url = rest.split_whitespace().next().unwrap_or_default().to_string();
-                    let _ = tx.send(url);
-                }
-                lines.lock().unwrap().push(line);
-            }
-        });
-        let mut server = HttpServer { child, url: String::new(), log };
-        server.url = rx
-            .recv_timeout(REPLY_TIMEOUT)
-            .unwrap_or_else(|e| panic!("cordon never said where it listens ({e}):\n{}", server.log()));
-        assert!(server.url.starts_with("http://127.0.0.1:") && server.url.ends_with("/mcp"), "{}", server.url);
-        server
+        let Listening { child, addr: url, log } = spawn_listening(root, &["--http", "127.0.0.1:0"], &[]);
+        assert!(url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"), "{url}");
+        HttpServer { child, url, log }
     }
 
     /// Everything the server logged so far, for failure messages.
     fn log(&self) -> String {
-        self.log.lock().unwrap().join("\n")
+        self.log.text()
     }
 }
 

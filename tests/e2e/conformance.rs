@@ -11,16 +11,13 @@
 //! must have passed check by check. See docs/conformance.md.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::channel;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::support::{Fixture, REPLY_TIMEOUT, cordon_bin, node_dir, node_path, shared_state_dir, workspace};
+use crate::support::{Fixture, Listening, ServerLog, node_dir, node_path, spawn_listening, workspace};
 
 /// The whole suite normally takes seconds; this only stops a hung run.
 const SUITE_TIMEOUT: Duration = Duration::from_secs(20 * 60);
@@ -271,46 +268,18 @@ fn run_era(era: &str, must_pass: &[(&str, &[&str])], floor: (&str, usize)) {
 struct Served {
     child: Child,
     url: String,
-    stderr: Arc<Mutex<Vec<String>>>,
+    log: ServerLog,
 }
 
 impl Served {
     fn start(root: &Path) -> Served {
-        let mut child = Command::new(cordon_bin())
-            .args(["serve", "--http", "127.0.0.1:0", "--state-dir"])
-            .arg(shared_state_dir())
-            .arg("--root")
-            .arg(root)
-            .env("RUST_LOG", "cordon=info")
-            .env_remove("CORDON_TOKEN")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start cordon");
-        let stderr = Arc::new(Mutex::new(Vec::new()));
-        let (tx, urls) = channel();
-        let source = child.stderr.take().unwrap();
-        let lines = Arc::clone(&stderr);
-        std::thread::spawn(move || {
-            for line in BufReader::new(source).lines() {
-                let Ok(line) = line else { break };
-                if let Some((_, url)) = line.split_once("listening on ") {
-                    let _ = tx.send(url.trim().to_string());
-                }
-                lines.lock().unwrap().push(line);
-            }
-        });
-        let mut served = Served { child, url: String::new(), stderr };
-        served.url = urls.recv_timeout(REPLY_TIMEOUT).unwrap_or_else(|e| {
-            panic!("cordon did not say where it listens ({e}):\n{}", served.log());
-        });
-        assert!(served.url.starts_with("http://127.0.0.1:") && served.url.ends_with("/mcp"), "{}", served.url);
-        served
+        let Listening { child, addr: url, log } = spawn_listening(root, &["--http", "127.0.0.1:0"], &[]);
+        assert!(url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"), "{url}");
+        Served { child, url, log }
     }
 
     fn log(&self) -> String {
-        self.stderr.lock().unwrap().join("\n")
+        self.log.text()
     }
 }
 

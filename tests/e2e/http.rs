@@ -5,7 +5,7 @@ use std::process::Child;
 
 use serde_json::{Value, json};
 
-use crate::support::{Fixture, HttpResponse, http_post, http_request, initialize_params, spawn_listening};
+use crate::support::{Fixture, HttpResponse, Listening, http_post, http_request, initialize_params, spawn_listening};
 
 /// A `cordon serve --http` on a free loopback port, and its address.
 struct Http {
@@ -15,7 +15,7 @@ struct Http {
 
 impl Http {
     fn start(root: &std::path::Path, extra: &[&str]) -> Http {
-        let (child, url) = spawn_listening(root, &["--http", "127.0.0.1:0"], extra);
+        let Listening { child, addr: url, .. } = spawn_listening(root, &["--http", "127.0.0.1:0"], extra);
         Http { child, addr: url.trim_start_matches("http://").trim_end_matches("/mcp").to_string() }
     }
 

@@ -75,9 +75,29 @@ pub struct Server {
 /// The TCP token the suite's servers use.
 pub const TOKEN: &str = "e2e-token-0123456789abcdef";
 
+/// A `cordon serve` listening on a socket, and everything it logged.
+pub struct Listening {
+    pub child: Child,
+    /// What the server said it listens on (`127.0.0.1:PORT`, or `http://…/mcp`).
+    pub addr: String,
+    pub log: ServerLog,
+}
+
+/// A server's stderr, kept line by line for failure messages.
+#[derive(Clone, Default)]
+pub struct ServerLog(Arc<Mutex<Vec<String>>>);
+
+impl ServerLog {
+    /// Everything logged so far.
+    pub fn text(&self) -> String {
+        self.0.lock().unwrap().join("\n")
+    }
+}
+
 /// Starts `cordon serve` with `listen` flags (e.g. `--http 127.0.0.1:0`) on
-/// `root`, and waits for the address it says it listens on.
-pub fn spawn_listening(root: &Path, listen: &[&str], extra: &[&str]) -> (Child, String) {
+/// `root`, and waits for the address it says it listens on. Its stderr is
+/// drained for its whole life (so logging never blocks it) into the log.
+pub fn spawn_listening(root: &Path, listen: &[&str], extra: &[&str]) -> Listening {
     let mut child = Command::new(cordon_bin())
         .arg("serve")
         .args(listen)
@@ -93,16 +113,22 @@ pub fn spawn_listening(root: &Path, listen: &[&str], extra: &[&str]) -> (Child, 
         .stderr(Stdio::piped())
         .spawn()
         .expect("start cordon");
-    let stderr = read_lines(child.stderr.take().unwrap());
-    let addr = loop {
-        let line = stderr.recv_timeout(REPLY_TIMEOUT).expect("cordon says where it listens");
-        if let Some((_, addr)) = line.split_once("listening on ") {
-            break addr.trim().to_string();
+    let log = ServerLog::default();
+    let (tx, addrs) = channel();
+    let (source, lines) = (child.stderr.take().unwrap(), log.clone());
+    std::thread::spawn(move || {
+        for line in BufReader::new(source).lines() {
+            let Ok(line) = line else { break };
+            if let Some((_, addr)) = line.split_once("listening on ") {
+                let _ = tx.send(addr.trim().to_string());
+            }
+            lines.0.lock().unwrap().push(line);
         }
-    };
-    // Keep draining stderr so the server never blocks on it.
-    std::thread::spawn(move || while stderr.recv().is_ok() {});
-    (child, addr)
+    });
+    let addr = addrs
+        .recv_timeout(REPLY_TIMEOUT)
+        .unwrap_or_else(|e| panic!("cordon never said where it listens ({e}):\n{}", log.text()));
+    Listening { child, addr, log }
 }
 
 /// The 2026-07-28 envelope added to a request line (other lines are kept).
@@ -330,7 +356,7 @@ impl Server {
     /// Starts `cordon serve --tcp` on a free loopback port and connects; the
     /// token line is sent unless `send_token` is false.
     pub fn start_tcp(root: &Path, extra: &[&str], first_line: Option<&[u8]>) -> Server {
-        let (child, addr) = spawn_listening(root, &["--tcp", "127.0.0.1:0", "--token", TOKEN], extra);
+        let Listening { child, addr, .. } = spawn_listening(root, &["--tcp", "127.0.0.1:0", "--token", TOKEN], extra);
         let mut stream = TcpStream::connect(addr).unwrap();
         stream.write_all(first_line.unwrap_or(format!("{TOKEN}\n").as_bytes())).unwrap();
         let lines = read_lines(stream.try_clone().unwrap());
@@ -342,7 +368,7 @@ impl Server {
     /// message that comes back, JSON or SSE, is a line received. In the
     /// `modern` era each request gets the 2026-07-28 `_meta` and headers.
     pub fn start_http(root: &Path, extra: &[&str], modern: bool) -> Server {
-        let (child, addr) = spawn_listening(root, &["--http", "127.0.0.1:0"], extra);
+        let Listening { child, addr, .. } = spawn_listening(root, &["--http", "127.0.0.1:0"], extra);
         let addr = addr.trim_start_matches("http://").trim_end_matches("/mcp").to_string();
         let (tx, lines) = channel();
         let input = HttpInput { addr, buffer: Vec::new(), session: Arc::default(), modern, tx };
