@@ -77,7 +77,13 @@ fn main() {
         .map(|_| {
             let t = Instant::now();
             let result = server
-                .call_tool("read", &args, Version::LATEST, &std::sync::Arc::new(cordon::runtime::CallSignal::new()))
+                .call_tool(
+                    "read",
+                    &args,
+                    Version::LATEST,
+                    None,
+                    &std::sync::Arc::new(cordon::runtime::CallSignal::new()),
+                )
                 .unwrap();
             let elapsed = t.elapsed();
             assert_eq!(result["isError"], false);

@@ -4,14 +4,15 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand};
+use clap::parser::ValueSource;
+use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use serde_json::{Value, json};
 use tracing_subscriber::EnvFilter;
 
+use crate::config::{self, FileConfig, Loaded};
 use crate::pager::PageLimits;
 use crate::policy::RootSpec;
 use crate::protocol::mcp::Version;
-use crate::protocol::results as mcp;
 use crate::server::{Config, Limits, Server};
 use crate::uploads::UploadLimits;
 
@@ -72,9 +73,19 @@ enum Command {
 
 #[derive(Args, Debug)]
 struct Common {
+    /// The configuration file (see cordon.example.toml); flags override it.
+    #[arg(long, env = "CORDON_CONFIG", value_name = "FILE")]
+    config: Option<PathBuf>,
     /// A directory the tools may use: DIR (read-write), DIR:rw or DIR:ro. Repeatable.
     #[arg(long = "root", value_name = "DIR[:ro|:rw]")]
     roots: Vec<RootSpec>,
+    /// A path no tool may open, list or search, as a glob relative to each root
+    /// (read like a .gitignore line, e.g. `.git/**`, `*.pem`). Repeatable.
+    #[arg(long = "deny", value_name = "GLOB")]
+    deny: Vec<String>,
+    /// Offer no tool that writes, and treat every root as read-only.
+    #[arg(long)]
+    read_only: bool,
     /// An extra tool component to load (repeatable); it is granted no filesystem access.
     #[arg(long = "component", value_name = "PATH.wasm")]
     components: Vec<PathBuf>,
@@ -85,11 +96,11 @@ struct Common {
     #[arg(long)]
     no_cache: bool,
     /// The longest request line accepted, in bytes.
-    #[arg(long, value_name = "BYTES", default_value_t = Limits::default().max_line_bytes)]
+    #[arg(long, value_name = "BYTES", default_value_t = Limits::default().max_line_bytes, value_parser = size::<usize>)]
     max_line_bytes: usize,
     /// The longest response sent, in bytes; a longer one is replaced by a
     /// `payload_too_large` error saying which page size would fit.
-    #[arg(long, value_name = "BYTES", default_value_t = Limits::default().max_response_bytes)]
+    #[arg(long, value_name = "BYTES", default_value_t = Limits::default().max_response_bytes, value_parser = size::<usize>)]
     max_response_bytes: usize,
     /// Tool calls one session (connection) runs at once; more wait their turn.
     #[arg(long, value_name = "N", default_value_t = Limits::default().max_concurrent_calls)]
@@ -113,7 +124,7 @@ struct Common {
     #[arg(long, value_name = "SECS", default_value_t = PageLimits::default().cursor_ttl.as_secs())]
     cursor_ttl_secs: u64,
     /// The most bytes one staged upload may hold.
-    #[arg(long, value_name = "BYTES", default_value_t = UploadLimits::default().max_bytes)]
+    #[arg(long, value_name = "BYTES", default_value_t = UploadLimits::default().max_bytes, value_parser = size::<u64>)]
     max_upload_bytes: u64,
     /// How long an idle staged upload is kept before it is deleted, in seconds.
     #[arg(long, value_name = "SECS", default_value_t = UploadLimits::default().ttl.as_secs())]
@@ -136,7 +147,70 @@ struct Common {
     debug: bool,
 }
 
+/// A size flag: bytes, or a number with a unit (`8MiB`).
+fn size<T: TryFrom<u64>>(text: &str) -> Result<T, String> {
+    let bytes = config::parse_bytes(text)?;
+    T::try_from(bytes).map_err(|_| format!("`{text}` is too large"))
+}
+
 impl Common {
+    /// Reads the configuration file, if one is named, and takes from it every
+    /// setting the command line (`matches`) did not give.
+    fn merge_file(&mut self, matches: &ArgMatches) -> anyhow::Result<Option<Loaded>> {
+        let Some(path) = &self.config else { return Ok(None) };
+        let loaded = Loaded::read(path)?;
+        let given =
+            |id: &str| matches!(matches.value_source(id), Some(ValueSource::CommandLine | ValueSource::EnvVariable));
+        let FileConfig { roots, deny, read_only, state_dir, no_cache, components, debug, limits, .. } = &loaded.file;
+        if let (false, Some(roots)) = (given("roots"), roots) {
+            self.roots = roots.iter().map(|r| r.resolve(&loaded.base)).collect();
+        }
+        if let (false, Some(deny)) = (given("deny"), deny) {
+            self.deny = deny.clone();
+        }
+        if let (false, Some(dir)) = (given("state_dir"), state_dir) {
+            self.state_dir = Some(loaded.path(dir));
+        }
+        if let (false, Some(components)) = (given("components"), components) {
+            self.components = components.iter().map(|c| loaded.path(c)).collect();
+        }
+        let flag =
+            |id: &str, current: bool, file: &Option<bool>| if given(id) { current } else { file.unwrap_or(current) };
+        self.read_only = flag("read_only", self.read_only, read_only);
+        self.no_cache = flag("no_cache", self.no_cache, no_cache);
+        self.debug = flag("debug", self.debug, debug);
+        macro_rules! take {
+            ($($field:ident $(as $convert:expr)?),* $(,)?) => {$(
+                if let (false, Some(value)) = (given(stringify!($field)), limits.$field) {
+                    self.$field = take!(@convert value $(, $convert)?);
+                }
+            )*};
+            (@convert $value:ident) => { $value };
+            (@convert $value:ident, $convert:expr) => { $convert($value)? };
+        }
+        let usize_bytes = |b: config::Bytes| {
+            usize::try_from(b.0).map_err(|_| anyhow::anyhow!("{} bytes is too large for this machine", b.0))
+        };
+        let u64_bytes = |b: config::Bytes| anyhow::Ok(b.0);
+        take!(
+            max_line_bytes as usize_bytes,
+            max_response_bytes as usize_bytes,
+            max_upload_bytes as u64_bytes,
+            max_concurrent_calls,
+            page_tokens,
+            max_page_tokens,
+            max_page_items,
+            max_sessions,
+            session_ttl_secs,
+            cursor_ttl_secs,
+            upload_ttl_secs,
+            max_depth,
+            memory_mib,
+            timeout_secs,
+        );
+        Ok(Some(loaded))
+    }
+
     fn config(&self) -> anyhow::Result<Config> {
         if !(self.timeout_secs > 0.0 && self.timeout_secs.is_finite()) {
             anyhow::bail!("--timeout-secs must be a positive number of seconds");
@@ -189,6 +263,8 @@ impl Common {
             state_dir,
             cursor_key: self.cursor_key.clone(),
             components: self.components.clone(),
+            deny: self.deny.clone(),
+            read_only: self.read_only,
             limits,
         })
     }
@@ -209,11 +285,26 @@ fn init_logging(debug: bool) {
 
 /// Runs the command line; the exit code says how it went.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
-    let common = match &cli.command {
-        Command::Serve { common, .. } | Command::Tools { common, .. } | Command::Call { common, .. } => common,
+    let matches = Cli::command().get_matches();
+    let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    let sub = matches.subcommand().map(|(_, sub)| sub).expect("a subcommand is required");
+    let (common, file_serve) = match &mut cli.command {
+        Command::Serve { common, .. } | Command::Tools { common, .. } | Command::Call { common, .. } => {
+            match common.merge_file(sub) {
+                Ok(loaded) => (common, loaded.map(|l| l.file.serve)),
+                Err(e) => {
+                    eprintln!("cordon: {e:#}");
+                    return ExitCode::from(2);
+                }
+            }
+        }
     };
     init_logging(common.debug);
+    if let (Command::Serve { tcp, http, .. }, Some(serve)) = (&mut cli.command, file_serve) {
+        if tcp.is_none() && http.is_none() {
+            (*tcp, *http) = (serve.tcp, serve.http);
+        }
+    }
     match run(cli.command) {
         Ok(code) => code,
         Err(e) => {
@@ -226,6 +317,9 @@ pub fn main() -> ExitCode {
 fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Serve { tcp, http, token, common } => {
+            if tcp.is_some() && http.is_some() {
+                anyhow::bail!("the configuration names both [serve] tcp and http; choose one");
+            }
             let config = common.config()?;
             if config.roots.is_empty() {
                 anyhow::bail!("no roots: give at least one directory with --root DIR (or DIR:ro)");
@@ -271,7 +365,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         }
         Command::Tools { common, json } => {
             let server = Server::start(&common.config()?)?;
-            let listed = mcp::list_tools_result(server.registry().tools().iter().map(|t| &**t), Version::LATEST);
+            let listed = server.list_tools(Version::LATEST);
             if json {
                 println!("{}", serde_json::to_string_pretty(&listed)?);
             } else {
@@ -301,6 +395,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
                 &tool,
                 &arguments,
                 Version::LATEST,
+                None,
                 &std::sync::Arc::new(crate::runtime::CallSignal::new()),
             ) {
                 Ok(result) => {

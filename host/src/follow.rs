@@ -28,6 +28,7 @@ pub fn follow(server: &Server, tool: &str, mut arguments: Value, jsonl: bool) ->
             tool,
             &arguments,
             Version::LATEST,
+            None,
             &std::sync::Arc::new(crate::runtime::CallSignal::new()),
         ) {
             Ok(result) => result,

@@ -8,6 +8,7 @@
 
 pub mod ambient;
 pub mod cli;
+pub mod config;
 pub mod follow;
 pub mod framing;
 pub mod pager;

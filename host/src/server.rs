@@ -15,9 +15,10 @@ use crate::policy::{Policy, RootSpec};
 use crate::protocol::jsonrpc::ErrorObject;
 use crate::protocol::mcp::Version;
 use crate::protocol::results as mcp;
-use crate::registry::{Origin, Registry};
+use crate::registry::{Origin, Registry, Tool};
 use crate::runtime::{CallFailure, CallLimits, CallSignal, Runtime};
 use crate::staging::{self, UPLOAD_TOOL};
+use crate::tool::Access;
 use crate::uploads::{UploadLimits, Uploads};
 
 /// Everything needed to start a server.
@@ -31,6 +32,10 @@ pub struct Config {
     pub cursor_key: Option<String>,
     /// Extra tool components to load; they get no filesystem access.
     pub components: Vec<PathBuf>,
+    /// Deny rules: globs, relative to each root, no tool may open or list.
+    pub deny: Vec<String>,
+    /// Offer no tool that writes, and treat every root as read-only.
+    pub read_only: bool,
     pub limits: Limits,
 }
 
@@ -79,7 +84,7 @@ pub struct Server {
 impl Server {
     /// Resolves the roots, builds the runtime and loads the built-in tools.
     pub fn start(config: &Config) -> anyhow::Result<Arc<Server>> {
-        let policy = Policy::new(&config.roots)?;
+        let policy = Policy::new(&config.roots, &config.deny, config.read_only)?;
         let state = match &config.state_dir {
             Some(dir) => Some(ambient::create_dir_handle(dir).with_context(|| format!("open {}", dir.display()))?),
             None => None,
@@ -109,7 +114,7 @@ impl Server {
             .with_context(|| format!("open the uploads directory {}", uploads_path.display()))?;
         let uploads =
             Uploads::new(uploads_path, uploads_dir, config.limits.uploads).context("clean the uploads directory")?;
-        let runtime = Runtime::new(config.limits.call, cache_dir)?;
+        let runtime = Runtime::new(config.limits.call, cache_dir, Arc::clone(policy.deny()))?;
         let registry = Registry::load(&runtime, &config.components)?;
         let pager = Pager::new(key, config.limits.pages);
         Ok(Arc::new(Server { runtime, registry, policy, pager, uploads, limits: config.limits }))
@@ -117,6 +122,26 @@ impl Server {
 
     pub fn registry(&self) -> &Registry {
         &self.registry
+    }
+
+    /// The tools clients may call: all of them, or, when the server runs
+    /// read-only, those that do not write.
+    pub fn tools(&self) -> impl Iterator<Item = &Tool> {
+        let read_only = self.policy.read_only();
+        self.registry.tools().iter().map(|t| &**t).filter(move |t| !(read_only && t.manifest.access == Access::Write))
+    }
+
+    /// Whether clients may call the tool `name` (a tool, or the host's `upload`).
+    pub fn offers(&self, name: &str) -> bool {
+        if name == UPLOAD_TOOL {
+            return !self.policy.read_only();
+        }
+        self.tools().any(|t| t.manifest.name == name)
+    }
+
+    /// The `tools/list` result.
+    pub fn list_tools(&self, version: Version) -> Value {
+        mcp::list_tools_result(self.tools(), !self.policy.read_only(), version)
     }
 
     pub fn limits(&self) -> &Limits {
@@ -128,22 +153,27 @@ impl Server {
     }
 
     /// Runs one `tools/call`: one page of the tool's output, as an MCP result.
-    /// `signal` carries the request's cancellation and progress. Blocks: call it
-    /// from a thread that may block.
+    /// `client_roots` narrows the roots to the client's (canonical paths), when
+    /// it gave some. `signal` carries the request's cancellation and progress.
+    /// Blocks: call it from a thread that may block.
     pub fn call_tool(
         &self,
         name: &str,
         arguments: &Value,
         version: Version,
+        client_roots: Option<&[PathBuf]>,
         signal: &Arc<CallSignal>,
     ) -> Result<Value, ErrorObject> {
+        if !self.offers(name) {
+            return Err(self.not_offered(name));
+        }
         if name == UPLOAD_TOOL {
             return match staging::call_upload(&self.uploads, arguments) {
                 Ok(ack) => Ok(mcp::host_tool_result(ack, version)),
                 Err(e) => mcp::call_failure(CallFailure::Tool(e), version),
             };
         }
-        let tool = self.registry.get(name).ok_or_else(|| mcp::unknown_tool(name))?;
+        let tool = self.registry.get(name).ok_or_else(|| self.not_offered(name))?;
         let (paging, args) = Paging::split(arguments)?;
         let mut args = match args {
             Value::Object(map) => map,
@@ -154,7 +184,7 @@ impl Server {
             Err(e) => return mcp::call_failure(CallFailure::Tool(e), version),
         };
         let mut grants = match tool.origin {
-            Origin::Builtin => self.policy.grants(tool.manifest.access).to_vec(),
+            Origin::Builtin => self.policy.grants(tool.manifest.access, client_roots),
             Origin::Component(_) => Vec::new(),
         };
         grants.extend(attached.as_ref().map(|a| a.grant.clone()));
@@ -167,6 +197,22 @@ impl Server {
             }
             Err(PageError::Call(failure)) => mcp::call_failure(failure, version),
             Err(PageError::Cursor(e)) => Err(invalid_cursor(&e)),
+        }
+    }
+}
+
+impl Server {
+    /// The -32602 answer to a call of a tool clients may not call.
+    pub fn not_offered(&self, name: &str) -> ErrorObject {
+        let exists = name == UPLOAD_TOOL || self.registry.get(name).is_some();
+        if self.policy.read_only() && exists {
+            ErrorObject::new(
+                crate::protocol::jsonrpc::INVALID_PARAMS,
+                format!("Tool `{name}` is not offered: this server runs read-only (`--read-only`), so nothing writes"),
+            )
+            .with_data(json!({ "name": name, "error": "read_only" }))
+        } else {
+            mcp::unknown_tool(name)
         }
     }
 }

@@ -223,10 +223,7 @@ impl Session {
             Request::Discover => {
                 done(Ok(modern::discover_result(results::capabilities(), results::INSTRUCTIONS)), true)
             }
-            Request::ListTools => {
-                let tools = self.server.registry().tools().iter().map(|t| &**t);
-                done(Ok(results::list_tools_result(tools, ctx.version)), true)
-            }
+            Request::ListTools => done(Ok(self.server.list_tools(ctx.version)), true),
             Request::ListResources => done(Ok(results::empty_list("resources")), true),
             Request::ListResourceTemplates => done(Ok(results::empty_list("resourceTemplates")), true),
             Request::ListPrompts => done(Ok(results::empty_list("prompts")), true),
@@ -270,8 +267,8 @@ impl Session {
             }
             None => CallSignal::new(),
         });
-        if name != crate::staging::UPLOAD_TOOL && self.server.registry().get(&name).is_none() {
-            let error = results::unknown_tool(&name);
+        if !self.server.offers(&name) {
+            let error = self.server.not_offered(&name);
             return Handled::Now(Some(self.respond(&id, Err(error), ctx.version.is_modern())));
         }
         {
@@ -297,7 +294,8 @@ impl Session {
             let started = Instant::now();
             let (server, signal) = (Arc::clone(&guard.session.server), Arc::clone(&guard.signal));
             let joined =
-                tokio::task::spawn_blocking(move || server.call_tool(&name, &arguments, ctx.version, &signal)).await;
+                tokio::task::spawn_blocking(move || server.call_tool(&name, &arguments, ctx.version, None, &signal))
+                    .await;
             guard.done = true;
             let elapsed = started.elapsed();
             if let Some(at) = guard.signal.cancelled_at() {

@@ -49,10 +49,13 @@ pub fn unknown_prompt(name: &str) -> ErrorObject {
         .with_data(json!({ "name": name }))
 }
 
-/// The `tools/list` result: the component tools, then the host's `upload`.
-pub fn list_tools_result<'a>(tools: impl Iterator<Item = &'a Tool>, version: Version) -> Value {
+/// The `tools/list` result: the component tools, then the host's `upload`
+/// when the server writes.
+pub fn list_tools_result<'a>(tools: impl Iterator<Item = &'a Tool>, upload: bool, version: Version) -> Value {
     let mut tools: Vec<Value> = tools.map(|t| describe_tool(&t.manifest, version)).collect();
-    tools.push(crate::staging::upload_tool(version.structured()));
+    if upload {
+        tools.push(crate::staging::upload_tool(version.structured()));
+    }
     json!({ "tools": tools })
 }
 

@@ -12,7 +12,7 @@ use super::Runtime;
 use super::bindings::{CordonTool, RawManifest};
 use super::failure::CallFailure;
 use super::signal::{CallSignal, Interrupted};
-use crate::policy::Grant;
+use crate::policy::{Deny, Grant};
 use crate::registry::Tool;
 use crate::tool::{Budget, Chunk, Fingerprint, Manifest, Summary, ToolError};
 
@@ -36,6 +36,8 @@ pub struct CallState {
     limiter: CallLimiter,
     /// The preopens this call holds, for the host's file services.
     grants: Vec<Grant>,
+    /// The server's deny rules, for the `policy` import.
+    deny: Arc<Deny>,
     /// The request this call serves now (a parked stream serves several).
     signal: Arc<CallSignal>,
     /// When the current page must be done.
@@ -45,6 +47,10 @@ pub struct CallState {
 impl CallState {
     pub(super) fn grants(&self) -> &[Grant] {
         &self.grants
+    }
+
+    pub(super) fn deny(&self) -> &Deny {
+        &self.deny
     }
 
     pub(super) fn signal(&self) -> &CallSignal {
@@ -118,6 +124,7 @@ impl Runtime {
             table: ResourceTable::new(),
             limiter: CallLimiter { limits: self.limits, memory_used: 0, table_used: 0 },
             grants: grants.to_vec(),
+            deny: Arc::clone(&self.deny),
             signal,
             deadline: Instant::now() + time,
         };

@@ -6,8 +6,10 @@ pub mod cache;
 mod call;
 mod failure;
 mod host_files;
+mod host_policy;
 mod signal;
 
+use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
@@ -19,6 +21,7 @@ pub use call::{CallLimits, CallState, LiveCall};
 pub use failure::CallFailure;
 pub use signal::{CallSignal, PROGRESS_INTERVAL, ProgressSink};
 
+use crate::policy::Deny;
 use bindings::CordonToolPre;
 use cache::{CompileCache, Outcome};
 
@@ -37,6 +40,8 @@ pub struct Runtime {
     linker: Linker<CallState>,
     cache: CompileCache,
     limits: CallLimits,
+    /// The deny rules every call's `policy` import answers from.
+    deny: Arc<Deny>,
 }
 
 /// A compiled component, ready to instantiate.
@@ -47,8 +52,9 @@ pub struct Loaded {
 
 impl Runtime {
     /// Builds the engine (pooling allocator, epoch interruption) and starts the
-    /// epoch clock. `cache_dir` holds compiled artifacts; `None` compiles each start.
-    pub fn new(limits: CallLimits, cache_dir: Option<cap_std::fs::Dir>) -> anyhow::Result<Runtime> {
+    /// epoch clock. `cache_dir` holds compiled artifacts; `None` compiles each
+    /// start. `deny` is what tools are told to keep out of.
+    pub fn new(limits: CallLimits, cache_dir: Option<cap_std::fs::Dir>, deny: Arc<Deny>) -> anyhow::Result<Runtime> {
         let mut pool = PoolingAllocationConfig::default();
         pool.total_component_instances(POOL_SLOTS)
             .total_core_instances(POOL_SLOTS * 8)
@@ -75,7 +81,7 @@ impl Runtime {
         .map_err(anyhow::Error::from)?;
         start_epoch_clock(&engine);
         let cache = CompileCache::new(cache_dir, &engine);
-        Ok(Runtime { engine, linker, cache, limits })
+        Ok(Runtime { engine, linker, cache, limits, deny })
     }
 
     /// Compiles (or loads from the cache) a component and links it.

@@ -212,8 +212,14 @@ impl Glob {
             Patterns::One(one) => vec![one],
             Patterns::Many(many) => many,
         };
-        let options =
-            Options { root, patterns, hidden: args.hidden, no_ignore: args.no_ignore, include_dirs: args.include_dirs };
+        let options = Options {
+            root,
+            patterns,
+            hidden: args.hidden,
+            no_ignore: args.no_ignore,
+            include_dirs: args.include_dirs,
+            denied: cordon_sdk::policy::Denied::for_walk(),
+        };
         let start = Start::decode(resume)?;
         let source = match args.sort {
             Sort::Path => Source::Path(Box::new(Walker::new(&options, start.source.map(PathBuf::from))?)),

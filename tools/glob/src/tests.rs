@@ -180,6 +180,7 @@ fn newest_first_breaks_ties_by_path_and_has_a_limit() {
         hidden: false,
         no_ignore: false,
         include_dirs: false,
+        denied: None,
     };
     let mut walker = Walker::new(&options, None).unwrap();
     let err = walk::collect_newest_first(&mut walker, None, 3).unwrap_err();

@@ -11,6 +11,7 @@
 use std::cmp::Reverse;
 use std::path::{Path, PathBuf};
 
+use cordon_sdk::policy::Denied;
 use cordon_sdk::progress::Walked;
 use cordon_sdk::{Error, ErrorCode, paths};
 use ignore::overrides::{Override, OverrideBuilder};
@@ -34,6 +35,8 @@ pub struct Options {
     pub no_ignore: bool,
     /// Match directories as well as files.
     pub include_dirs: bool,
+    /// The server's deny rules, when it has any: matching entries are skipped.
+    pub denied: Option<Denied>,
 }
 
 /// A filesystem entry as the tool reports it.
@@ -120,13 +123,19 @@ impl Walker {
             .current_dir(&options.root)
             .overrides(overrides.clone())
             .sort_by_file_name(|a, b| a.cmp(b));
-        if let Some(after) = after.clone() {
-            let root = options.root.clone();
-            builder.filter_entry(move |entry| match entry.path().strip_prefix(&root) {
-                Ok(rel) if !rel.as_os_str().is_empty() => {
-                    rel > after.as_path() || (is_dir(entry) && after.starts_with(rel))
+        let denied = options.denied.clone();
+        if after.is_some() || denied.is_some() {
+            let (root, after) = (options.root.clone(), after.clone());
+            builder.filter_entry(move |entry| {
+                if denied.as_ref().is_some_and(|denied| denied.denies(entry.path())) {
+                    return false;
                 }
-                _ => true,
+                match (entry.path().strip_prefix(&root), &after) {
+                    (Ok(rel), Some(after)) if !rel.as_os_str().is_empty() => {
+                        rel > after.as_path() || (is_dir(entry) && after.starts_with(rel))
+                    }
+                    _ => true,
+                }
             });
         }
         Ok(Walker {

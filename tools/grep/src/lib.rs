@@ -165,7 +165,8 @@ impl Grep {
                 format!("the resume position is not inside `{shown}`; start the search again"),
             ));
         }
-        let spec = WalkSpec { hidden: args.hidden, no_ignore: args.no_ignore, overrides, types };
+        let denied = cordon_sdk::policy::Denied::for_walk();
+        let spec = WalkSpec { hidden: args.hidden, no_ignore: args.no_ignore, overrides, types, denied };
         let walker = Walker::new(root, &target, meta.is_dir(), spec, position.as_ref().map(|p| p.path.clone()));
         let plan = Plan {
             mode: args.output_mode,

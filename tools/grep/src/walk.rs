@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use cordon_sdk::policy::Denied;
 use ignore::overrides::Override;
 use ignore::types::Types;
 use ignore::{Walk, WalkBuilder};
@@ -32,6 +33,8 @@ pub struct WalkSpec {
     pub overrides: Override,
     /// The file type filter.
     pub types: Types,
+    /// The server's deny rules, when it has any: matching entries are skipped.
+    pub denied: Option<Denied>,
 }
 
 /// The files to search, one at a time.
@@ -128,9 +131,13 @@ impl Walker {
         }
         let target = self.target.clone();
         let resume = self.resume.clone();
-        if seen.is_some() || resume.is_some() {
+        let denied = spec.denied.clone();
+        if seen.is_some() || resume.is_some() || denied.is_some() {
             builder.filter_entry(move |entry| {
                 let path = entry.path();
+                if denied.as_ref().is_some_and(|denied| denied.denies(path)) {
+                    return false;
+                }
                 if let Some(seen) = &seen {
                     if path == target {
                         // A symlink is not descended into: walk it on its own.

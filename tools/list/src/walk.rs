@@ -7,6 +7,7 @@
 //! is a plain comparison and a directory lying wholly before a resume position
 //! is never read.
 
+use cordon_sdk::policy::Denied;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
@@ -61,6 +62,8 @@ pub struct Lister {
     max_depth: u32,
     hidden: bool,
     after: Option<PathBuf>,
+    /// The server's deny rules, when it has any: matching entries are skipped.
+    denied: Option<Denied>,
     /// How far the walk got.
     pub counts: Counts,
     walked: Walked,
@@ -68,11 +71,19 @@ pub struct Lister {
 
 impl Lister {
     /// Lists `dir` down to `max_depth` levels, with or without hidden entries,
-    /// starting after `after` (a path relative to `dir`).
-    pub fn new(dir: &Path, max_depth: u32, hidden: bool, after: Option<PathBuf>) -> Result<Lister, Error> {
+    /// starting after `after` (a path relative to `dir`), leaving out what
+    /// `denied` matches.
+    pub fn new(
+        dir: &Path,
+        max_depth: u32,
+        hidden: bool,
+        after: Option<PathBuf>,
+        denied: Option<Denied>,
+    ) -> Result<Lister, Error> {
         let names = read_names(dir, hidden).map_err(|e| Error::io(&format!("`{}`", dir.display()), &e))?;
         let root = Level { dir: dir.to_path_buf(), rel: PathBuf::new(), names, next: 0, depth: 1 };
-        Ok(Lister { stack: vec![root], max_depth, hidden, after, counts: Counts::default(), walked: Walked::default() })
+        let (counts, walked) = (Counts::default(), Walked::default());
+        Ok(Lister { stack: vec![root], max_depth, hidden, after, denied, counts, walked })
     }
 
     /// The entries looked at so far (described, or found to have vanished).
@@ -96,6 +107,9 @@ impl Lister {
             let emit = after.is_none_or(|after| rel.as_path() > after);
             let holds_rest = after.is_some_and(|after| after.starts_with(&rel) && after != rel);
             if !emit && !holds_rest && after != Some(rel.as_path()) {
+                continue;
+            }
+            if self.denied.as_ref().is_some_and(|denied| denied.denies(&path)) {
                 continue;
             }
             self.walked.step();

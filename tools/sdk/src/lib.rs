@@ -5,7 +5,7 @@
 //! provides the WIT bindings, the conversion of errors and chunks, resolving a
 //! client's path inside the granted roots ([`paths`]), and [`items::Items`],
 //! which pages a sequence of JSON items (splitting large ones) for item tools,
-//! and [`progress`] reports for long calls.
+//! [`progress`] reports for long calls, and the server's deny rules ([`policy`]).
 //!
 //! The logic of a tool stays plain Rust, testable natively; only
 //! `export_tool!` is specific to `wasm32`.
@@ -17,6 +17,7 @@ pub mod host;
 pub mod items;
 pub mod outcome;
 pub mod paths;
+pub mod policy;
 pub mod progress;
 pub mod tool;
 pub mod types;

@@ -14,7 +14,8 @@ use crate::error::{Error, ErrorCode};
 ///
 /// A relative path is taken relative to the first root. The result is normalised
 /// lexically (`.` dropped, `..` applied) without touching the filesystem and must
-/// lie inside one of the roots.
+/// lie inside one of the roots, and not be denied by the server's deny rules
+/// ([`crate::policy::check`]).
 pub fn resolve(roots: &[String], input: &str) -> Result<PathBuf, Error> {
     if input.is_empty() {
         return Err(Error::new(ErrorCode::InvalidArgument, "`path` is empty"));
@@ -31,12 +32,15 @@ pub fn resolve(roots: &[String], input: &str) -> Result<PathBuf, Error> {
     let joined = if Path::new(input).is_absolute() { PathBuf::from(input) } else { Path::new(first).join(input) };
     let normal = normalize(&joined);
     if roots.iter().any(|root| normal.starts_with(root)) {
+        crate::policy::check(&normal, input)?;
         Ok(normal)
     } else {
         Err(Error::new(
             ErrorCode::PermissionDenied,
             format!(
-                "`{input}` resolves to {}, which is outside every granted root ({})",
+                "`{input}` resolves to {}, which is outside every root granted to this call ({}); using it needs a \
+                 root that covers it (`--root DIR` or `[[roots]]` in the configuration) and, if the client set \
+                 roots, one of the client's",
                 normal.display(),
                 roots.join(", ")
             ),

@@ -1,0 +1,286 @@
+//! The configuration file, `cordon.toml`: roots, deny rules, limits and where
+//! to listen, so a team can review one file instead of a command line.
+//!
+//! The file is optional (`--config FILE` or `CORDON_CONFIG`). A flag given on
+//! the command line (or by its environment variable) wins over the file; the
+//! file wins over the built-in defaults. Paths in the file are relative to the
+//! file's directory. Secrets are never read from the file: the token and the
+//! cursor key come from the environment (`CORDON_TOKEN`, `CORDON_CURSOR_KEY`)
+//! or a flag. Anything the file says that Cordon does not understand — an
+//! unknown key, a limit that is not a number, a negative size — refuses to
+//! start, with the line it is on.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Deserializer};
+
+use crate::ambient;
+use crate::policy::{Mode, RootSpec};
+
+/// What `cordon.toml` may say. Every key is optional.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct FileConfig {
+    /// The roots: `"DIR"`, `"DIR:ro"`, or `{ path = "DIR", mode = "ro" }`.
+    pub roots: Option<Vec<RootEntry>>,
+    /// Deny rules: globs relative to each root that no tool may open or list.
+    pub deny: Option<Vec<String>>,
+    /// Offer no tool that writes; every root read-only.
+    pub read_only: Option<bool>,
+    /// Where compiled tools and the cursor key are kept.
+    pub state_dir: Option<PathBuf>,
+    /// Compile the tools at every start instead of caching them.
+    pub no_cache: Option<bool>,
+    /// Extra tool components to load.
+    pub components: Option<Vec<PathBuf>>,
+    /// Log at debug level.
+    pub debug: Option<bool>,
+    #[serde(default)]
+    pub limits: FileLimits,
+    #[serde(default)]
+    pub serve: FileServe,
+    /// Refused: secrets come from the environment.
+    #[serde(default, deserialize_with = "secret")]
+    pub token: Option<()>,
+    /// Refused: secrets come from the environment.
+    #[serde(default, deserialize_with = "secret")]
+    pub cursor_key: Option<()>,
+}
+
+/// `[limits]`: each key is the flag of the same name. Sizes in bytes are a
+/// number or a string with a unit (`"8 MiB"`, `"512KiB"`, `"4GB"`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct FileLimits {
+    pub max_line_bytes: Option<Bytes>,
+    pub max_response_bytes: Option<Bytes>,
+    pub max_concurrent_calls: Option<usize>,
+    pub page_tokens: Option<u32>,
+    pub max_page_tokens: Option<u32>,
+    pub max_page_items: Option<u32>,
+    pub max_sessions: Option<usize>,
+    pub session_ttl_secs: Option<u64>,
+    pub cursor_ttl_secs: Option<u64>,
+    pub max_upload_bytes: Option<Bytes>,
+    pub upload_ttl_secs: Option<u64>,
+    pub max_depth: Option<usize>,
+    pub memory_mib: Option<usize>,
+    pub timeout_secs: Option<f64>,
+}
+
+/// `[serve]`: where `cordon serve` listens when no flag says.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileServe {
+    pub tcp: Option<SocketAddr>,
+    pub http: Option<SocketAddr>,
+}
+
+/// A root in the file: a string as on the command line, or a table.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum RootEntry {
+    Spec(RootSpec),
+    Table(RootTable),
+}
+
+/// `{ path = "DIR", mode = "ro" | "rw" }`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RootTable {
+    path: PathBuf,
+    #[serde(default = "read_write")]
+    mode: ModeName,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum ModeName {
+    Ro,
+    Rw,
+}
+
+fn read_write() -> ModeName {
+    ModeName::Rw
+}
+
+impl RootEntry {
+    /// The root, a relative path taken from `base` (the file's directory).
+    pub fn resolve(&self, base: &Path) -> RootSpec {
+        let spec = match self {
+            RootEntry::Spec(spec) => spec.clone(),
+            RootEntry::Table(t) => RootSpec {
+                path: t.path.clone(),
+                mode: match t.mode {
+                    ModeName::Ro => Mode::ReadOnly,
+                    ModeName::Rw => Mode::ReadWrite,
+                },
+            },
+        };
+        RootSpec { path: base.join(spec.path), mode: spec.mode }
+    }
+}
+
+/// A size in bytes: a number, or a string with a unit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bytes(pub u64);
+
+impl<'de> Deserialize<'de> for Bytes {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Bytes, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Number(u64),
+            Text(String),
+        }
+        match Raw::deserialize(d).map_err(|_| {
+            serde::de::Error::custom("expected a size in bytes: a whole number, or a string such as \"8 MiB\"")
+        })? {
+            Raw::Number(n) => Ok(Bytes(n)),
+            Raw::Text(text) => parse_bytes(&text).map(Bytes).map_err(serde::de::Error::custom),
+        }
+    }
+}
+
+/// Reads a size: `1048576`, `"1 MiB"`, `"1MiB"`, `"1M"` (binary units: K,
+/// KiB, KB are all 1024).
+pub fn parse_bytes(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let (digits, unit) = text.split_at(split);
+    let number: u64 =
+        digits.parse().map_err(|_| format!("`{text}` is not a size: it must start with a whole number"))?;
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        "t" | "tb" | "tib" => 40,
+        other => return Err(format!("`{text}` has an unknown unit `{other}` (use B, KiB, MiB, GiB or TiB)")),
+    };
+    number.checked_mul(1 << shift).ok_or_else(|| format!("`{text}` is too large"))
+}
+
+/// Refuses a secret in the file, whatever its value.
+fn secret<'de, D: Deserializer<'de>>(d: D) -> Result<Option<()>, D::Error> {
+    serde::de::IgnoredAny::deserialize(d)?;
+    Err(serde::de::Error::custom(
+        "secrets are not read from the configuration file: set CORDON_TOKEN or CORDON_CURSOR_KEY in the \
+         environment (or pass --token / --cursor-key)",
+    ))
+}
+
+/// Why the configuration file cannot be used.
+#[derive(Debug)]
+pub struct ConfigError {
+    kind: ErrorKind,
+    path: PathBuf,
+}
+
+#[derive(Debug)]
+enum ErrorKind {
+    /// The file could not be read.
+    Read(std::io::Error),
+    /// The file is not valid TOML, or says something Cordon does not accept.
+    Parse(toml::de::Error),
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let path = self.path.display();
+        match &self.kind {
+            ErrorKind::Read(e) => write!(f, "the configuration file `{path}` cannot be read: {e}"),
+            ErrorKind::Parse(e) => write!(f, "the configuration file `{path}` is invalid: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// A configuration file, read and checked, and the directory its relative
+/// paths are taken from.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    pub file: FileConfig,
+    pub base: PathBuf,
+}
+
+impl Loaded {
+    /// Reads and checks the file at `path`.
+    pub fn read(path: &Path) -> Result<Loaded, ConfigError> {
+        let fail = |kind| ConfigError { kind, path: path.to_path_buf() };
+        let bytes = ambient::read_file(path).map_err(|e| fail(ErrorKind::Read(e)))?;
+        let text = String::from_utf8_lossy(&bytes);
+        let file = parse(&text).map_err(|e| fail(ErrorKind::Parse(e)))?;
+        let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        Ok(Loaded { file, base })
+    }
+
+    /// A path from the file, taken relative to the file's directory.
+    pub fn path(&self, path: &Path) -> PathBuf {
+        self.base.join(path)
+    }
+}
+
+/// Parses the text of a configuration file.
+pub fn parse(text: &str) -> Result<FileConfig, toml::de::Error> {
+    toml::from_str(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_documented_example_parses() {
+        let text = include_str!("../../cordon.example.toml");
+        let file = parse(text).unwrap_or_else(|e| panic!("cordon.example.toml: {e}"));
+        assert!(file.roots.is_some_and(|r| r.len() == 2));
+        assert!(file.deny.is_some_and(|d| d.iter().any(|r| r == ".git/**")));
+        assert_eq!(file.limits.max_line_bytes, Some(Bytes(8 << 20)));
+    }
+
+    #[test]
+    fn roots_are_strings_or_tables_relative_to_the_file() {
+        let file = parse(r#"roots = ["a", "/b:ro", { path = "c", mode = "ro" }, { path = "/d" }]"#).unwrap();
+        let roots: Vec<RootSpec> = file.roots.unwrap().iter().map(|r| r.resolve(Path::new("/etc/cordon"))).collect();
+        let expected = [
+            ("/etc/cordon/a", Mode::ReadWrite),
+            ("/b", Mode::ReadOnly),
+            ("/etc/cordon/c", Mode::ReadOnly),
+            ("/d", Mode::ReadWrite),
+        ];
+        for (root, (path, mode)) in roots.iter().zip(expected) {
+            assert_eq!((root.path.as_path(), root.mode), (Path::new(path), mode));
+        }
+    }
+
+    #[test]
+    fn sizes_take_units_and_bad_ones_say_why() {
+        assert_eq!(parse_bytes("1048576"), Ok(1 << 20));
+        assert_eq!(parse_bytes("8 MiB"), Ok(8 << 20));
+        assert_eq!(parse_bytes("512k"), Ok(512 << 10));
+        assert_eq!(parse_bytes("4GB"), Ok(4 << 30));
+        assert!(parse_bytes("lots").unwrap_err().contains("whole number"));
+        assert!(parse_bytes("3 parsecs").unwrap_err().contains("unknown unit"));
+        assert!(parse_bytes("99999999999 TiB").unwrap_err().contains("too large"));
+        let err = parse("[limits]\nmax-line-bytes = -1").unwrap_err().to_string();
+        assert!(err.contains("expected a size in bytes") && err.contains("line 2"), "{err}");
+    }
+
+    #[test]
+    fn unknown_keys_wrong_types_and_secrets_are_refused() {
+        let err = parse("rots = [\"a\"]").unwrap_err().to_string();
+        assert!(err.contains("unknown field `rots`"), "{err}");
+        let err = parse("[limits]\ntimeout-secs = \"soon\"").unwrap_err().to_string();
+        assert!(err.contains("timeout-secs") || err.contains("invalid type"), "{err}");
+        let err = parse("token = \"0123456789abcdef0\"").unwrap_err().to_string();
+        assert!(err.contains("CORDON_TOKEN"), "{err}");
+        let err = parse("cursor-key = \"00\"").unwrap_err().to_string();
+        assert!(err.contains("CORDON_CURSOR_KEY"), "{err}");
+        let err = parse("roots = [{ path = \"a\", mode = \"rx\" }]").unwrap_err().to_string();
+        assert!(err.contains("roots"), "{err}");
+    }
+}

@@ -1,0 +1,349 @@
+//! Roots, grants and deny rules: which directories a tool sees, and how.
+//!
+//! Roots come from the configuration, each read-write or read-only (all
+//! read-only when the server runs `--read-only`). A tool's preopens are the
+//! configured roots, narrowed to the client's roots when it gave some (never
+//! widened), as its manifest's access allows: a read tool gets them read-only;
+//! a write tool gets read-write roots read-write and read-only roots read-only;
+//! a tool that needs no files gets nothing. Deny rules ([`deny`]) take paths
+//! back out of every root, for every tool.
+
+pub mod deny;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::sync::Arc;
+
+use cap_std::fs::Dir;
+use wasmtime_wasi::FsPerms;
+
+use crate::ambient;
+use crate::tool::Access;
+
+pub use deny::{DenyRules, RuleError};
+
+/// Whether a root may be changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    ReadOnly,
+    ReadWrite,
+}
+
+/// A root as configured: `DIR`, `DIR:rw` or `DIR:ro`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(try_from = "String")]
+pub struct RootSpec {
+    pub path: PathBuf,
+    pub mode: Mode,
+}
+
+impl FromStr for RootSpec {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let (path, mode) = match s.rsplit_once(':') {
+            Some((path, "ro")) => (path, Mode::ReadOnly),
+            Some((path, "rw")) => (path, Mode::ReadWrite),
+            _ => (s, Mode::ReadWrite),
+        };
+        if path.is_empty() {
+            return Err("a root needs a directory: DIR, DIR:rw or DIR:ro".into());
+        }
+        Ok(RootSpec { path: PathBuf::from(path), mode })
+    }
+}
+
+impl TryFrom<String> for RootSpec {
+    type Error = String;
+
+    fn try_from(s: String) -> Result<Self, Self::Error> {
+        s.parse()
+    }
+}
+
+/// A configured root, resolved.
+#[derive(Debug, Clone)]
+pub struct Root {
+    /// The canonical absolute path; also the guest path of its preopen.
+    pub path: String,
+    pub mode: Mode,
+}
+
+/// One preopen for one call.
+#[derive(Debug, Clone)]
+pub struct Grant {
+    pub host: PathBuf,
+    pub guest: String,
+    pub perms: FsPerms,
+}
+
+/// Why the roots could not be set up.
+#[derive(Debug)]
+pub struct PolicyError {
+    kind: ErrorKind,
+    path: PathBuf,
+}
+
+#[derive(Debug)]
+enum ErrorKind {
+    /// The path could not be resolved (usually: it does not exist).
+    Unresolvable(std::io::Error),
+    /// The path exists but is not a directory.
+    NotADirectory,
+    /// The canonical path is not UTF-8, so it cannot name a WASI preopen.
+    NotUtf8,
+    /// A deny rule cannot be used.
+    Rule(RuleError),
+}
+
+impl fmt::Display for PolicyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let path = self.path.display();
+        match &self.kind {
+            ErrorKind::Unresolvable(e) => write!(f, "root `{path}` cannot be used: {e}"),
+            ErrorKind::NotADirectory => write!(f, "root `{path}` is not a directory"),
+            ErrorKind::NotUtf8 => write!(f, "root `{path}` is not valid UTF-8 once resolved"),
+            ErrorKind::Rule(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for PolicyError {}
+
+/// The configured roots, the deny rules, and the grants each tool gets.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    roots: Vec<Root>,
+    deny: Arc<Deny>,
+    read_only: bool,
+}
+
+impl Policy {
+    /// Resolves every root (which must exist and be a directory) and compiles
+    /// the deny rules. Repeated roots are kept once, read-write winning over
+    /// read-only; with `read_only`, every root is read-only.
+    pub fn new(specs: &[RootSpec], deny: &[String], read_only: bool) -> Result<Policy, PolicyError> {
+        let mut roots: Vec<Root> = Vec::new();
+        for spec in specs {
+            let fail = |kind| PolicyError { kind, path: spec.path.clone() };
+            let (canonical, is_dir) =
+                ambient::canonical_dir(&spec.path).map_err(|e| fail(ErrorKind::Unresolvable(e)))?;
+            if !is_dir {
+                return Err(fail(ErrorKind::NotADirectory));
+            }
+            let path = canonical.to_str().ok_or_else(|| fail(ErrorKind::NotUtf8))?.to_string();
+            let mode = if read_only { Mode::ReadOnly } else { spec.mode };
+            match roots.iter_mut().find(|r| r.path == path) {
+                Some(existing) if mode == Mode::ReadWrite => existing.mode = Mode::ReadWrite,
+                Some(_) => {}
+                None => roots.push(Root { path, mode }),
+            }
+        }
+        let rules = DenyRules::new(deny).map_err(|e| PolicyError { kind: ErrorKind::Rule(e), path: PathBuf::new() })?;
+        let mut handles = Vec::new();
+        if !rules.is_empty() {
+            for root in &roots {
+                let dir = ambient::open_dir(Path::new(&root.path))
+                    .map_err(|e| PolicyError { kind: ErrorKind::Unresolvable(e), path: PathBuf::from(&root.path) })?;
+                handles.push((PathBuf::from(&root.path), dir));
+            }
+        }
+        Ok(Policy { roots, deny: Arc::new(Deny { rules, roots: handles }), read_only })
+    }
+
+    pub fn roots(&self) -> &[Root] {
+        &self.roots
+    }
+
+    /// The deny rules, with what checking them needs.
+    pub fn deny(&self) -> &Arc<Deny> {
+        &self.deny
+    }
+
+    /// Whether the server runs `--read-only` (no write tools).
+    pub fn read_only(&self) -> bool {
+        self.read_only
+    }
+
+    /// The preopens a tool with this access gets: every configured root, or,
+    /// when the client gave roots (`client`, canonical paths), only the parts
+    /// of configured roots that a client root covers.
+    pub fn grants(&self, access: Access, client: Option<&[PathBuf]>) -> Vec<Grant> {
+        let perms = |root: &Root| match (access, root.mode) {
+            (Access::Write, Mode::ReadWrite) => FsPerms::ReadWrite,
+            _ => FsPerms::ReadOnly,
+        };
+        if access == Access::None {
+            return Vec::new();
+        }
+        let mut grants: Vec<Grant> = Vec::new();
+        for root in &self.roots {
+            let configured = Path::new(&root.path);
+            let scopes: Vec<&Path> = match client {
+                None => vec![configured],
+                Some(client) => client
+                    .iter()
+                    .filter_map(|c| {
+                        if c.starts_with(configured) {
+                            Some(c.as_path())
+                        } else if configured.starts_with(c) {
+                            Some(configured)
+                        } else {
+                            None
+                        }
+                    })
+                    .collect(),
+            };
+            for scope in scopes {
+                let Some(guest) = scope.to_str() else { continue };
+                if !grants.iter().any(|g| g.guest == guest) {
+                    grants.push(Grant { host: scope.to_path_buf(), guest: guest.to_string(), perms: perms(root) });
+                }
+            }
+        }
+        grants
+    }
+}
+
+/// The deny rules and the configured roots they are relative to, open as
+/// capabilities so that symlinks are resolved inside them.
+#[derive(Debug)]
+pub struct Deny {
+    rules: DenyRules,
+    /// Each configured root's path and handle (none when there are no rules).
+    roots: Vec<(PathBuf, Dir)>,
+}
+
+impl Deny {
+    /// No rules: nothing is denied.
+    pub fn none() -> Deny {
+        Deny { rules: DenyRules::none(), roots: Vec::new() }
+    }
+
+    /// The rules as configured.
+    pub fn rules(&self) -> &[String] {
+        self.rules.rules()
+    }
+
+    /// The rule that denies `path` (an absolute path; it need not exist), if
+    /// any: the path as written, relative to the deepest configured root that
+    /// holds it, and with `follow`, also its real path inside that root (the
+    /// deepest existing ancestor resolved, the rest appended), so a symlink to a
+    /// denied file or directory is denied too. A path outside every configured
+    /// root is not denied here: the sandbox refuses it.
+    pub fn check(&self, path: &Path, follow: bool) -> Option<&str> {
+        if self.rules.is_empty() {
+            return None;
+        }
+        let (root, dir) = self
+            .roots
+            .iter()
+            .filter(|(root, _)| path.starts_with(root))
+            .max_by_key(|(root, _)| root.as_os_str().len())?;
+        let relative = path.strip_prefix(root).ok()?;
+        if let Some(rule) = self.rules.denied(relative) {
+            return Some(rule);
+        }
+        if !follow {
+            return None;
+        }
+        // Resolve the deepest ancestor that exists; what follows it cannot be a link.
+        let mut existing = relative;
+        let mut rest = PathBuf::new();
+        loop {
+            let target = if existing.as_os_str().is_empty() { Path::new(".") } else { existing };
+            if let Ok(real) = dir.canonicalize(target) {
+                return self.rules.denied(&real.join(&rest));
+            }
+            let name = existing.file_name()?;
+            rest = Path::new(name).join(&rest);
+            existing = existing.parent()?;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn root_specs_parse_modes() {
+        assert_eq!("/a".parse::<RootSpec>().unwrap().mode, Mode::ReadWrite);
+        assert_eq!("/a:ro".parse::<RootSpec>().unwrap(), RootSpec { path: "/a".into(), mode: Mode::ReadOnly });
+        assert_eq!("/a:rw".parse::<RootSpec>().unwrap().path, PathBuf::from("/a"));
+        assert_eq!("/a:b".parse::<RootSpec>().unwrap().path, PathBuf::from("/a:b"));
+        assert!(":ro".parse::<RootSpec>().is_err());
+    }
+
+    #[test]
+    fn read_tools_get_every_root_read_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let rw = dir.path().join("rw");
+        let ro = dir.path().join("ro");
+        std::fs::create_dir_all(&rw).unwrap();
+        std::fs::create_dir_all(&ro).unwrap();
+        let specs = [RootSpec { path: rw, mode: Mode::ReadWrite }, RootSpec { path: ro, mode: Mode::ReadOnly }];
+        let policy = Policy::new(&specs, &[], false).unwrap();
+        assert!(policy.grants(Access::Read, None).iter().all(|g| g.perms == FsPerms::ReadOnly));
+        let write: Vec<_> = policy.grants(Access::Write, None).iter().map(|g| g.perms).collect();
+        assert_eq!(write, [FsPerms::ReadWrite, FsPerms::ReadOnly]);
+        assert!(policy.grants(Access::None, None).is_empty());
+        let read_only = Policy::new(&specs, &[], true).unwrap();
+        assert!(read_only.grants(Access::Write, None).iter().all(|g| g.perms == FsPerms::ReadOnly));
+    }
+
+    #[test]
+    fn missing_and_non_directory_roots_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f");
+        std::fs::write(&file, "x").unwrap();
+        let err = Policy::new(&[RootSpec { path: file, mode: Mode::ReadOnly }], &[], false).unwrap_err();
+        assert!(err.to_string().contains("is not a directory"), "{err}");
+        let err =
+            Policy::new(&[RootSpec { path: dir.path().join("nope"), mode: Mode::ReadOnly }], &[], false).unwrap_err();
+        assert!(err.to_string().contains("cannot be used"), "{err}");
+    }
+
+    #[test]
+    fn client_roots_narrow_the_configured_roots_and_never_widen_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().canonicalize().unwrap();
+        let (root, sub, other) = (base.join("root"), base.join("root/sub"), base.join("other"));
+        std::fs::create_dir_all(&sub).unwrap();
+        std::fs::create_dir_all(&other).unwrap();
+        let policy = Policy::new(&[RootSpec { path: root.clone(), mode: Mode::ReadWrite }], &[], false).unwrap();
+        let hosts = |client: &[PathBuf]| -> Vec<PathBuf> {
+            policy.grants(Access::Write, Some(client)).into_iter().map(|g| g.host).collect()
+        };
+        assert_eq!(hosts(&[sub.clone()]), [sub.clone()], "a client root inside narrows to it");
+        assert_eq!(hosts(std::slice::from_ref(&base)), [root.clone()], "a client root above keeps the configured one");
+        assert!(hosts(std::slice::from_ref(&other)).is_empty(), "a client root elsewhere grants nothing");
+        assert!(hosts(&[]).is_empty(), "no client roots: nothing");
+        assert_eq!(policy.grants(Access::Write, Some(&[sub.clone()]))[0].perms, FsPerms::ReadWrite);
+    }
+
+    #[test]
+    fn deny_rules_are_checked_as_written_and_through_symlinks() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        std::fs::write(root.join(".git/config"), "x").unwrap();
+        std::fs::write(root.join("app.env"), "x").unwrap();
+        std::os::unix::fs::symlink(".git", root.join("innocent")).unwrap();
+        std::os::unix::fs::symlink("app.env", root.join("notes.txt")).unwrap();
+        let rules = [".git/**".to_string(), "*.env".to_string()];
+        let policy = Policy::new(&[RootSpec { path: root.clone(), mode: Mode::ReadWrite }], &rules, false).unwrap();
+        let deny = policy.deny();
+        assert_eq!(deny.check(&root.join(".git/config"), false), Some(".git/**"));
+        assert_eq!(deny.check(&root.join("sub/new.env"), true), Some("*.env"), "need not exist");
+        assert_eq!(deny.check(&root.join("innocent/config"), false), None, "a walk does not follow");
+        assert_eq!(deny.check(&root.join("innocent/config"), true), Some(".git/**"));
+        assert_eq!(deny.check(&root.join("innocent/new-file"), true), Some(".git/**"));
+        assert_eq!(deny.check(&root.join("notes.txt"), true), Some("*.env"));
+        assert_eq!(deny.check(&root.join("src/main.rs"), true), None);
+        assert_eq!(deny.check(Path::new("/elsewhere/.git/config"), true), None, "outside: the sandbox's business");
+        let err = Policy::new(&[], &["a[".to_string()], false).unwrap_err();
+        assert!(err.to_string().contains("deny rule `a[`"), "{err}");
+    }
+}
