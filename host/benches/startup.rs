@@ -69,6 +69,8 @@ fn main() {
         state_dir: Some(state.clone()),
         cursor_key: None,
         components: Vec::new(),
+        deny: Vec::new(),
+        read_only: false,
         limits: Limits::default(),
     };
     let server = Server::start(&config).unwrap();

@@ -300,10 +300,11 @@ pub fn main() -> ExitCode {
         }
     };
     init_logging(common.debug);
-    if let (Command::Serve { tcp, http, .. }, Some(serve)) = (&mut cli.command, file_serve) {
-        if tcp.is_none() && http.is_none() {
-            (*tcp, *http) = (serve.tcp, serve.http);
-        }
+    if let (Command::Serve { tcp, http, .. }, Some(serve)) = (&mut cli.command, file_serve)
+        && tcp.is_none()
+        && http.is_none()
+    {
+        (*tcp, *http) = (serve.tcp, serve.http);
     }
     match run(cli.command) {
         Ok(code) => code,

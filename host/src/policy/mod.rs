@@ -313,14 +313,14 @@ mod tests {
         std::fs::create_dir_all(&sub).unwrap();
         std::fs::create_dir_all(&other).unwrap();
         let policy = Policy::new(&[RootSpec { path: root.clone(), mode: Mode::ReadWrite }], &[], false).unwrap();
-        let hosts = |client: &[PathBuf]| -> Vec<PathBuf> {
-            policy.grants(Access::Write, Some(client)).into_iter().map(|g| g.host).collect()
+        let hosts = |client: &PathBuf| -> Vec<PathBuf> {
+            policy.grants(Access::Write, Some(std::slice::from_ref(client))).into_iter().map(|g| g.host).collect()
         };
-        assert_eq!(hosts(&[sub.clone()]), [sub.clone()], "a client root inside narrows to it");
-        assert_eq!(hosts(std::slice::from_ref(&base)), [root.clone()], "a client root above keeps the configured one");
-        assert!(hosts(std::slice::from_ref(&other)).is_empty(), "a client root elsewhere grants nothing");
-        assert!(hosts(&[]).is_empty(), "no client roots: nothing");
-        assert_eq!(policy.grants(Access::Write, Some(&[sub.clone()]))[0].perms, FsPerms::ReadWrite);
+        assert_eq!(hosts(&sub), std::slice::from_ref(&sub), "a client root inside narrows to it");
+        assert_eq!(hosts(&base), [root], "a client root above keeps the configured one");
+        assert!(hosts(&other).is_empty(), "a client root elsewhere grants nothing");
+        assert!(policy.grants(Access::Write, Some(&[])).is_empty(), "no client roots: nothing");
+        assert_eq!(policy.grants(Access::Write, Some(std::slice::from_ref(&sub)))[0].perms, FsPerms::ReadWrite);
     }
 
     #[test]
