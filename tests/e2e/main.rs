@@ -15,6 +15,7 @@ mod interop;
 mod listing;
 mod mutate;
 mod paging;
+mod policy;
 mod protocol;
 mod sandbox;
 mod stdio;

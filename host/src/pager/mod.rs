@@ -304,7 +304,10 @@ impl Pager {
             CallFailure::Tool(e) => stale(tool, &format!("can no longer be resumed ({})", e.message)),
             other => other,
         };
-        let (mut call, pending) = match self.sessions.take(cursor.session, &cursor.resume) {
+        // A parked stream opened with other grants (another session's client roots)
+        // is not reused: the stream is reopened with this request's.
+        let parked = self.sessions.take(cursor.session, &cursor.resume).filter(|p| p.call.grants() == grants);
+        let (mut call, pending) = match parked {
             Some(parked) => (parked.call, parked.pending),
             None => {
                 tracing::debug!(tool = %tool.manifest.name, page = cursor.page, "stream gone, reopening at the cursor");

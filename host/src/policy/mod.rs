@@ -71,7 +71,7 @@ pub struct Root {
 }
 
 /// One preopen for one call.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Grant {
     pub host: PathBuf,
     pub guest: String,

@@ -29,8 +29,9 @@ pub enum Message {
     Request { id: Id, method: String, params: Option<Value> },
     /// Never answered.
     Notification { method: String, params: Option<Value> },
-    /// A response to a request the server sent; answered by nothing.
-    Response { id: Id },
+    /// A response to a request the server sent: its result, or its error
+    /// object; answered by nothing.
+    Response { id: Id, outcome: Result<Value, Value> },
 }
 
 /// A JSON-RPC error object.
@@ -102,7 +103,12 @@ pub fn parse(line: &[u8]) -> Result<Message, Rejected> {
         (Some(Value::String(method)), Some(id)) => Ok(Message::Request { id, method, params }),
         (Some(Value::String(method)), None) => Ok(Message::Notification { method, params }),
         (Some(_), id) => Err(reject(id, INVALID_REQUEST, "Invalid Request: `method` must be a string".into())),
-        (None, Some(id)) if obj.contains_key("result") || obj.contains_key("error") => Ok(Message::Response { id }),
+        (None, Some(id)) if obj.contains_key("result") => {
+            Ok(Message::Response { id, outcome: Ok(obj.remove("result").unwrap_or_default()) })
+        }
+        (None, Some(id)) if obj.contains_key("error") => {
+            Ok(Message::Response { id, outcome: Err(obj.remove("error").unwrap_or_default()) })
+        }
         (None, id) => Err(reject(id, INVALID_REQUEST, "Invalid Request: no `method`".into())),
     }
 }
@@ -183,6 +189,11 @@ fn id_value(text: &[u8]) -> Option<Id> {
 /// A notification from the server, serialized as one line.
 pub fn notification(method: &str, params: Value) -> String {
     json!({ "jsonrpc": "2.0", "method": method, "params": params }).to_string()
+}
+
+/// A request from the server, serialized as one line (without the newline).
+pub fn request(id: &Id, method: &str, params: Value) -> String {
+    json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }).to_string()
 }
 
 /// A success response, serialized as one line (without the newline).

@@ -55,9 +55,11 @@ impl Version {
 /// A request the server understands, with its parameters checked.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Request {
+    /// `roots`: the client can list its roots (`capabilities.roots`).
     Initialize {
         protocol_version: String,
         client: String,
+        roots: bool,
     },
     Discover,
     Ping,
@@ -118,6 +120,8 @@ struct InitializeParams {
     protocol_version: String,
     #[serde(default)]
     client_info: Option<ClientInfo>,
+    #[serde(default)]
+    capabilities: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -178,7 +182,8 @@ impl Request {
                 let p: InitializeParams = serde_json::from_value(params).map_err(bad)?;
                 let client =
                     p.client_info.map_or_else(|| "unknown client".into(), |c| format!("{} {}", c.name, c.version));
-                Ok(Request::Initialize { protocol_version: p.protocol_version, client })
+                let roots = p.capabilities.as_ref().and_then(|c| c.get("roots")).is_some_and(Value::is_object);
+                Ok(Request::Initialize { protocol_version: p.protocol_version, client, roots })
             }
             "server/discover" => Ok(Request::Discover),
             "ping" => Ok(Request::Ping),

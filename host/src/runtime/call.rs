@@ -197,6 +197,11 @@ impl LiveCall {
         self.store.set_epoch_deadline(1);
     }
 
+    /// The preopens the call was opened with.
+    pub fn grants(&self) -> &[Grant] {
+        &self.store.data().grants
+    }
+
     /// Lets go of the request the last page served (and so of its transport's
     /// queue) while the stream waits, parked, for its next page.
     pub fn disarm(&mut self) {

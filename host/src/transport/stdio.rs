@@ -8,5 +8,5 @@ use crate::session::Session;
 /// Serves one session on stdin/stdout until stdin closes.
 pub async fn serve(server: Arc<Server>) {
     let max_line = server.limits().max_line_bytes;
-    super::lines::serve(tokio::io::stdin(), tokio::io::stdout(), Session::new(server), max_line).await;
+    super::lines::serve(tokio::io::stdin(), tokio::io::stdout(), Session::duplex(server), max_line).await;
 }

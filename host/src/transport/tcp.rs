@@ -92,7 +92,7 @@ async fn connection(server: Arc<Server>, stream: TcpStream, token: &str) -> std:
         }
         Greeting::Authorized => {
             let max_line = server.limits().max_line_bytes;
-            super::lines::serve(reader, write, Session::new(server), max_line).await;
+            super::lines::serve(reader, write, Session::duplex(server), max_line).await;
             Ok(())
         }
     }

@@ -6,6 +6,11 @@
 //! calls come back as futures the transport runs concurrently; the session
 //! bounds how many run at once. Messages other than responses (progress, log
 //! messages) go to the `Outbox` the transport gave with the request.
+//!
+//! On transports that carry requests to the client (stdio, TCP), a legacy
+//! session asks the client for its roots, which narrow every call's (`roots`).
+
+mod roots;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -23,6 +28,7 @@ use crate::protocol::modern::{self, Headers};
 use crate::protocol::results;
 use crate::runtime::CallSignal;
 use crate::server::Server;
+use roots::ClientRoots;
 
 /// What handling a frame gives: an answer now, or a call to run.
 pub enum Handled {
@@ -68,6 +74,13 @@ impl Outbox {
             tracing::debug!(method, "notification dropped: the transport's queue is full or closed");
         }
     }
+
+    /// Sends a request of the server's to the client.
+    fn request(&self, line: String) {
+        if self.0.try_send(line).is_err() {
+            tracing::warn!("a request to the client was dropped: the transport's queue is full or closed");
+        }
+    }
 }
 
 /// One client's session over a shared server.
@@ -81,10 +94,24 @@ pub struct Session {
     inflight: Mutex<HashMap<Id, Arc<CallSignal>>>,
     /// Calls running at once.
     slots: Arc<Semaphore>,
+    /// The client's roots, when it gives some.
+    roots: ClientRoots,
 }
 
 impl Session {
+    /// A session on a transport that only answers (Streamable HTTP here: it
+    /// has no stream on which to ask the client anything).
     pub fn new(server: Arc<Server>) -> Arc<Session> {
+        Session::with(server, false)
+    }
+
+    /// A session on a transport that also carries the server's requests to the
+    /// client (stdio, TCP), so it can ask for the client's roots.
+    pub fn duplex(server: Arc<Server>) -> Arc<Session> {
+        Session::with(server, true)
+    }
+
+    fn with(server: Arc<Server>, duplex: bool) -> Arc<Session> {
         let slots = Arc::new(Semaphore::new(server.limits().max_concurrent_calls.max(1)));
         Arc::new(Session {
             server,
@@ -92,6 +119,7 @@ impl Session {
             log_level: Mutex::new(None),
             inflight: Mutex::new(HashMap::new()),
             slots,
+            roots: ClientRoots::new(duplex),
         })
     }
 
@@ -114,11 +142,13 @@ impl Session {
         match jsonrpc::parse(&line) {
             Err(rejected) => Handled::Now(Some(error_reply(rejected.id.as_ref(), &rejected.error, false))),
             Ok(Message::Notification { method, params }) => {
-                self.notification(&method, params);
+                self.notification(&method, params, out);
                 Handled::Now(None)
             }
-            Ok(Message::Response { id }) => {
-                tracing::debug!(?id, "ignored a response to no request");
+            Ok(Message::Response { id, outcome }) => {
+                if !self.roots.answered(&id, &outcome) {
+                    tracing::debug!(?id, "ignored a response to no request");
+                }
                 Handled::Now(None)
             }
             Ok(Message::Request { id, method, params }) => self.request(id, &method, params, out, headers),
@@ -147,7 +177,7 @@ impl Session {
         }))
     }
 
-    fn notification(&self, method: &str, params: Option<Value>) {
+    fn notification(&self, method: &str, params: Option<Value>, out: &Outbox) {
         match method {
             "notifications/cancelled" => {
                 let id = params.as_ref().and_then(|p| p.get("requestId")).cloned().and_then(|v| match v {
@@ -167,7 +197,12 @@ impl Session {
                     None => tracing::debug!(?id, "cancelled a request that is not running"),
                 }
             }
-            "notifications/initialized" | "notifications/roots/list_changed" => tracing::debug!(method, "notification"),
+            "notifications/initialized" | "notifications/roots/list_changed" => {
+                tracing::debug!(method, "notification");
+                if let Some(request) = self.roots.ask() {
+                    out.request(request);
+                }
+            }
             other => tracing::debug!(method = other, "unknown notification ignored"),
         }
     }
@@ -200,10 +235,11 @@ impl Session {
             };
             let negotiated = *self.version.lock().expect("version lock");
             let version = match (&request, negotiated) {
-                (Request::Initialize { protocol_version, client }, _) => {
+                (Request::Initialize { protocol_version, client, roots }, _) => {
                     let version = Version::negotiate(protocol_version);
                     tracing::info!(%client, requested = %protocol_version, negotiated = version.as_str(), "initialize");
                     *self.version.lock().expect("version lock") = Some(version);
+                    self.roots.initialized(*roots);
                     return reply(None, Ok(results::initialize_result(version)));
                 }
                 (Request::Ping, _) => return reply(None, Ok(json!({}))),
@@ -291,11 +327,22 @@ impl Session {
             if guard.signal.is_cancelled() {
                 return None;
             }
+            let client_roots = match ctx.version.is_modern() {
+                true => None,
+                false => match guard.session.roots.for_call().await {
+                    Ok(roots) => roots,
+                    Err(error) => {
+                        guard.done = true;
+                        return Some(guard.session.respond(&guard.id, Err(error), false));
+                    }
+                },
+            };
             let started = Instant::now();
             let (server, signal) = (Arc::clone(&guard.session.server), Arc::clone(&guard.signal));
-            let joined =
-                tokio::task::spawn_blocking(move || server.call_tool(&name, &arguments, ctx.version, None, &signal))
-                    .await;
+            let joined = tokio::task::spawn_blocking(move || {
+                server.call_tool(&name, &arguments, ctx.version, client_roots.as_deref().map(Vec::as_slice), &signal)
+            })
+            .await;
             guard.done = true;
             let elapsed = started.elapsed();
             if let Some(at) = guard.signal.cancelled_at() {
