@@ -33,3 +33,91 @@ pub fn read_file(path: &Path) -> io::Result<Vec<u8>> {
 pub fn open_dir(path: &Path) -> io::Result<Dir> {
     Dir::open_ambient_dir(path, ambient_authority())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    /// What reaches the filesystem by path, through the process's ambient
+    /// authority, in Rust source.
+    const AMBIENT: [&str; 11] = [
+        "std::fs",
+        "tokio::fs",
+        "File::open(",
+        "File::create(",
+        ".exists()",
+        ".is_file()",
+        ".is_dir()",
+        ".metadata()",
+        ".symlink_metadata()",
+        ".canonicalize()",
+        ".read_dir()",
+    ];
+
+    /// Each use of ambient filesystem access in `source` (up to its tests), as
+    /// `line: text`. `cap_std::fs` is a capability, not ambient.
+    fn ambient_uses(source: &str) -> Vec<String> {
+        let mut found = Vec::new();
+        for (number, line) in source.lines().enumerate() {
+            if line.trim_start().starts_with("#[cfg(test)]") {
+                break;
+            }
+            let code = line.split("//").next().unwrap_or_default();
+            let hit = AMBIENT.iter().any(|needle| {
+                code.match_indices(needle).any(|(at, _)| {
+                    // `cap_std::fs` contains `std::fs`: only a whole path counts.
+                    let before = code[..at].chars().next_back();
+                    !needle.starts_with("std") || !before.is_some_and(|c| c.is_alphanumeric() || c == '_')
+                })
+            });
+            if hit {
+                found.push(format!("{}: {}", number + 1, line.trim()));
+            }
+        }
+        found
+    }
+
+    fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                rust_files(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+
+    /// Guards the host's one rule of file access: paths are opened through
+    /// capability handles, and only this module uses ambient authority.
+    #[test]
+    fn no_host_module_but_ambient_reaches_the_filesystem_by_path() {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut files = Vec::new();
+        rust_files(&src, &mut files);
+        assert!(files.len() > 20, "the host's sources were not found under {}", src.display());
+        let mut offenders = Vec::new();
+        for file in files.iter().filter(|f| !f.ends_with("ambient.rs")) {
+            let source = std::fs::read_to_string(file).unwrap();
+            for hit in ambient_uses(&source) {
+                offenders.push(format!("{}:{hit}", file.strip_prefix(&src).unwrap().display()));
+            }
+        }
+        assert!(
+            offenders.is_empty(),
+            "host code outside ambient.rs opens paths with ambient authority; use a cap_std::fs::Dir from \
+             ambient.rs instead:\n{}",
+            offenders.join("\n")
+        );
+    }
+
+    #[test]
+    fn the_lint_sees_ambient_access_and_not_capabilities() {
+        let source = "use std::fs;\nlet d: cap_std::fs::Dir;\nlet x = tokio::fs::read(p);\n// std::fs in a comment\n\
+                      if path.exists() {}\n#[cfg(test)]\nstd::fs::write(a, b);\n";
+        assert_eq!(
+            ambient_uses(source),
+            ["1: use std::fs;", "3: let x = tokio::fs::read(p);", "5: if path.exists() {}"]
+        );
+    }
+}
