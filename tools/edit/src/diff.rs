@@ -163,12 +163,16 @@ impl Edit<'_> {
 /// long line is shown around the first of `focus` (positions in `buf`) on it.
 fn lines(buf: &[u8], from: usize, to: usize, mark: char, focus: &[usize], out: &mut Out) {
     let mut at = from;
-    while at < to {
+    // Once the diff is full nothing more is shown: stop, so a block of many
+    // replacements costs what is shown, not what was replaced.
+    while at < to && !out.full {
         let end = line_end(buf, at).min(to);
         let mut body = &buf[at..end];
         body = body.strip_suffix(b"\n").unwrap_or(body);
         body = body.strip_suffix(b"\r").unwrap_or(body);
-        let near = focus.iter().find(|&&f| f >= at && f < end).map_or(0, |&f| f - at);
+        // `focus` is ascending: find its first position on this line by bisection.
+        let next = focus.partition_point(|&f| f < at);
+        let near = focus.get(next).filter(|&&f| f < end).map_or(0, |&f| f - at);
         out.push(&format!("{mark}{}", excerpt(body, near)));
         if end == buf.len() && buf.last() != Some(&b'\n') {
             out.push("\\ No newline at end of file");
