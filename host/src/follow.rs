@@ -13,7 +13,12 @@ use crate::server::Server;
 /// Calls `tool` and every continuation. Without `jsonl` the payload is written
 /// raw (text as is, base64 blobs decoded), so stdout receives exactly the bytes
 /// of the whole result; with it, each page's MCP result is one JSON line.
-pub fn follow(server: &Server, tool: &str, mut arguments: Value, jsonl: bool) -> anyhow::Result<ExitCode> {
+pub fn follow(
+    server: &std::sync::Arc<Server>,
+    tool: &str,
+    mut arguments: Value,
+    jsonl: bool,
+) -> anyhow::Result<ExitCode> {
     // Continuations carry the cursor and the caller's page size, nothing else.
     let mut paging = serde_json::Map::new();
     for name in ["max_tokens", "page_size"] {

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use serde_json::{Value, json};
@@ -16,7 +16,7 @@ use crate::protocol::jsonrpc::ErrorObject;
 use crate::protocol::mcp::Version;
 use crate::protocol::results as mcp;
 use crate::registry::{Origin, Registry, Tool};
-use crate::runtime::{CallFailure, CallLimits, CallSignal, Runtime};
+use crate::runtime::{CallFailure, CallLimits, CallSignal, LimitError, Runtime};
 use crate::staging::{self, UPLOAD_TOOL};
 use crate::tool::Access;
 use crate::uploads::{UploadLimits, Uploads};
@@ -63,11 +63,35 @@ impl Default for Limits {
                 memory_bytes: 256 * 1024 * 1024,
                 table_elements: 100_000,
                 instances: 64,
+                max_handles: 1024,
+                max_chunk_bytes: 4 * 1024 * 1024,
+                max_info_bytes: 64 * 1024,
                 wall_time: Duration::from_secs(30),
+                host_grace: Duration::from_secs(1),
             },
             pages: PageLimits::default(),
             uploads: UploadLimits::default(),
         }
+    }
+}
+
+impl Limits {
+    /// Refuses a limit that is zero (nothing runs unlimited, and a zero limit
+    /// would refuse everything) or out of range; the error names it.
+    pub fn validate(&self) -> Result<(), LimitError> {
+        self.call.validate()?;
+        let counts = [
+            ("max_line_bytes", self.max_line_bytes),
+            ("max_response_bytes", self.max_response_bytes),
+            ("max_concurrent_calls", self.max_concurrent_calls),
+            ("page_tokens", self.pages.default_tokens as usize),
+            ("max_page_tokens", self.pages.max_tokens as usize),
+            ("max_page_items", self.pages.max_items as usize),
+        ];
+        if let Some((name, _)) = counts.iter().find(|(_, n)| *n == 0) {
+            return Err(LimitError::Zero(name));
+        }
+        Ok(())
     }
 }
 
@@ -84,6 +108,7 @@ pub struct Server {
 impl Server {
     /// Resolves the roots, builds the runtime and loads the built-in tools.
     pub fn start(config: &Config) -> anyhow::Result<Arc<Server>> {
+        config.limits.validate()?;
         let policy = Policy::new(&config.roots, &config.deny, config.read_only)?;
         let state = match &config.state_dir {
             Some(dir) => Some(ambient::create_dir_handle(dir).with_context(|| format!("open {}", dir.display()))?),
@@ -156,8 +181,11 @@ impl Server {
     /// `client_roots` narrows the roots to the client's (canonical paths), when
     /// it gave some. `signal` carries the request's cancellation and progress.
     /// Blocks: call it from a thread that may block.
+    /// The guest runs on a thread of its own and the answer comes by the
+    /// wall-time limit plus the host grace, even from a guest blocked in a host
+    /// call.
     pub fn call_tool(
-        &self,
+        self: &Arc<Self>,
         name: &str,
         arguments: &Value,
         version: Version,
@@ -173,7 +201,8 @@ impl Server {
                 Err(e) => mcp::call_failure(CallFailure::Tool(e), version),
             };
         }
-        let tool = self.registry.get(name).ok_or_else(|| self.not_offered(name))?;
+        let deadline = Instant::now() + self.limits.call.wall_time;
+        let tool = Arc::clone(self.registry.get(name).ok_or_else(|| self.not_offered(name))?);
         let (paging, args) = Paging::split(arguments)?;
         let mut args = match args {
             Value::Object(map) => map,
@@ -188,7 +217,11 @@ impl Server {
             Origin::Component(_) => Vec::new(),
         };
         grants.extend(attached.as_ref().map(|a| a.grant.clone()));
-        match self.pager.page(&self.runtime, &grants, tool, Value::Object(args), paging, signal) {
+        let (server, request) = (Arc::clone(self), Arc::clone(signal));
+        let page = self.runtime.bounded(name, deadline, signal, move || {
+            server.pager.page(&server.runtime, &grants, &tool, Value::Object(args), paging, &request, deadline)
+        });
+        match page.map_err(PageError::Call).and_then(|page| page) {
             Ok(page) => {
                 if let Some(attached) = attached {
                     self.uploads.finish(&attached.id);
@@ -221,4 +254,20 @@ impl Server {
 fn invalid_cursor(e: &CursorError) -> ErrorObject {
     ErrorObject::new(crate::protocol::jsonrpc::INVALID_PARAMS, format!("Invalid cursor: {e}"))
         .with_data(json!({ "error": "invalid_cursor", "reason": e.reason() }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_limits_are_valid_and_a_zero_server_or_call_limit_is_refused_by_name() {
+        assert_eq!(Limits::default().validate(), Ok(()));
+        let limits = Limits { max_concurrent_calls: 0, ..Limits::default() };
+        assert_eq!(limits.validate(), Err(LimitError::Zero("max_concurrent_calls")));
+        let limits = Limits { call: CallLimits { max_handles: 0, ..Limits::default().call }, ..Limits::default() };
+        assert_eq!(limits.validate(), Err(LimitError::Zero("max_handles")));
+        let limits = Limits { pages: PageLimits { max_items: 0, ..PageLimits::default() }, ..Limits::default() };
+        assert_eq!(limits.validate(), Err(LimitError::Zero("max_page_items")));
+    }
 }

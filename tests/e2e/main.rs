@@ -13,6 +13,7 @@ mod faults;
 mod forgery;
 mod glob;
 mod grep;
+mod hostile;
 mod http;
 mod interop;
 mod listing;

@@ -14,7 +14,7 @@ pub mod page;
 pub mod sessions;
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
@@ -173,7 +173,9 @@ impl Pager {
         Budget { bytes: tokens.saturating_mul(BYTES_PER_TOKEN).max(4), items: items.max(1) }
     }
 
-    /// Produces one page of `tool`'s output for the request behind `signal`.
+    /// Produces one page of `tool`'s output for the request behind `signal`,
+    /// due by `deadline`.
+    #[allow(clippy::too_many_arguments)]
     pub fn page(
         &self,
         runtime: &Runtime,
@@ -182,13 +184,14 @@ impl Pager {
         args: Value,
         paging: Paging,
         signal: &Arc<CallSignal>,
+        deadline: Instant,
     ) -> Result<Page, PageError> {
         let budget = self.budget(&paging);
         let mut start = match &paging.cursor {
             None => {
                 tool.validate(&args).map_err(CallFailure::Tool)?;
                 let args = args.to_string();
-                let mut call = runtime.open(tool, grants, &args, None, signal)?;
+                let mut call = runtime.open(tool, grants, &args, None, signal, deadline)?;
                 let fingerprint = call.fingerprint()?;
                 Start {
                     call,
@@ -203,9 +206,9 @@ impl Pager {
                     items_before: 0,
                 }
             }
-            Some(text) => self.resume(runtime, grants, tool, &args, text, signal)?,
+            Some(text) => self.resume(runtime, grants, tool, &args, text, signal, deadline)?,
         };
-        start.call.arm(signal);
+        start.call.arm(signal, deadline);
         let mut builder = Builder::new(budget, self.limits.max_depth);
         let mut complete = false;
         let mut delivered = 0u64;
@@ -226,8 +229,8 @@ impl Pager {
             if !builder.fits(&chunk) {
                 if builder.is_empty() {
                     // Pulled for an earlier, larger page: take it again at this budget.
-                    start.call = runtime.open(tool, grants, &start.args, start.position.as_deref(), signal)?;
-                    start.call.arm(signal);
+                    start.call =
+                        runtime.open(tool, grants, &start.args, start.position.as_deref(), signal, deadline)?;
                     continue;
                 }
                 start.pending = Some(chunk);
@@ -277,6 +280,7 @@ impl Pager {
     }
 
     /// Checks a cursor and finds (or reopens) its stream.
+    #[allow(clippy::too_many_arguments)]
     fn resume(
         &self,
         runtime: &Runtime,
@@ -285,6 +289,7 @@ impl Pager {
         args: &Value,
         text: &str,
         signal: &Arc<CallSignal>,
+        deadline: Instant,
     ) -> Result<Start, PageError> {
         let cursor = Cursor::decode(text, &self.key, SystemTime::now())?;
         if cursor.tool != tool.manifest.name {
@@ -311,11 +316,12 @@ impl Pager {
             Some(parked) => (parked.call, parked.pending),
             None => {
                 tracing::debug!(tool = %tool.manifest.name, page = cursor.page, "stream gone, reopening at the cursor");
-                (runtime.open(tool, grants, &cursor.args, Some(&cursor.resume), signal).map_err(gone)?, None)
+                let call = runtime.open(tool, grants, &cursor.args, Some(&cursor.resume), signal, deadline);
+                (call.map_err(gone)?, None)
             }
         };
         // A parked store still holds its last request's deadline and signal.
-        call.arm(signal);
+        call.arm(signal, deadline);
         let now = call.fingerprint().map_err(gone)?;
         if now != cursor.fingerprint {
             let what = match (cursor.fingerprint, now) {

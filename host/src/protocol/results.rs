@@ -313,15 +313,29 @@ fn content_block(block: &Block) -> Value {
 }
 
 /// A failed call, as a result the model can read (`isError`), or, for failures
-/// that are the server's and not the call's, a JSON-RPC error.
+/// that are the server's and not the call's, a JSON-RPC error. A timeout names
+/// the limit in `structuredContent.error.limit`; an internal error says what
+/// kind of failure it was in `data.error`, and a limit's name and value.
 pub fn call_failure(failure: CallFailure, version: Version) -> Result<Value, ErrorObject> {
+    let limit = failure.limit_name();
+    let internal = |kind: &str, mut data: Value, message: String| {
+        data["error"] = kind.into();
+        Err(ErrorObject::new(super::jsonrpc::INTERNAL_ERROR, message).with_data(data))
+    };
     let (code, message) = match failure {
         CallFailure::Tool(e) => (e.code.as_str(), e.message),
-        CallFailure::Timeout => ("timeout", CallFailure::Timeout.to_string()),
+        timeout @ (CallFailure::Timeout { .. } | CallFailure::HostTimeout { .. }) => ("timeout", timeout.to_string()),
         CallFailure::Cancelled => ("cancelled", CallFailure::Cancelled.to_string()),
-        other @ (CallFailure::Trapped { .. } | CallFailure::Contract(_) | CallFailure::Host(_)) => {
-            return Err(ErrorObject::new(super::jsonrpc::INTERNAL_ERROR, other.to_string()));
+        CallFailure::Limit { ref tool, limit: hit } => {
+            let data = json!({ "tool": tool, "limit": hit.name(), "max": hit.max() });
+            return internal("limit_exceeded", data, failure.to_string());
         }
+        CallFailure::Stuck { ref tool, calls } => {
+            return internal("tool_stuck", json!({ "tool": tool, "calls": calls }), failure.to_string());
+        }
+        CallFailure::Trapped { ref tool } => return internal("trapped", json!({ "tool": tool }), failure.to_string()),
+        CallFailure::Contract(what) => return internal("contract_violation", json!({}), what),
+        CallFailure::Host(what) => return internal("host", json!({}), what),
     };
     let mut result = json!({
         "content": [{ "type": "text", "text": format!("{code}: {message}") }],
@@ -329,6 +343,9 @@ pub fn call_failure(failure: CallFailure, version: Version) -> Result<Value, Err
     });
     if version.structured() {
         result["structuredContent"] = json!({ "error": { "code": code, "message": message } });
+        if let Some(limit) = limit {
+            result["structuredContent"]["error"]["limit"] = limit.into();
+        }
     }
     Ok(result)
 }

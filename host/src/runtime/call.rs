@@ -2,32 +2,21 @@
 //! preopens, limits, and the chunk stream the tool returned.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use wasmtime::component::{ResourceAny, ResourceTable};
-use wasmtime::{ResourceLimiter, Store, UpdateDeadline};
+use wasmtime::{Store, UpdateDeadline};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::Runtime;
-use super::bindings::{CordonTool, RawManifest};
-use super::failure::CallFailure;
+use super::bindings::{CordonTool, CordonToolPre, RawManifest};
+use super::failure::{CallFailure, Seen};
+use super::limits::{CallLimiter, CallLimits, Limit};
 use super::signal::{CallSignal, Interrupted};
+use super::watchdog::Bounds;
 use crate::policy::{Deny, Grant};
 use crate::registry::Tool;
 use crate::tool::{Budget, Chunk, Fingerprint, Manifest, Summary, ToolError};
-
-/// Limits applied to every call.
-#[derive(Debug, Clone, Copy)]
-pub struct CallLimits {
-    /// The most linear memory, summed over all the call's memories, in bytes.
-    pub memory_bytes: usize,
-    /// The most table elements, summed over all tables.
-    pub table_elements: usize,
-    /// The most core and component instances.
-    pub instances: usize,
-    /// Wall time from the start of the call to its last chunk.
-    pub wall_time: Duration,
-}
 
 /// Everything a call's `Store` holds.
 pub struct CallState {
@@ -40,7 +29,7 @@ pub struct CallState {
     deny: Arc<Deny>,
     /// The request this call serves now (a parked stream serves several).
     signal: Arc<CallSignal>,
-    /// When the current page must be done.
+    /// When the request being served must be answered.
     deadline: Instant,
 }
 
@@ -64,53 +53,16 @@ impl WasiView for CallState {
     }
 }
 
-/// Caps the total memory and table size of a call, not only each one's.
-struct CallLimiter {
-    limits: CallLimits,
-    memory_used: usize,
-    table_used: usize,
-}
-
-impl ResourceLimiter for CallLimiter {
-    fn memory_growing(&mut self, current: usize, desired: usize, _max: Option<usize>) -> wasmtime::Result<bool> {
-        let total = self.memory_used - current + desired;
-        if total > self.limits.memory_bytes {
-            return Ok(false);
-        }
-        self.memory_used = total;
-        Ok(true)
-    }
-
-    fn table_growing(&mut self, current: usize, desired: usize, _max: Option<usize>) -> wasmtime::Result<bool> {
-        let total = self.table_used - current + desired;
-        if total > self.limits.table_elements {
-            return Ok(false);
-        }
-        self.table_used = total;
-        Ok(true)
-    }
-
-    fn instances(&self) -> usize {
-        self.limits.instances
-    }
-
-    fn memories(&self) -> usize {
-        self.limits.instances
-    }
-
-    fn tables(&self) -> usize {
-        self.limits.instances
-    }
-}
-
 impl Runtime {
-    /// A store for one call: only `grants` preopened, limits set, and a deadline
-    /// `time` from now. The epoch callback runs at every tick: it stops the guest
-    /// when the request is cancelled or the deadline has passed.
+    /// A store for one call: only `grants` preopened, limits set, and
+    /// `deadline`. The epoch callback runs at every tick: it stops the guest
+    /// when the request is cancelled or the deadline has passed. The call's
+    /// resource table and component handles are capped at `max_handles`, and
+    /// each transfer out of the guest at the hostcall fuel set before each call.
     fn store(
         &self,
         grants: &[Grant],
-        time: Duration,
+        deadline: Instant,
         signal: Arc<CallSignal>,
     ) -> Result<Store<CallState>, CallFailure> {
         let mut wasi = WasiCtx::builder();
@@ -119,17 +71,21 @@ impl Runtime {
             wasi.preopened_dir(&grant.host, &grant.guest, grant.perms)
                 .map_err(|e| CallFailure::Host(format!("cannot preopen {}: {e}", grant.host.display())))?;
         }
+        let mut table = ResourceTable::new();
+        table.set_max_capacity(self.limits.max_handles);
         let state = CallState {
             wasi: wasi.build(),
-            table: ResourceTable::new(),
-            limiter: CallLimiter { limits: self.limits, memory_used: 0, table_used: 0 },
+            table,
+            limiter: CallLimiter::new(self.limits),
             grants: grants.to_vec(),
             deny: Arc::clone(&self.deny),
             signal,
-            deadline: Instant::now() + time,
+            deadline,
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limiter);
+        store.set_max_component_handles(self.limits.max_handles);
+        store.set_hostcall_fuel(self.limits.work_fuel());
         store.set_epoch_deadline(1);
         store.epoch_deadline_callback(|ctx| {
             let state = ctx.data();
@@ -145,18 +101,40 @@ impl Runtime {
     }
 
     /// Asks a freshly loaded component what it is. It gets no preopens, and a
-    /// deadline of its own: a short call limit must not stop tools loading.
-    pub(crate) fn describe(&self, pre: &super::bindings::CordonToolPre<CallState>) -> Result<Manifest, String> {
-        let signal = Arc::new(CallSignal::new());
-        let mut store = self.store(&[], super::DESCRIBE_DEADLINE, signal).map_err(|e| e.to_string())?;
-        let instance = pre.instantiate(&mut store).map_err(|e| format!("instantiate: {e}"))?;
-        let raw =
-            instance.cordon_tool_tool().call_describe(&mut store).map_err(|e| format!("describe trapped: {e}"))?;
-        RawManifest(raw).check()
+    /// deadline of its own: a short call limit must not stop tools loading. It
+    /// runs under the host timeout like a call, so a component blocked in a
+    /// host call cannot hang the start.
+    pub(crate) fn describe(&self, pre: &CordonToolPre<CallState>) -> Result<Manifest, String> {
+        let deadline = Instant::now() + super::DESCRIBE_DEADLINE;
+        let mut store = self.store(&[], deadline, Arc::new(CallSignal::new())).map_err(|e| e.to_string())?;
+        let pre = pre.clone();
+        let work = move || {
+            let instance = pre.instantiate(&mut store).map_err(|e| format!("instantiate: {e}"))?;
+            let raw =
+                instance.cordon_tool_tool().call_describe(&mut store).map_err(|e| format!("describe trapped: {e}"))?;
+            RawManifest(raw).check()
+        };
+        let bounds = Bounds { wall_time: super::DESCRIBE_DEADLINE, deadline, grace: self.limits.host_grace };
+        self.watchdog.run("describe", bounds, &CallSignal::new(), work).map_err(|e| e.to_string())?
     }
 
-    /// Starts a call of `tool` with `grants` for the request behind `signal`;
-    /// the tool's own refusal is the inner error.
+    /// Runs `work` (the guest calls of the request behind `signal`, due by
+    /// `deadline`) under the host timeout: if a guest is blocked in a host call
+    /// at the deadline (or the cancellation) plus the grace, the answer is
+    /// `HostTimeout` (or `Cancelled`) and the work is left to end by itself.
+    pub fn bounded<T: Send + 'static>(
+        &self,
+        tool: &str,
+        deadline: Instant,
+        signal: &CallSignal,
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, CallFailure> {
+        let bounds = Bounds { wall_time: self.limits.wall_time, deadline, grace: self.limits.host_grace };
+        self.watchdog.run(tool, bounds, signal, work)
+    }
+
+    /// Starts a call of `tool` with `grants` for the request behind `signal`,
+    /// due by `deadline`; the tool's own refusal is the inner error.
     pub fn open(
         &self,
         tool: &Tool,
@@ -164,17 +142,43 @@ impl Runtime {
         args: &str,
         resume: Option<&str>,
         signal: &Arc<CallSignal>,
+        deadline: Instant,
     ) -> Result<LiveCall, CallFailure> {
-        let mut store = self.store(grants, self.limits.wall_time, Arc::clone(signal))?;
-        let instance = tool.pre().instantiate(&mut store).map_err(|e| CallFailure::trap(&tool.manifest.name, e))?;
-        let opened = instance
-            .cordon_tool_tool()
-            .call_open(&mut store, args, resume)
-            .map_err(|e| CallFailure::trap(&tool.manifest.name, e))?;
-        let stream = opened.map_err(|e| CallFailure::Tool(e.into()))?;
-        Ok(LiveCall { store, instance, stream, name: tool.manifest.name.clone(), wall_time: self.limits.wall_time })
+        let mut store = self.store(grants, deadline, Arc::clone(signal))?;
+        let name = &tool.manifest.name;
+        let seen = |store: &Store<CallState>| seen(store, &self.limits, Limit::ChunkBytes(self.limits.max_chunk_bytes));
+        let instance = match tool.pre().instantiate(&mut store) {
+            Ok(instance) => instance,
+            Err(e) => return Err(CallFailure::from_guest(name, e, seen(&store))),
+        };
+        let stream = match instance.cordon_tool_tool().call_open(&mut store, args, resume) {
+            Ok(opened) => opened.map_err(|e| tool_error(name, &self.limits, e.into()))?,
+            Err(e) => return Err(CallFailure::from_guest(name, e, seen(&store))),
+        };
+        Ok(LiveCall { store, instance, stream, name: name.clone(), limits: self.limits, empty_run: 0 })
     }
 }
+
+/// What the store knew when a call into it failed.
+fn seen(store: &Store<CallState>, limits: &CallLimits, output: Limit) -> Seen {
+    Seen {
+        wall_time: limits.wall_time,
+        refused: store.data().limiter.refused(),
+        output,
+        max_handles: limits.max_handles,
+    }
+}
+
+/// A tool's own error, unless its message is over `max_info_bytes`.
+fn tool_error(tool: &str, limits: &CallLimits, e: ToolError) -> CallFailure {
+    if e.message.len() > limits.max_info_bytes {
+        return CallFailure::Limit { tool: tool.to_string(), limit: Limit::InfoBytes(limits.max_info_bytes) };
+    }
+    CallFailure::Tool(e)
+}
+
+/// Empty chunks in a row after which a stream is taken to make no progress.
+const MAX_EMPTY_CHUNKS: u32 = 64;
 
 /// A call in progress: its own store and the tool's chunk stream.
 pub struct LiveCall {
@@ -182,18 +186,19 @@ pub struct LiveCall {
     instance: CordonTool,
     stream: ResourceAny,
     name: String,
-    /// The time each page gets.
-    wall_time: Duration,
+    limits: CallLimits,
+    /// Empty (continued) chunks returned in a row.
+    empty_run: u32,
 }
 
 impl LiveCall {
-    /// Readies the call for a page of the request behind `signal`: a fresh
-    /// deadline (a live stream serves many pages, each with the full wall-time
-    /// limit) and that request's cancellation and progress.
-    pub fn arm(&mut self, signal: &Arc<CallSignal>) {
+    /// Readies the call for a page of the request behind `signal`, due by
+    /// `deadline` (a live stream serves many requests, each with its own), with
+    /// that request's cancellation and progress.
+    pub fn arm(&mut self, signal: &Arc<CallSignal>, deadline: Instant) {
         let state = self.store.data_mut();
         state.signal = Arc::clone(signal);
-        state.deadline = Instant::now() + self.wall_time;
+        state.deadline = deadline;
         self.store.set_epoch_deadline(1);
     }
 
@@ -208,46 +213,57 @@ impl LiveCall {
         self.store.data_mut().signal = Arc::new(CallSignal::new());
     }
 
-    /// The next chunk within `budget`, `None` at the end.
+    /// The next chunk within `budget` (its bytes lowered to `max_chunk_bytes`),
+    /// `None` at the end. A chunk over `max_chunk_bytes` is refused by the
+    /// hostcall fuel before it is copied out of the guest.
     pub fn next(&mut self, budget: Budget) -> Result<Option<Chunk>, CallFailure> {
-        let result = self
-            .instance
-            .cordon_tool_tool()
-            .chunk_stream()
-            .call_next(&mut self.store, self.stream, budget.into())
-            .map_err(|e| self.trap(e))?;
-        let chunk: Option<Chunk> = result.map_err(|e| CallFailure::Tool(ToolError::from(e)))?.map(Chunk::from);
-        if let Some(chunk) = &chunk {
-            let (bytes, items) = (chunk.payload.len(), chunk.budget_items());
-            if bytes > budget.bytes as usize || items > budget.items || (bytes == 0 && !chunk.continued) {
-                return Err(CallFailure::Contract(format!(
-                    "tool `{}` returned a chunk of {bytes} bytes and {items} items for a budget of {} bytes and {} items",
-                    self.name, budget.bytes, budget.items
-                )));
-            }
+        let budget = Budget { bytes: budget.bytes.min(self.limits.max_chunk_bytes as u32).max(4), ..budget };
+        self.store.set_hostcall_fuel(self.limits.work_fuel());
+        let result =
+            self.instance.cordon_tool_tool().chunk_stream().call_next(&mut self.store, self.stream, budget.into());
+        let result = result.map_err(|e| self.trap(e, Limit::ChunkBytes(self.limits.max_chunk_bytes)))?;
+        let chunk = match result {
+            Ok(chunk) => chunk.map(Chunk::from),
+            Err(e) => return Err(tool_error(&self.name, &self.limits, e.into())),
+        };
+        let Some(chunk) = chunk else { return Ok(None) };
+        let (bytes, items) = (chunk.payload.len(), chunk.budget_items());
+        if bytes > budget.bytes as usize || items > budget.items || (bytes == 0 && !chunk.continued) {
+            return Err(CallFailure::Contract(format!(
+                "tool `{}` returned a chunk of {bytes} bytes and {items} items for a budget of {} bytes and {} items",
+                self.name, budget.bytes, budget.items
+            )));
         }
-        Ok(chunk)
+        if chunk.resume.len() > self.limits.max_info_bytes {
+            return Err(CallFailure::Limit {
+                tool: self.name.clone(),
+                limit: Limit::InfoBytes(self.limits.max_info_bytes),
+            });
+        }
+        self.empty_run = if bytes == 0 { self.empty_run + 1 } else { 0 };
+        if self.empty_run >= MAX_EMPTY_CHUNKS {
+            return Err(CallFailure::Contract(format!(
+                "tool `{}` returned {MAX_EMPTY_CHUNKS} empty chunks in a row; a stream must make progress",
+                self.name
+            )));
+        }
+        Ok(Some(chunk))
     }
 
     /// What the tool can tell about the whole output now.
     pub fn summary(&mut self) -> Result<Summary, CallFailure> {
-        let raw = self
-            .instance
-            .cordon_tool_tool()
-            .chunk_stream()
-            .call_summary(&mut self.store, self.stream)
-            .map_err(|e| self.trap(e))?;
+        self.store.set_hostcall_fuel(self.limits.max_info_bytes);
+        let raw = self.instance.cordon_tool_tool().chunk_stream().call_summary(&mut self.store, self.stream);
+        let raw = raw.map_err(|e| self.trap(e, Limit::InfoBytes(self.limits.max_info_bytes)))?;
         Summary::try_from(raw).map_err(|e| CallFailure::Contract(format!("tool `{}`: {e}", self.name)))
     }
 
-    /// The tool's `info` object about the whole output.
+    /// The tool's `info` object about the whole output; one over
+    /// `max_info_bytes` is refused before it is copied out of the guest.
     pub fn info(&mut self) -> Result<serde_json::Value, CallFailure> {
-        let text = self
-            .instance
-            .cordon_tool_tool()
-            .chunk_stream()
-            .call_info(&mut self.store, self.stream)
-            .map_err(|e| self.trap(e))?;
+        self.store.set_hostcall_fuel(self.limits.max_info_bytes);
+        let text = self.instance.cordon_tool_tool().chunk_stream().call_info(&mut self.store, self.stream);
+        let text = text.map_err(|e| self.trap(e, Limit::InfoBytes(self.limits.max_info_bytes)))?;
         match serde_json::from_str::<serde_json::Value>(&text) {
             Ok(value @ serde_json::Value::Object(_)) => Ok(value),
             _ => Err(CallFailure::Contract(format!("tool `{}` returned an info that is not a JSON object", self.name))),
@@ -256,16 +272,16 @@ impl LiveCall {
 
     /// The fingerprint of the file the stream pages, read now, if any.
     pub fn fingerprint(&mut self) -> Result<Option<Fingerprint>, CallFailure> {
-        let f = self
-            .instance
-            .cordon_tool_tool()
-            .chunk_stream()
-            .call_fingerprint(&mut self.store, self.stream)
-            .map_err(|e| self.trap(e))?;
-        Ok(f.map_err(|e| CallFailure::Tool(e.into()))?.map(Fingerprint::from))
+        self.store.set_hostcall_fuel(self.limits.max_info_bytes);
+        let f = self.instance.cordon_tool_tool().chunk_stream().call_fingerprint(&mut self.store, self.stream);
+        let f = f.map_err(|e| self.trap(e, Limit::InfoBytes(self.limits.max_info_bytes)))?;
+        match f {
+            Ok(f) => Ok(f.map(Fingerprint::from)),
+            Err(e) => Err(tool_error(&self.name, &self.limits, e.into())),
+        }
     }
 
-    fn trap(&self, err: wasmtime::Error) -> CallFailure {
-        CallFailure::trap(&self.name, err)
+    fn trap(&self, err: wasmtime::Error, output: Limit) -> CallFailure {
+        CallFailure::from_guest(&self.name, err, seen(&self.store, &self.limits, output))
     }
 }

@@ -1,10 +1,15 @@
 //! Why a call did not produce its output. Tool errors (the WIT `error`) and
 //! traps are kept apart: a tool error is the tool's answer and goes to the
 //! client as it is; a trap means the guest is broken or was stopped, its store
-//! is dropped, and the client learns only what kind of failure it was.
+//! is dropped, and the client learns only what kind of failure it was, and
+//! which limit stopped it when one did.
 
 use std::fmt;
+use std::time::Duration;
 
+use wasmtime::component::ResourceTableError;
+
+use super::limits::Limit;
 use super::signal::Interrupted;
 use crate::tool::ToolError;
 
@@ -12,25 +17,52 @@ use crate::tool::ToolError;
 pub enum CallFailure {
     /// The tool refused the call with a WIT error.
     Tool(ToolError),
-    /// The call ran past its wall-time limit and was interrupted.
-    Timeout,
+    /// The call ran past its wall-time limit and the guest was interrupted.
+    Timeout { wall_time: Duration },
+    /// The call ran past its wall-time limit and its grace period while the
+    /// guest was blocked in a host call, where the epoch cannot interrupt it:
+    /// the host answered without it, and the guest stops when the host call
+    /// returns.
+    HostTimeout { wall_time: Duration },
     /// The request was cancelled and the guest interrupted; nothing is answered.
     Cancelled,
-    /// The guest trapped (a bug, or memory it could not get); details are logged.
+    /// The guest trapped (a bug); details are logged.
     Trapped { tool: String },
+    /// The guest ran into one of the call's limits and was stopped.
+    Limit { tool: String, limit: Limit },
+    /// Earlier calls of this tool are still blocked in host calls past their
+    /// deadlines; the tool gets no new calls until some of them end.
+    Stuck { tool: String, calls: usize },
     /// The tool broke a rule of the contract (e.g. a chunk over its budget).
     Contract(String),
     /// The host could not set the call up.
     Host(String),
 }
 
+/// What the store knew when a call into the guest failed, to name the limit
+/// behind a trap.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Seen {
+    pub wall_time: Duration,
+    /// The first memory or table growth the limiter refused.
+    pub refused: Option<Limit>,
+    /// The limit on what the failed call could return (its hostcall fuel).
+    pub output: Limit,
+    pub max_handles: usize,
+}
+
+/// wasmtime 48 reports these two refusals as plain messages (its types for
+/// them are private); they are recognized here, at the edge, and nowhere else.
+const FUEL_EXHAUSTED: &str = "fuel allocated for hostcalls has been exhausted";
+const HANDLES_EXHAUSTED: &str = "store handle limit exceeded";
+
 impl CallFailure {
     /// Classifies an error from calling into the guest, logging its details.
-    pub fn trap(tool: &str, err: wasmtime::Error) -> CallFailure {
+    pub(super) fn from_guest(tool: &str, err: wasmtime::Error, seen: Seen) -> CallFailure {
         match err.downcast_ref::<Interrupted>() {
             Some(Interrupted::Timeout) => {
                 tracing::warn!(tool, "call interrupted at its deadline");
-                return CallFailure::Timeout;
+                return CallFailure::Timeout { wall_time: seen.wall_time };
             }
             Some(Interrupted::Cancelled) => {
                 tracing::info!(tool, "call interrupted: cancelled");
@@ -38,8 +70,35 @@ impl CallFailure {
             }
             None => {}
         }
-        tracing::warn!(tool, "guest trapped: {err:?}");
-        CallFailure::Trapped { tool: tool.to_string() }
+        let said = |needle: &str| err.chain().any(|e| e.to_string().contains(needle));
+        let limit = if matches!(err.downcast_ref::<ResourceTableError>(), Some(ResourceTableError::Full))
+            || said(HANDLES_EXHAUSTED)
+        {
+            Some(Limit::Handles(seen.max_handles))
+        } else if said(FUEL_EXHAUSTED) {
+            Some(seen.output)
+        } else {
+            seen.refused
+        };
+        match limit {
+            Some(limit) => {
+                tracing::warn!(tool, limit = limit.name(), "guest stopped by a limit: {err:?}");
+                CallFailure::Limit { tool: tool.to_string(), limit }
+            }
+            None => {
+                tracing::warn!(tool, "guest trapped: {err:?}");
+                CallFailure::Trapped { tool: tool.to_string() }
+            }
+        }
+    }
+
+    /// The configured limit behind this failure, if a limit caused it.
+    pub fn limit_name(&self) -> Option<&'static str> {
+        match self {
+            CallFailure::Timeout { .. } | CallFailure::HostTimeout { .. } => Some("wall_time"),
+            CallFailure::Limit { limit, .. } => Some(limit.name()),
+            _ => None,
+        }
     }
 }
 
@@ -47,13 +106,31 @@ impl fmt::Display for CallFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             CallFailure::Tool(e) => write!(f, "{e}"),
-            CallFailure::Timeout => f.write_str("the call ran past its time limit and was stopped"),
+            CallFailure::Timeout { wall_time } => {
+                write!(f, "the call ran past its time limit of {:.3} s (`wall_time`) and was stopped", secs(wall_time))
+            }
+            CallFailure::HostTimeout { wall_time } => write!(
+                f,
+                "the call ran past its time limit of {:.3} s (`wall_time`) while the tool was blocked in a host \
+                 call; it was answered without the tool, which stops when that host call returns",
+                secs(wall_time)
+            ),
             CallFailure::Cancelled => f.write_str("the call was cancelled"),
             CallFailure::Trapped { tool } => {
                 write!(f, "tool `{tool}` failed inside its sandbox; the server log has details")
             }
+            CallFailure::Limit { tool, limit } => write!(f, "tool `{tool}` {limit} and was stopped"),
+            CallFailure::Stuck { tool, calls } => write!(
+                f,
+                "tool `{tool}` has {calls} earlier calls still blocked in host calls past their time limit; \
+                 it takes no new calls until they end"
+            ),
             CallFailure::Contract(what) => write!(f, "{what}"),
             CallFailure::Host(what) => write!(f, "{what}"),
         }
     }
+}
+
+fn secs(d: &Duration) -> f64 {
+    d.as_secs_f64()
 }

@@ -7,7 +7,9 @@ mod call;
 mod failure;
 mod host_files;
 mod host_policy;
+mod limits;
 mod signal;
+mod watchdog;
 
 use std::sync::Arc;
 use std::thread;
@@ -17,13 +19,16 @@ use anyhow::Context;
 use wasmtime::component::{Component, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
-pub use call::{CallLimits, CallState, LiveCall};
+pub use call::{CallState, LiveCall};
 pub use failure::CallFailure;
+pub use limits::{CallLimits, Limit, LimitError};
 pub use signal::{CallSignal, PROGRESS_INTERVAL, ProgressSink};
+pub use watchdog::MAX_STUCK_PER_TOOL;
 
 use crate::policy::Deny;
 use bindings::CordonToolPre;
 use cache::{CompileCache, Outcome};
+use watchdog::Watchdog;
 
 /// How often the epoch advances: the granularity of call deadlines.
 const EPOCH_TICK: Duration = Duration::from_millis(10);
@@ -42,6 +47,7 @@ pub struct Runtime {
     limits: CallLimits,
     /// The deny rules every call's `policy` import answers from.
     deny: Arc<Deny>,
+    watchdog: Watchdog,
 }
 
 /// A compiled component, ready to instantiate.
@@ -55,6 +61,7 @@ impl Runtime {
     /// epoch clock. `cache_dir` holds compiled artifacts; `None` compiles each
     /// start. `deny` is what tools are told to keep out of.
     pub fn new(limits: CallLimits, cache_dir: Option<cap_std::fs::Dir>, deny: Arc<Deny>) -> anyhow::Result<Runtime> {
+        limits.validate()?;
         let mut pool = PoolingAllocationConfig::default();
         pool.total_component_instances(POOL_SLOTS)
             .total_core_instances(POOL_SLOTS * 8)
@@ -81,7 +88,7 @@ impl Runtime {
         .map_err(anyhow::Error::from)?;
         start_epoch_clock(&engine);
         let cache = CompileCache::new(cache_dir, &engine);
-        Ok(Runtime { engine, linker, cache, limits, deny })
+        Ok(Runtime { engine, linker, cache, limits, deny, watchdog: Watchdog::default() })
     }
 
     /// Compiles (or loads from the cache) a component and links it.

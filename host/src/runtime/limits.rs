@@ -1,0 +1,255 @@
+//! What one call may use, and the limiter that holds a call's store to it.
+//!
+//! Every limit fails closed: memory and table growth past the limit is refused
+//! (the guest sees `memory.grow` fail; a Rust guest then aborts), a resource
+//! past `max_handles` is refused by the store's tables (a trap), and output
+//! past `max_chunk_bytes` / `max_info_bytes` is refused by wasmtime's hostcall
+//! fuel before it is copied out of the guest. The limiter remembers what it
+//! refused, so a trap that follows is reported as that limit.
+
+use std::fmt;
+use std::time::Duration;
+
+use wasmtime::ResourceLimiter;
+
+/// Limits applied to every call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallLimits {
+    /// The most linear memory, summed over all the call's memories, in bytes.
+    pub memory_bytes: usize,
+    /// The most table elements, summed over all tables.
+    pub table_elements: usize,
+    /// The most core and component instances.
+    pub instances: usize,
+    /// The most resources a call holds at once: host (WASI) resources such as
+    /// open files, directory streams and pollables, and the guest's own.
+    pub max_handles: usize,
+    /// The most payload bytes one chunk may carry, whatever the page budget;
+    /// larger budgets are lowered to it.
+    pub max_chunk_bytes: usize,
+    /// The most bytes of any other text a tool returns at once: its `info`, a
+    /// summary, an error message, a resume position.
+    pub max_info_bytes: usize,
+    /// Wall time from the start of a request to its answer.
+    pub wall_time: Duration,
+    /// How long past `wall_time` the host waits for a guest stuck in a host
+    /// call (which the epoch deadline cannot interrupt) before answering
+    /// without it.
+    pub host_grace: Duration,
+}
+
+/// A limit that cannot be used as configured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LimitError {
+    /// The limit is zero, which would refuse every call.
+    Zero(&'static str),
+    /// The limit is above what the host can represent.
+    AboveMaximum { name: &'static str, max: u64 },
+}
+
+impl fmt::Display for LimitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LimitError::Zero(name) => {
+                write!(f, "the limit `{name}` is zero; every limit must be positive (nothing runs unlimited)")
+            }
+            LimitError::AboveMaximum { name, max } => write!(f, "the limit `{name}` is above its maximum of {max}"),
+        }
+    }
+}
+
+impl std::error::Error for LimitError {}
+
+impl CallLimits {
+    /// Refuses a zero limit (nothing may run unlimited, and zero would refuse
+    /// everything) and a chunk limit above what a budget can carry.
+    pub fn validate(&self) -> Result<(), LimitError> {
+        let counts = [
+            ("memory_bytes", self.memory_bytes),
+            ("table_elements", self.table_elements),
+            ("instances", self.instances),
+            ("max_handles", self.max_handles),
+            ("max_chunk_bytes", self.max_chunk_bytes),
+            ("max_info_bytes", self.max_info_bytes),
+        ];
+        let times = [("wall_time", self.wall_time), ("host_grace", self.host_grace)];
+        if let Some((name, _)) = counts.iter().find(|(_, n)| *n == 0) {
+            return Err(LimitError::Zero(name));
+        }
+        if let Some((name, _)) = times.iter().find(|(_, t)| t.is_zero()) {
+            return Err(LimitError::Zero(name));
+        }
+        if self.max_chunk_bytes > u32::MAX as usize {
+            return Err(LimitError::AboveMaximum { name: "max_chunk_bytes", max: u64::from(u32::MAX) });
+        }
+        Ok(())
+    }
+
+    /// The hostcall fuel (the most bytes wasmtime copies out of the guest in
+    /// one transfer) while the guest produces a chunk or does its work: a chunk
+    /// and the text around it. It also bounds what the guest passes to WASI.
+    pub(super) fn work_fuel(&self) -> usize {
+        self.max_chunk_bytes.saturating_add(self.max_info_bytes)
+    }
+}
+
+/// A limit a call ran into, with its configured value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limit {
+    /// Linear memory, summed over the call's memories (`memory_bytes`).
+    Memory(usize),
+    /// Table elements, summed over the call's tables (`table_elements`).
+    Tables(usize),
+    /// Resources held at once (`max_handles`).
+    Handles(usize),
+    /// Payload bytes of one chunk (`max_chunk_bytes`).
+    ChunkBytes(usize),
+    /// Bytes of an `info`, summary, message or resume position (`max_info_bytes`).
+    InfoBytes(usize),
+}
+
+impl Limit {
+    /// The limit's name in the configuration.
+    pub fn name(self) -> &'static str {
+        match self {
+            Limit::Memory(_) => "memory_bytes",
+            Limit::Tables(_) => "table_elements",
+            Limit::Handles(_) => "max_handles",
+            Limit::ChunkBytes(_) => "max_chunk_bytes",
+            Limit::InfoBytes(_) => "max_info_bytes",
+        }
+    }
+
+    /// The configured value.
+    pub fn max(self) -> usize {
+        match self {
+            Limit::Memory(n) | Limit::Tables(n) | Limit::Handles(n) | Limit::ChunkBytes(n) | Limit::InfoBytes(n) => n,
+        }
+    }
+}
+
+impl fmt::Display for Limit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (max, name) = (self.max(), self.name());
+        match self {
+            Limit::Memory(_) => write!(f, "asked for more than the {max} bytes of memory a call may use (`{name}`)"),
+            Limit::Tables(_) => write!(f, "asked for more than the {max} table elements a call may use (`{name}`)"),
+            Limit::Handles(_) => write!(f, "held more than the {max} open handles a call may hold (`{name}`)"),
+            Limit::ChunkBytes(_) => write!(f, "returned a chunk over the {max} bytes a chunk may carry (`{name}`)"),
+            Limit::InfoBytes(_) => {
+                write!(f, "returned metadata or a message over the {max} bytes it may carry (`{name}`)")
+            }
+        }
+    }
+}
+
+/// Caps the total memory and table size of a call, not only each one's, and
+/// remembers the first growth it refused.
+pub(super) struct CallLimiter {
+    limits: CallLimits,
+    memory_used: usize,
+    table_used: usize,
+    refused: Option<Limit>,
+}
+
+impl CallLimiter {
+    pub(super) fn new(limits: CallLimits) -> CallLimiter {
+        CallLimiter { limits, memory_used: 0, table_used: 0, refused: None }
+    }
+
+    /// The first limit this call's growth was refused by, if any.
+    pub(super) fn refused(&self) -> Option<Limit> {
+        self.refused
+    }
+
+    fn refuse(&mut self, limit: Limit) -> bool {
+        self.refused.get_or_insert(limit);
+        false
+    }
+}
+
+impl ResourceLimiter for CallLimiter {
+    fn memory_growing(&mut self, current: usize, desired: usize, _max: Option<usize>) -> wasmtime::Result<bool> {
+        let total = (self.memory_used - current).saturating_add(desired);
+        if total > self.limits.memory_bytes {
+            return Ok(self.refuse(Limit::Memory(self.limits.memory_bytes)));
+        }
+        self.memory_used = total;
+        Ok(true)
+    }
+
+    fn memory_grow_failed(&mut self, error: wasmtime::Error) -> wasmtime::Result<()> {
+        tracing::debug!("memory growth failed: {error}");
+        self.refuse(Limit::Memory(self.limits.memory_bytes));
+        Ok(())
+    }
+
+    fn table_growing(&mut self, current: usize, desired: usize, _max: Option<usize>) -> wasmtime::Result<bool> {
+        let total = (self.table_used - current).saturating_add(desired);
+        if total > self.limits.table_elements {
+            return Ok(self.refuse(Limit::Tables(self.limits.table_elements)));
+        }
+        self.table_used = total;
+        Ok(true)
+    }
+
+    fn table_grow_failed(&mut self, error: wasmtime::Error) -> wasmtime::Result<()> {
+        tracing::debug!("table growth failed: {error}");
+        self.refuse(Limit::Tables(self.limits.table_elements));
+        Ok(())
+    }
+
+    fn instances(&self) -> usize {
+        self.limits.instances
+    }
+
+    fn memories(&self) -> usize {
+        self.limits.instances
+    }
+
+    fn tables(&self) -> usize {
+        self.limits.instances
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_limits_are_valid_and_every_zero_limit_is_refused_by_name() {
+        assert_eq!(crate::server::Limits::default().call.validate(), Ok(()));
+        type Zero = fn(&mut CallLimits);
+        let zeroed: [(&str, Zero); 8] = [
+            ("memory_bytes", |l| l.memory_bytes = 0),
+            ("table_elements", |l| l.table_elements = 0),
+            ("instances", |l| l.instances = 0),
+            ("max_handles", |l| l.max_handles = 0),
+            ("max_chunk_bytes", |l| l.max_chunk_bytes = 0),
+            ("max_info_bytes", |l| l.max_info_bytes = 0),
+            ("wall_time", |l| l.wall_time = Duration::ZERO),
+            ("host_grace", |l| l.host_grace = Duration::ZERO),
+        ];
+        for (name, zero) in zeroed {
+            let mut limits = crate::server::Limits::default().call;
+            zero(&mut limits);
+            assert_eq!(limits.validate(), Err(LimitError::Zero(name)));
+        }
+        let huge = CallLimits { max_chunk_bytes: u32::MAX as usize + 1, ..crate::server::Limits::default().call };
+        assert!(matches!(huge.validate(), Err(LimitError::AboveMaximum { name: "max_chunk_bytes", .. })));
+    }
+
+    #[test]
+    fn the_limiter_caps_memory_summed_over_memories_and_remembers_the_refusal() {
+        let limits = CallLimits { memory_bytes: 100, ..crate::server::Limits::default().call };
+        let mut limiter = CallLimiter::new(limits);
+        assert!(limiter.memory_growing(0, 60, None).unwrap());
+        assert_eq!(limiter.refused(), None);
+        // A second memory: 60 + 50 is over the call's 100, though each is under it.
+        assert!(!limiter.memory_growing(0, 50, None).unwrap());
+        assert_eq!(limiter.refused(), Some(Limit::Memory(100)));
+        assert!(limiter.memory_growing(0, 40, None).unwrap());
+        assert!(!limiter.table_growing(0, limits.table_elements + 1, None).unwrap());
+        assert_eq!(limiter.refused(), Some(Limit::Memory(100)), "the first refusal is kept");
+    }
+}

@@ -1,0 +1,284 @@
+//! The host timeout: a request's guest work runs on a thread of its own, and
+//! the caller waits for it only until the request's deadline plus a grace.
+//!
+//! The epoch deadline stops a guest while it runs wasm, but not while it is
+//! blocked inside a host call (a WASI poll on a long timer, say): wasmtime
+//! checks the epoch only in wasm code. Such a call is answered with
+//! `HostTimeout` at the deadline plus the grace, and its thread is left to
+//! finish: when the host call returns the guest is back in wasm, past its
+//! deadline, and the epoch stops it at the next tick; its store is dropped
+//! with the thread. A thread left that way is counted against its tool, and a
+//! tool with `MAX_STUCK_PER_TOOL` of them gets no new calls until one ends, so a
+//! tool that always blocks cannot hold every instance slot of the pool.
+//!
+//! Threads are reused (spawning one costs ~30 µs, a handoff to an idle one
+//! ~3 µs): a worker that finishes a call waits for the next one, up to
+//! `MAX_IDLE_WORKERS` of them; a worker left stuck rejoins when it ends.
+
+use std::collections::HashMap;
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use super::failure::CallFailure;
+use super::signal::CallSignal;
+
+/// Calls of one tool that may be left blocked in host calls at once.
+pub const MAX_STUCK_PER_TOOL: usize = 4;
+
+/// How often a waiting caller looks for a cancellation.
+const CANCEL_POLL: Duration = Duration::from_millis(50);
+
+/// Idle worker threads kept for the next calls.
+const MAX_IDLE_WORKERS: usize = 16;
+
+/// Runs requests' guest work with a host timeout; counts the calls left stuck.
+#[derive(Default)]
+pub(super) struct Watchdog {
+    stuck: Arc<Mutex<HashMap<String, usize>>>,
+    workers: Arc<Workers>,
+}
+
+type Job = Box<dyn FnOnce() + Send>;
+
+/// A job for a worker, with the way back to it: an idle worker is known by
+/// the sender of its channel, which it puts back in the idle list once done.
+struct Ticket {
+    job: Job,
+    home: mpsc::Sender<Ticket>,
+}
+
+/// Threads that run calls, reused. A worker ends when the idle list is full
+/// or gone (the runtime was dropped).
+#[derive(Default)]
+struct Workers {
+    /// Where to send a job to each idle worker.
+    idle: Mutex<Vec<mpsc::Sender<Ticket>>>,
+}
+
+impl Workers {
+    /// Runs `job` on an idle worker, or on a new one.
+    fn execute(self: &Arc<Self>, mut job: Job) -> std::io::Result<()> {
+        loop {
+            let Some(home) = self.idle.lock().expect("idle lock").pop() else { break };
+            match home.send(Ticket { job, home: home.clone() }) {
+                Ok(()) => return Ok(()),
+                // That worker is gone (a job panicked): try another.
+                Err(mpsc::SendError(ticket)) => job = ticket.job,
+            }
+        }
+        let (home, inbox) = mpsc::channel::<Ticket>();
+        home.send(Ticket { job, home: home.clone() }).expect("the receiver is here");
+        drop(home);
+        let workers = Arc::downgrade(self);
+        thread::Builder::new().name("cordon-call".into()).spawn(move || {
+            while let Ok(Ticket { job, home }) = inbox.recv() {
+                job();
+                let Some(workers) = workers.upgrade() else { return };
+                let mut idle = workers.idle.lock().expect("idle lock");
+                if idle.len() >= MAX_IDLE_WORKERS {
+                    return;
+                }
+                idle.push(home);
+            }
+        })?;
+        Ok(())
+    }
+}
+
+/// When a caller stops waiting for its call.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Bounds {
+    /// The limit the deadline comes from, to name in the answer.
+    pub wall_time: Duration,
+    /// When the request must be answered.
+    pub deadline: Instant,
+    /// How long past the deadline (or a cancellation) the caller still waits.
+    pub grace: Duration,
+}
+
+/// Where one call's worker is, as the caller and the worker agree under a lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Running,
+    /// The worker finished; its result is (being) sent.
+    Done,
+    /// The caller gave up waiting; the worker is counted as stuck.
+    Abandoned,
+}
+
+impl Watchdog {
+    /// Runs `work` on a worker thread and waits for it until `grace` past its
+    /// `deadline`, or past the request's cancellation; then answers
+    /// `HostTimeout` (the call's limit is `wall_time`) or `Cancelled` and leaves
+    /// the thread to finish on its own.
+    pub(super) fn run<T: Send + 'static>(
+        &self,
+        tool: &str,
+        bounds: Bounds,
+        signal: &CallSignal,
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, CallFailure> {
+        let Bounds { wall_time, deadline, grace } = bounds;
+        let stuck_now = self.stuck.lock().expect("stuck lock").get(tool).copied().unwrap_or(0);
+        if stuck_now >= MAX_STUCK_PER_TOOL {
+            return Err(CallFailure::Stuck { tool: tool.to_string(), calls: stuck_now });
+        }
+        let phase = Arc::new(Mutex::new(Phase::Running));
+        let (tx, rx) = mpsc::sync_channel(1);
+        let worker = {
+            let (phase, stuck, tool) = (Arc::clone(&phase), Arc::clone(&self.stuck), tool.to_string());
+            move || {
+                let result = work();
+                let mut phase = phase.lock().expect("phase lock");
+                if *phase == Phase::Abandoned {
+                    let mut stuck = stuck.lock().expect("stuck lock");
+                    if let Some(n) = stuck.get_mut(&tool) {
+                        *n -= 1;
+                    }
+                    tracing::info!(tool, "a call answered without its tool has ended");
+                    return;
+                }
+                *phase = Phase::Done;
+                drop(phase);
+                let _ = tx.send(result);
+            }
+        };
+        self.workers
+            .execute(Box::new(worker))
+            .map_err(|e| CallFailure::Host(format!("cannot start a thread for the call: {e}")))?;
+        loop {
+            let give_up = signal.cancelled_at().map_or(deadline, |at| at.min(deadline)) + grace;
+            let now = Instant::now();
+            if now >= give_up {
+                break;
+            }
+            // Woken now and then to see a cancellation, which has no wake-up of its own.
+            match rx.recv_timeout((give_up - now).min(CANCEL_POLL)) {
+                Ok(result) => return Ok(result),
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(CallFailure::Host("the call's thread ended without an answer".into()));
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+            }
+        }
+        let mut phase = phase.lock().expect("phase lock");
+        if *phase == Phase::Done {
+            drop(phase);
+            // Finished as the wait ended: its result is on the way.
+            return rx.recv().map_err(|_| CallFailure::Host("the call's thread ended without an answer".into()));
+        }
+        *phase = Phase::Abandoned;
+        let mut stuck = self.stuck.lock().expect("stuck lock");
+        let count = stuck.entry(tool.to_string()).or_insert(0);
+        *count += 1;
+        if signal.is_cancelled() {
+            tracing::warn!(tool, stuck = *count, "cancelled call blocked in a host call; let go of it");
+            return Err(CallFailure::Cancelled);
+        }
+        tracing::warn!(tool, stuck = *count, "call blocked in a host call past its deadline; answered without it");
+        Err(CallFailure::HostTimeout { wall_time })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SHORT: Duration = Duration::from_millis(50);
+    const LONG: Duration = Duration::from_secs(60);
+
+    /// Runs `work` due in `due` (grace 10 ms) for a request that is not cancelled.
+    fn run<T: Send + 'static>(
+        watchdog: &Watchdog,
+        due: Duration,
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, CallFailure> {
+        run_for(watchdog, "t", due, &CallSignal::new(), work)
+    }
+
+    fn run_for<T: Send + 'static>(
+        watchdog: &Watchdog,
+        tool: &str,
+        due: Duration,
+        signal: &CallSignal,
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, CallFailure> {
+        let bounds = Bounds { wall_time: due, deadline: Instant::now() + due, grace: Duration::from_millis(10) };
+        watchdog.run(tool, bounds, signal, work)
+    }
+
+    fn wait_for(what: &str, done: impl Fn() -> bool) {
+        let until = Instant::now() + Duration::from_secs(30);
+        while !done() {
+            assert!(Instant::now() < until, "{what} never happened");
+            thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    #[test]
+    fn work_that_ends_in_time_is_answered_with_its_result() {
+        assert_eq!(run(&Watchdog::default(), LONG, || 42), Ok(42));
+    }
+
+    #[test]
+    fn blocked_work_is_answered_at_the_deadline_and_counted_until_it_ends() {
+        let watchdog = Watchdog::default();
+        let (release, blocked) = mpsc::channel::<()>();
+        let started = Instant::now();
+        let got = run(&watchdog, SHORT, move || blocked.recv().is_ok());
+        assert_eq!(got, Err(CallFailure::HostTimeout { wall_time: SHORT }));
+        assert!(started.elapsed() < LONG);
+        assert_eq!(watchdog.stuck.lock().unwrap().get("t"), Some(&1));
+        release.send(()).unwrap();
+        wait_for("the stuck count going down", || watchdog.stuck.lock().unwrap().get("t") == Some(&0));
+    }
+
+    #[test]
+    fn a_cancelled_call_blocked_in_a_host_call_is_let_go_after_the_grace_not_the_deadline() {
+        let watchdog = Watchdog::default();
+        let signal = Arc::new(CallSignal::new());
+        let canceller = Arc::clone(&signal);
+        thread::spawn(move || {
+            thread::sleep(SHORT);
+            canceller.cancel();
+        });
+        let (_release, blocked) = mpsc::channel::<()>();
+        let started = Instant::now();
+        let got = run_for(&watchdog, "t", LONG, &signal, move || blocked.recv().is_ok());
+        assert_eq!(got, Err(CallFailure::Cancelled));
+        assert!(started.elapsed() < LONG);
+    }
+
+    #[test]
+    fn workers_are_reused_and_end_with_the_watchdog() {
+        let watchdog = Watchdog::default();
+        let first = run(&watchdog, LONG, || thread::current().id()).unwrap();
+        // The worker puts itself back in the idle list just after answering.
+        wait_for("the worker becoming idle", || !watchdog.workers.idle.lock().unwrap().is_empty());
+        let second = run(&watchdog, LONG, || thread::current().id()).unwrap();
+        assert_eq!(first, second);
+        let weak = Arc::downgrade(&watchdog.workers);
+        drop(watchdog);
+        assert!(weak.upgrade().is_none(), "an idle worker keeps the pool alive");
+    }
+
+    #[test]
+    fn a_tool_with_too_many_stuck_calls_is_refused_and_other_tools_still_run() {
+        let watchdog = Watchdog::default();
+        let (release, blocked) = mpsc::channel::<()>();
+        let blocked = Arc::new(Mutex::new(blocked));
+        for _ in 0..MAX_STUCK_PER_TOOL {
+            let blocked = Arc::clone(&blocked);
+            let got = run(&watchdog, SHORT, move || {
+                let _ = blocked.lock().unwrap().recv();
+            });
+            assert_eq!(got, Err(CallFailure::HostTimeout { wall_time: SHORT }));
+        }
+        let refused = run(&watchdog, SHORT, || ());
+        assert_eq!(refused, Err(CallFailure::Stuck { tool: "t".into(), calls: MAX_STUCK_PER_TOOL }));
+        assert_eq!(run_for(&watchdog, "other", LONG, &CallSignal::new(), || 1), Ok(1));
+        drop(release);
+    }
+}
