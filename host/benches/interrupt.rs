@@ -45,6 +45,8 @@ fn main() {
         roots: vec![RootSpec { path: root, mode: Mode::ReadOnly }],
         state_dir: Some(dir.path().join("state")),
         cursor_key: None,
+        deny: Vec::new(),
+        read_only: false,
         components: vec![HOSTILE.into()],
         limits,
     };
@@ -79,7 +81,7 @@ fn main() {
 fn lateness(server: &Arc<Server>, behaviour: &str, wall_time: Duration) -> Duration {
     let args = json!({ "behaviour": behaviour });
     let started = Instant::now();
-    let result = server.call_tool("hostile", &args, Version::LATEST, &Arc::new(CallSignal::new())).unwrap();
+    let result = server.call_tool("hostile", &args, Version::LATEST, None, &Arc::new(CallSignal::new())).unwrap();
     let answered = started.elapsed();
     let error = &result["structuredContent"]["error"];
     assert_eq!(error["code"], "timeout", "{result}");

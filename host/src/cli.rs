@@ -142,6 +142,25 @@ struct Common {
     /// Wall time one call may take, in seconds.
     #[arg(long, value_name = "SECS", default_value_t = Limits::default().call.wall_time.as_secs_f64())]
     timeout_secs: f64,
+    /// How long past the wall time the host waits for a tool stuck in a host
+    /// call (which cannot be interrupted) before answering without it, in ms.
+    #[arg(long, value_name = "MS", default_value_t = Limits::default().call.host_grace.as_millis() as u64)]
+    host_grace_ms: u64,
+    /// Resources one call may hold at once (open files, directory streams, ...).
+    #[arg(long, value_name = "N", default_value_t = Limits::default().call.max_handles)]
+    max_handles: usize,
+    /// The most payload bytes one chunk from a tool may carry.
+    #[arg(long, value_name = "BYTES", default_value_t = Limits::default().call.max_chunk_bytes, value_parser = size::<usize>)]
+    max_output_chunk_bytes: usize,
+    /// The most bytes of metadata, a summary or a message a tool may return at once.
+    #[arg(long, value_name = "BYTES", default_value_t = Limits::default().call.max_info_bytes, value_parser = size::<usize>)]
+    max_info_bytes: usize,
+    /// Table elements one call may use, summed over its tables.
+    #[arg(long, value_name = "N", default_value_t = Limits::default().call.table_elements)]
+    max_table_elements: usize,
+    /// Core and component instances one call may create.
+    #[arg(long, value_name = "N", default_value_t = Limits::default().call.instances)]
+    max_instances: usize,
     /// Log at debug level (to stderr; RUST_LOG overrides).
     #[arg(long)]
     debug: bool,
@@ -207,6 +226,12 @@ impl Common {
             max_depth,
             memory_mib,
             timeout_secs,
+            host_grace_ms,
+            max_handles,
+            max_output_chunk_bytes as usize_bytes,
+            max_info_bytes as usize_bytes,
+            max_table_elements,
+            max_instances,
         );
         Ok(Some(loaded))
     }
@@ -257,6 +282,12 @@ impl Common {
         limits.call.memory_bytes =
             self.memory_mib.checked_mul(1 << 20).ok_or_else(|| anyhow::anyhow!("--memory-mib is too large"))?;
         limits.call.wall_time = Duration::from_secs_f64(self.timeout_secs);
+        limits.call.host_grace = Duration::from_millis(self.host_grace_ms);
+        limits.call.max_handles = self.max_handles;
+        limits.call.max_chunk_bytes = self.max_output_chunk_bytes;
+        limits.call.max_info_bytes = self.max_info_bytes;
+        limits.call.table_elements = self.max_table_elements;
+        limits.call.instances = self.max_instances;
         let state_dir = if self.no_cache { None } else { self.state_dir.clone().or_else(default_state_dir) };
         Ok(Config {
             roots: self.roots.clone(),

@@ -68,6 +68,12 @@ pub struct FileLimits {
     pub max_depth: Option<usize>,
     pub memory_mib: Option<usize>,
     pub timeout_secs: Option<f64>,
+    pub host_grace_ms: Option<u64>,
+    pub max_handles: Option<usize>,
+    pub max_output_chunk_bytes: Option<Bytes>,
+    pub max_info_bytes: Option<Bytes>,
+    pub max_table_elements: Option<usize>,
+    pub max_instances: Option<usize>,
 }
 
 /// `[serve]`: where `cordon serve` listens when no flag says.

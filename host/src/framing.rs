@@ -58,7 +58,9 @@ impl Decoder for LineCodec {
                     *dropped += buf.len();
                     buf.clear();
                     self.scanned = 0;
-                } else if buf.len() > self.max {
+                } else if buf.len() > self.max + usize::from(buf.last() == Some(&b'\r')) {
+                    // A `\r` at the end may be half of the line's `\r\n`: only
+                    // the bytes before it count against the limit.
                     self.discarding = Some((buf.len(), head(buf)));
                     buf.clear();
                     self.scanned = 0;
@@ -98,7 +100,11 @@ impl Decoder for LineCodec {
             buf.clear();
             return Ok(Some(Frame::TooLong { observed, head }));
         }
-        if buf.is_empty() || buf.iter().all(|b| b.is_ascii_whitespace()) {
+        if buf.len() > self.max {
+            let line = buf.split();
+            return Ok(Some(Frame::TooLong { observed: line.len(), head: head(&line) }));
+        }
+        if buf.iter().all(|b| b.is_ascii_whitespace()) {
             buf.clear();
             return Ok(None);
         }
@@ -158,6 +164,18 @@ mod tests {
     fn an_over_long_line_cut_off_by_eof_is_reported() {
         let frames = decode_all(&mut LineCodec::new(3), &[b"abcdefgh"]);
         assert_eq!(frames, vec![too_long(8, b"abcdefgh")]);
+    }
+
+    #[test]
+    fn a_line_at_the_limit_ending_in_crlf_is_accepted_however_the_bytes_arrive() {
+        let whole = decode_all(&mut LineCodec::new(3), &[b"abc\r\nok\n"]);
+        let split = decode_all(&mut LineCodec::new(3), &[b"abc\r", b"\nok\n"]);
+        assert_eq!(whole, vec![line("abc"), line("ok")]);
+        assert_eq!(split, whole);
+        let over = decode_all(&mut LineCodec::new(3), &[b"abc\r", b"d\nok\n"]);
+        assert_eq!(over, vec![too_long(5, b"abc\rd"), line("ok")]);
+        // At the end of input, without a newline, the `\r` is part of the line.
+        assert_eq!(decode_all(&mut LineCodec::new(3), &[b"abc\r"]), vec![too_long(4, b"abc\r")]);
     }
 
     #[test]

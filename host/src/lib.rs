@@ -7,6 +7,7 @@
 //! tool component. `registry` knows which tools exist; `cli` is the front door.
 
 pub mod ambient;
+pub mod cleanup;
 pub mod cli;
 pub mod config;
 pub mod follow;

@@ -110,6 +110,8 @@ impl Server {
     pub fn start(config: &Config) -> anyhow::Result<Arc<Server>> {
         config.limits.validate()?;
         let policy = Policy::new(&config.roots, &config.deny, config.read_only)?;
+        // Stray temporary files older than this start, on a background thread.
+        crate::cleanup::spawn(policy.roots(), std::time::SystemTime::now());
         let state = match &config.state_dir {
             Some(dir) => Some(ambient::create_dir_handle(dir).with_context(|| format!("open {}", dir.display()))?),
             None => None,

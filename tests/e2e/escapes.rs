@@ -14,7 +14,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::support::{CANARY, Fixture, Outside, Server, payload};
+use crate::canary::Outside;
+use crate::support::{CANARY, Fixture, Server, payload};
 
 /// Calls a tool and checks that the answer is a tool result that never holds
 /// the canary.

@@ -3,10 +3,12 @@
 mod support;
 
 mod cache;
+mod canary;
 mod cli;
 mod clients;
 mod conformance;
 mod corpus;
+mod durability;
 mod edit;
 mod escapes;
 mod faults;

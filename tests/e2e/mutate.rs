@@ -76,13 +76,14 @@ fn mkdir_creates_missing_parents_and_reports_what_it_made() {
     let expected = json!({
         "path": s(&root.join("a/b/c")),
         "created": [s(&root.join("a")), s(&root.join("a/b")), s(&root.join("a/b/c"))],
+        "created_count": 3,
         "existed": false
     });
     assert_eq!(made, expected);
     assert!(root.join("a/b/c").is_dir());
 
     let again = item(&server.call(2, "mkdir", json!({"path": s(&root.join("a/b/c"))})));
-    assert_eq!(again, json!({"path": s(&root.join("a/b/c")), "created": [], "existed": true}));
+    assert_eq!(again, json!({"path": s(&root.join("a/b/c")), "created": [], "created_count": 0, "existed": true}));
     let existing = item(&server.call(3, "mkdir", json!({"path": "sub", "parents": false})));
     assert_eq!(existing["existed"], true);
 

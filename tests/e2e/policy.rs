@@ -170,6 +170,8 @@ fn an_invalid_configuration_refuses_to_start_naming_the_problem() {
         ("[limits]\nmemory-mib = -5\n", "memory-mib"),
         ("[limits]\ntimeout-secs = 0\n", "--timeout-secs must be a positive"),
         ("[limits]\nmax-concurrent-calls = 0\n", "limits must be positive"),
+        ("[limits]\nmax-handles = 0\n", "`max_handles` is zero"),
+        ("[limits]\nmax-info-bytes = \"1 parsec\"\n", "unknown unit"),
         ("token = \"0123456789abcdef0123\"\n", "CORDON_TOKEN"),
         ("deny = [\"a[\"]\n", "deny rule `a[`"),
         ("roots = [\"no-such-dir\"]\n", "cannot be used"),

@@ -630,62 +630,35 @@ impl Server {
     pub fn pid(&self) -> u32 {
         self.child.id()
     }
-}
 
-/// One entry of an [`Outside`] snapshot: kind, bytes (or link target), mtime.
-type Seen = (&'static str, Vec<u8>, i64, i64);
-
-/// What a fixture holds outside the served root: every entry's kind, bytes
-/// (or link target) and mtime, to check that nothing there changed.
-pub struct Outside {
-    base: PathBuf,
-    root: PathBuf,
-    entries: std::collections::BTreeMap<PathBuf, Seen>,
-}
-
-impl Outside {
-    /// Everything in the fixture but its `root/`.
-    pub fn snapshot(fx: &Fixture) -> Outside {
-        Outside::around(fx, &fx.root())
+    /// Starts `cordon serve --root ROOT` like `start`, with its stderr (logs at
+    /// info) as a second channel of lines.
+    pub fn start_logged(root: &Path, extra: &[&str]) -> (Server, Receiver<String>) {
+        let mut command = Command::new(cordon_bin());
+        command.arg("serve").arg("--root").arg(root).args(extra).env("RUST_LOG", "cordon=info");
+        if !extra.contains(&"--state-dir") {
+            command.arg("--state-dir").arg(shared_state_dir());
+        }
+        command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child = command.spawn().expect("start cordon");
+        let (lines, logs) = (read_lines(child.stdout.take().unwrap()), read_lines(child.stderr.take().unwrap()));
+        let input = child.stdin.take().map(|stdin| Box::new(stdin) as Box<dyn Write + Send>);
+        (Server { child, input, lines }, logs)
     }
 
-    /// Everything in the fixture but the served `root`.
-    pub fn around(fx: &Fixture, root: &Path) -> Outside {
-        let base = fx.dir.path().canonicalize().unwrap();
-        let mut entries = std::collections::BTreeMap::new();
-        scan_outside(&base, root, &mut entries);
-        Outside { base, root: root.to_path_buf(), entries }
-    }
-
-    /// Panics if an entry appeared, vanished or changed (bytes or mtime).
-    pub fn assert_unchanged(&self) {
-        let mut now = std::collections::BTreeMap::new();
-        scan_outside(&self.base, &self.root, &mut now);
-        let added: Vec<_> = now.keys().filter(|k| !self.entries.contains_key(*k)).collect();
-        assert!(added.is_empty(), "entries appeared outside the root: {added:?}");
-        for (path, then) in &self.entries {
-            assert_eq!(now.get(path), Some(then), "{} changed outside the root", path.display());
+    /// The next line, if one comes within `timeout`; panics if the server
+    /// closed its output.
+    pub fn recv_within(&self, timeout: Duration) -> Option<Value> {
+        match self.lines.recv_timeout(timeout) {
+            Ok(line) => Some(serde_json::from_str(&line).unwrap_or_else(|e| panic!("non-JSON line ({e}): {line}"))),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => None,
+            Err(e) => panic!("the server closed its output: {e}"),
         }
     }
-}
 
-fn scan_outside(dir: &Path, skip: &Path, out: &mut std::collections::BTreeMap<PathBuf, Seen>) {
-    use std::os::unix::fs::MetadataExt;
-    let meta = std::fs::symlink_metadata(dir).unwrap();
-    out.insert(dir.to_path_buf(), ("dir", Vec::new(), meta.mtime(), meta.mtime_nsec()));
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        let meta = std::fs::symlink_metadata(&path).unwrap();
-        let (kind, bytes) = if path == skip {
-            continue;
-        } else if meta.is_dir() {
-            scan_outside(&path, skip, out);
-            continue;
-        } else if meta.file_type().is_symlink() {
-            ("symlink", std::fs::read_link(&path).unwrap().into_os_string().into_encoded_bytes())
-        } else {
-            ("file", std::fs::read(&path).unwrap())
-        };
-        out.insert(path, (kind, bytes, meta.mtime(), meta.mtime_nsec()));
+    /// Kills the server with SIGKILL (no chance to clean up) and reaps it.
+    pub fn kill_9(mut self) {
+        self.child.kill().expect("SIGKILL cordon");
+        self.child.wait().expect("reap cordon");
     }
 }

@@ -211,6 +211,9 @@ impl Cursor {
         let signed_ok = key.mac(body.as_bytes()).verify_slice(&mac).is_ok();
         let cursor: Option<Cursor> = serde_json::from_slice(&raw).ok();
         match (signed_ok, cursor) {
+            // HMAC pads a short key with zeros, so a key and the same key with
+            // zero bytes appended sign alike: the key id tells them apart.
+            (true, Some(cursor)) if cursor.key_id != key.id => Err(CursorError::Foreign),
             (true, Some(cursor)) => {
                 if cursor.expires < unix_secs(now) {
                     return Err(CursorError::Expired);
@@ -284,6 +287,15 @@ mod tests {
     fn a_cursor_from_another_key_is_foreign() {
         let (ours, theirs) = (CursorKey::random(), CursorKey::random());
         let text = sample(&theirs).encode(&theirs);
+        assert_eq!(Cursor::decode(&text, &ours, SystemTime::now()), Err(CursorError::Foreign));
+    }
+
+    #[test]
+    fn a_key_with_zero_bytes_appended_is_another_key() {
+        let ours = CursorKey::new(vec![5; 16]).unwrap();
+        let padded = CursorKey::new([vec![5; 16], vec![0; 16]].concat()).unwrap();
+        let text = sample(&padded).encode(&padded);
+        assert!(ours.mac(b"x").finalize() == padded.mac(b"x").finalize(), "HMAC itself cannot tell them apart");
         assert_eq!(Cursor::decode(&text, &ours, SystemTime::now()), Err(CursorError::Foreign));
     }
 

@@ -42,6 +42,9 @@ impl CompileCache {
         env!("CORDON_WASMTIME_VERSION").hash(&mut hasher);
         engine.precompile_compatibility_hash().hash(&mut hasher);
         let engine_key = hex::encode(&hasher.0.finalize()[..8]);
+        if let Some(dir) = &dir {
+            remove_orphans(dir);
+        }
         CompileCache { dir, engine_key }
     }
 
@@ -93,6 +96,33 @@ fn read_checked(dir: &Dir, name: &str) -> Option<Vec<u8>> {
 
 /// Writes `artifact` plus its checksum to a temporary file and renames it into
 /// place, so a reader never sees a partial artifact.
+/// Removes the temporary artifacts of processes that are gone (killed while
+/// writing one); a live process's are left to it.
+fn remove_orphans(dir: &Dir) {
+    let Ok(entries) = dir.entries() else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = temporary_owner(&name) else { continue };
+        if !process_alive(pid) && dir.remove_file(&name).is_ok() {
+            tracing::debug!(name, "removed the temporary artifact of a process that is gone");
+        }
+    }
+}
+
+/// The process that writes the temporary artifact `name` (`.<name>.<pid>.tmp`).
+fn temporary_owner(name: &str) -> Option<i32> {
+    let inner = name.strip_prefix('.')?.strip_suffix(".tmp")?;
+    let (_, pid) = inner.rsplit_once('.')?;
+    pid.parse().ok().filter(|&pid| pid > 0)
+}
+
+/// Whether a process with this id exists (signal 0 checks without sending).
+fn process_alive(pid: i32) -> bool {
+    // SAFETY: kill with signal 0 sends nothing; it only checks the pid.
+    let sent = unsafe { libc::kill(pid, 0) };
+    sent == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+}
+
 fn write_atomically(dir: &Dir, name: &str, artifact: &[u8]) -> anyhow::Result<()> {
     let tmp = format!(".{name}.{}.tmp", std::process::id());
     let result = (|| {
@@ -118,5 +148,29 @@ impl Hasher for ShaHasher {
 
     fn finish(&self) -> u64 {
         0 // unused: the key is the SHA-256 state, read directly
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn temporary_artifacts_of_processes_that_are_gone_are_removed_and_others_kept() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).unwrap();
+        // A pid past the kernel's maximum (4194304) never exists.
+        let orphan = ".abc-123.cwasm.99999999.tmp";
+        let ours = format!(".abc-123.cwasm.{}.tmp", std::process::id());
+        for name in [orphan, &ours, "abc-123.cwasm", ".notes.tmp"] {
+            dir.write(name, b"x").unwrap();
+        }
+        assert_eq!(temporary_owner(orphan), Some(99_999_999));
+        assert_eq!(temporary_owner("abc-123.cwasm"), None);
+        remove_orphans(&dir);
+        assert!(!dir.try_exists(orphan).unwrap(), "the orphan stays");
+        for kept in [ours.as_str(), "abc-123.cwasm", ".notes.tmp"] {
+            assert!(dir.try_exists(kept).unwrap(), "{kept} was removed");
+        }
     }
 }

@@ -371,7 +371,10 @@ impl Session {
             return Reply { line, error, modern };
         }
         tracing::warn!(?id, bytes = line.len(), limit, "response over the limit replaced by an error");
-        let tokens = (limit / 8 / crate::pager::BYTES_PER_TOKEN as usize).max(1);
+        // A page's payload can appear escaped and again in a footer: an eighth of
+        // the limit fits. Never more than a call may ask for.
+        let most = self.server.pager().limits().max_tokens as usize;
+        let tokens = (limit / 8 / crate::pager::BYTES_PER_TOKEN as usize).clamp(1, most.max(1));
         let error = ErrorObject::new(
             INVALID_REQUEST,
             format!(

@@ -123,7 +123,7 @@ impl Walker {
             .current_dir(&options.root)
             .overrides(overrides.clone())
             .sort_by_file_name(|a, b| a.cmp(b));
-        let denied = options.denied.clone();
+        let denied = options.denied;
         if after.is_some() || denied.is_some() {
             let (root, after) = (options.root.clone(), after.clone());
             builder.filter_entry(move |entry| {

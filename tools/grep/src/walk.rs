@@ -131,7 +131,7 @@ impl Walker {
         }
         let target = self.target.clone();
         let resume = self.resume.clone();
-        let denied = spec.denied.clone();
+        let denied = spec.denied;
         if seen.is_some() || resume.is_some() || denied.is_some() {
             builder.filter_entry(move |entry| {
                 let path = entry.path();

@@ -23,8 +23,14 @@ pub const DESCRIPTION: &str = "Create a directory under one of the server's read
 relative to the first root or absolute inside any root. By default (`parents: true`) the missing \
 directories above it are created too, like `mkdir -p`; with `parents: false` the parent must exist. \
 An existing directory is success (`existed: true`, nothing created); an existing file or other \
-non-directory at the path or on the way is a `conflict` error. Returns the path, the directories \
-actually created (outermost first) and whether the directory already existed.";
+non-directory at the path or on the way is a `conflict` error. Returns the path, how many \
+directories were created, the first of them (outermost first; at most 16 are listed, the rest are \
+the path's ancestors below them) and whether the directory already existed.";
+
+/// The most created directories a result lists: each is an ancestor of the
+/// path, so the count and the first few say which; listing all of a deep path
+/// would grow with the square of its depth.
+pub const MAX_LISTED: usize = 16;
 
 /// The JSON Schema of the arguments.
 pub fn input_schema() -> Value {
@@ -56,11 +62,14 @@ pub fn output_schema() -> Value {
             "created": {
                 "type": "array",
                 "items": { "type": "string" },
-                "description": "The directories this call created, outermost first (absolute paths)."
+                "maxItems": MAX_LISTED,
+                "description": "The first directories this call created, outermost first (absolute paths); \
+                    at most 16 (see `created_count`)."
             },
+            "created_count": { "type": "integer", "description": "How many directories this call created." },
             "existed": { "type": "boolean", "description": "True when the directory already existed." }
         },
-        "required": ["path", "created", "existed"]
+        "required": ["path", "created", "created_count", "existed"]
     })
 }
 
@@ -88,7 +97,7 @@ impl Args {
 }
 
 /// Creates the directory `args` names, inside `roots`, and returns the result
-/// object: `{"path", "created", "existed"}`.
+/// object: `{"path", "created", "created_count", "existed"}`.
 pub fn mkdir(roots: &[String], args: &Args) -> Result<Value, Error> {
     let target = paths::resolve(roots, &args.path)?;
     let shown = target.display().to_string();
@@ -103,8 +112,8 @@ pub fn mkdir(roots: &[String], args: &Args) -> Result<Value, Error> {
         cordon_sdk::grant::require_writable(roots, &target, &shown)?;
     }
     let done = create::create(&dirs, &target)?;
-    let created: Vec<String> = done.created.iter().map(|p| p.display().to_string()).collect();
-    Ok(json!({ "path": shown, "created": created, "existed": done.existed }))
+    let created: Vec<String> = done.created.iter().take(MAX_LISTED).map(|p| p.display().to_string()).collect();
+    Ok(json!({ "path": shown, "created": created, "created_count": done.created.len(), "existed": done.existed }))
 }
 
 /// The tool, as the SDK exports it.
@@ -118,11 +127,8 @@ impl cordon_sdk::Tool for MkdirTool {
 
     fn open(ctx: &Context, args: &str, resume: Option<&str>) -> Result<Box<dyn cordon_sdk::Stream>, Error> {
         let args = Args::parse(args)?;
-        let done = Done::open(
-            resume,
-            || mkdir(&ctx.roots, &args),
-            |result| json!({ "created": result["created"].as_array().map_or(0, Vec::len) }),
-        )?;
+        let done =
+            Done::open(resume, || mkdir(&ctx.roots, &args), |result| json!({ "created": result["created_count"] }))?;
         Ok(Box::new(done))
     }
 }

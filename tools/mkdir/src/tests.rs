@@ -51,12 +51,13 @@ fn creates_parents_by_default_and_reports_them_outermost_first() {
     let expected = json!({
         "path": abs(&dir, "a/b/c"),
         "created": [abs(&dir, "a"), abs(&dir, "a/b"), abs(&dir, "a/b/c")],
+        "created_count": 3,
         "existed": false
     });
     assert_eq!(result, expected);
     assert!(dir.path().join("a/b/c").is_dir());
     let again = call(&dir, json!({"path": abs(&dir, "a/b/c")})).unwrap();
-    assert_eq!(again, json!({"path": abs(&dir, "a/b/c"), "created": [], "existed": true}));
+    assert_eq!(again, json!({"path": abs(&dir, "a/b/c"), "created": [], "created_count": 0, "existed": true}));
 }
 
 #[test]
@@ -82,7 +83,10 @@ fn paths_outside_the_root_and_bad_arguments_are_refused() {
         assert_eq!(call(&dir, bad.clone()).unwrap_err().code, ErrorCode::InvalidArgument, "{bad}");
     }
     let root = call(&dir, json!({"path": "."})).unwrap();
-    assert_eq!(root, json!({"path": abs(&dir, "").trim_end_matches('/'), "created": [], "existed": true}));
+    assert_eq!(
+        root,
+        json!({"path": abs(&dir, "").trim_end_matches('/'), "created": [], "created_count": 0, "existed": true})
+    );
 }
 
 #[test]
@@ -106,4 +110,14 @@ fn the_tool_pages_its_one_item_and_resuming_creates_nothing() {
     assert!(!dir.path().join("p").exists(), "resuming created the directory again");
     let manifest = MkdirTool::manifest();
     assert!(!manifest.read_only && !manifest.destructive && manifest.idempotent);
+}
+
+#[test]
+fn a_deep_path_lists_only_the_first_created_directories_and_counts_them_all() {
+    let dir = Scratch::new("deep");
+    let result = call(&dir, json!({"path": "d/".repeat(40)})).unwrap();
+    assert_eq!(result["created_count"], 40);
+    let listed = result["created"].as_array().unwrap();
+    assert_eq!(listed.len(), crate::MAX_LISTED);
+    assert_eq!(listed[0], json!(abs(&dir, "d")), "outermost first");
 }

@@ -115,5 +115,5 @@ fn to_wit(err: Error) -> wit::Error {
         ErrorCode::Unsupported => t::ErrorCode::Unsupported,
         ErrorCode::Internal => t::ErrorCode::Internal,
     };
-    wit::Error { code, message: err.message }
+    wit::Error { code, message: err.bounded_message() }
 }

@@ -34,7 +34,28 @@ pub struct Error {
     pub message: String,
 }
 
+/// The longest message sent to the host. A message is for people; one that
+/// echoes a huge argument (a 70 KB path) is cut, so it never meets the host's
+/// limit on what a tool may return.
+pub const MAX_MESSAGE_BYTES: usize = 4096;
+
 impl Error {
+    /// The message, cut to at most [`MAX_MESSAGE_BYTES`] (on a character
+    /// boundary) with a note of how much was cut.
+    pub fn bounded_message(self) -> String {
+        let mut message = self.message;
+        if message.len() > MAX_MESSAGE_BYTES {
+            let cut = message.len();
+            let mut end = MAX_MESSAGE_BYTES - 64;
+            while !message.is_char_boundary(end) {
+                end -= 1;
+            }
+            message.truncate(end);
+            message.push_str(&format!("… [message cut from {cut} bytes]"));
+        }
+        message
+    }
+
     /// An error with `code` and `message`.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
         Error { code, message: message.into() }
@@ -53,5 +74,19 @@ impl Error {
             _ => (ErrorCode::Io, format!("could not be accessed: {err}")),
         };
         Error::new(code, format!("{what} {says}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_message_echoing_a_huge_argument_is_cut_on_a_character_boundary() {
+        let long = Error::new(ErrorCode::NotFound, format!("`{}` does not exist", "é".repeat(40_000)));
+        let message = long.bounded_message();
+        assert!(message.len() <= MAX_MESSAGE_BYTES, "{}", message.len());
+        assert!(message.ends_with("[message cut from 80017 bytes]"), "{}", &message[message.len() - 60..]);
+        assert_eq!(Error::new(ErrorCode::Io, "short").bounded_message(), "short");
     }
 }
