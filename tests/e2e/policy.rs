@@ -194,23 +194,35 @@ fn an_invalid_configuration_refuses_to_start_naming_the_problem() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot be read"));
 }
 
-/// A session whose client declares roots: initializes, and answers the
-/// server's first `roots/list` with `roots`.
-fn with_client_roots(root: &Path, extra: &[&str], roots: &[&Path]) -> Server {
-    let mut server = Server::start(root, extra);
+/// A session whose client declares roots, initialized; returns the server's
+/// `roots/list` request, not yet answered.
+fn declaring_roots(root: &Path) -> (Server, Value) {
+    let mut server = Server::start(root, &[]);
     let mut params = initialize_params("2025-11-25");
     params["capabilities"] = json!({ "roots": { "listChanged": true } });
     let init = server.request(0, "initialize", params);
     assert_eq!(init["result"]["protocolVersion"], "2025-11-25", "{init}");
     server.send_json(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-    answer_roots(&mut server, roots);
+    let asked = server.recv();
+    assert_eq!(asked["method"], "roots/list", "{asked}");
+    (server, asked)
+}
+
+/// A session whose client answers the server's first `roots/list` with `roots`.
+fn with_client_roots(root: &Path, roots: &[&Path]) -> Server {
+    let (mut server, asked) = declaring_roots(root);
+    answer(&mut server, &asked, roots);
     server
 }
 
-/// Takes the server's `roots/list` request and answers it.
+/// Takes the server's next `roots/list` request and answers it.
 fn answer_roots(server: &mut Server, roots: &[&Path]) {
     let asked = server.recv();
     assert_eq!(asked["method"], "roots/list", "{asked}");
+    answer(server, &asked, roots);
+}
+
+fn answer(server: &mut Server, asked: &Value, roots: &[&Path]) {
     let roots: Vec<Value> = roots.iter().map(|r| json!({ "uri": format!("file://{}", r.display()) })).collect();
     server.send_json(&json!({"jsonrpc": "2.0", "id": asked["id"], "result": { "roots": roots }}));
 }
@@ -219,7 +231,7 @@ fn answer_roots(server: &mut Server, roots: &[&Path]) {
 fn client_roots_narrow_the_configured_roots_and_never_widen_them() {
     let fx = Fixture::new();
     let (root, sub) = (fx.root(), fx.root().join("sub"));
-    let mut server = with_client_roots(&root, &[], &[&sub]);
+    let mut server = with_client_roots(&root, &[&sub]);
     assert_eq!(text(&server.call(1, "read", json!({"path": sub.join("inner.txt")}))), "inner\n");
     let outside_sub = server.call(2, "read", json!({"path": root.join("hello.txt")}));
     assert_eq!(error_code(&outside_sub), "permission_denied", "{outside_sub}");
@@ -248,13 +260,7 @@ fn client_roots_narrow_the_configured_roots_and_never_widen_them() {
 #[test]
 fn a_client_that_refuses_roots_list_gets_the_configured_roots() {
     let fx = Fixture::new();
-    let mut server = Server::start(&fx.root(), &[]);
-    let mut params = initialize_params("2025-11-25");
-    params["capabilities"] = json!({ "roots": {} });
-    server.request(0, "initialize", params);
-    server.send_json(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-    let asked = server.recv();
-    assert_eq!(asked["method"], "roots/list");
+    let (mut server, asked) = declaring_roots(&fx.root());
     server.send_json(&json!({"jsonrpc": "2.0", "id": asked["id"], "error": {"code": -32601, "message": "no"}}));
     assert_eq!(text(&server.call(1, "read", json!({"path": "hello.txt"}))), "hello\nworld\n");
 }
@@ -262,13 +268,7 @@ fn a_client_that_refuses_roots_list_gets_the_configured_roots() {
 #[test]
 fn calls_wait_for_the_clients_roots_and_fail_closed_without_them() {
     let fx = Fixture::new();
-    let mut server = Server::start(&fx.root(), &[]);
-    let mut params = initialize_params("2025-11-25");
-    params["capabilities"] = json!({ "roots": {} });
-    server.request(0, "initialize", params);
-    server.send_json(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-    let asked = server.recv();
-    assert_eq!(asked["method"], "roots/list");
+    let (mut server, _asked) = declaring_roots(&fx.root());
     // Never answered: the call is refused, never run with the configured roots.
     let refused = server.request(1, "tools/call", json!({"name": "read", "arguments": {"path": "hello.txt"}}));
     assert_eq!(refused["error"]["data"]["error"], "roots_unanswered", "{refused}");

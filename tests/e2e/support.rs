@@ -336,7 +336,13 @@ impl Server {
     /// Starts `cordon serve --root ROOT` with `extra` flags, and the shared state
     /// dir unless `extra` names one.
     pub fn start(root: &Path, extra: &[&str]) -> Server {
-        let mut command = Command::new(cordon_bin());
+        Server::start_with(Command::new(cordon_bin()), root, extra)
+    }
+
+    /// Runs `command` (cordon, or a wrapper that execs what follows) with
+    /// `cordon serve --root ROOT`, `extra` and the shared state dir unless
+    /// `extra` names one, speaking over its stdin and stdout.
+    fn start_with(mut command: Command, root: &Path, extra: &[&str]) -> Server {
         command.arg("serve").arg("--root").arg(root);
         if !extra.contains(&"--state-dir") {
             command.arg("--state-dir").arg(shared_state_dir());
@@ -347,7 +353,7 @@ impl Server {
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
-            .expect("start cordon");
+            .unwrap_or_else(|e| panic!("start cordon: {e}"));
         let lines = read_lines(child.stdout.take().unwrap());
         let input = child.stdin.take().map(|stdin| Box::new(stdin) as Box<dyn Write + Send>);
         Server { child, input, lines }
@@ -608,20 +614,8 @@ impl Server {
     /// handshake. The wrapper must exec, so that the child's pid is cordon's.
     pub fn initialized_wrapped(wrapper: &[&str], root: &Path, extra: &[&str]) -> Server {
         let mut command = Command::new(wrapper[0]);
-        command.args(&wrapper[1..]).arg(cordon_bin()).arg("serve").arg("--root").arg(root);
-        if !extra.contains(&"--state-dir") {
-            command.arg("--state-dir").arg(shared_state_dir());
-        }
-        let mut child = command
-            .args(extra)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("start cordon through {wrapper:?}: {e}"));
-        let lines = read_lines(child.stdout.take().unwrap());
-        let input = child.stdin.take().map(|stdin| Box::new(stdin) as Box<dyn Write + Send>);
-        let mut server = Server { child, input, lines };
+        command.args(&wrapper[1..]).arg(cordon_bin());
+        let mut server = Server::start_with(command, root, extra);
         server.handshake();
         server
     }
