@@ -53,7 +53,7 @@ fuzz_target!(|data: &[u8]| {
             typed(&method, params.as_ref());
         }
         Ok(Message::Notification { method, params }) => typed(&method, params.as_ref()),
-        Ok(Message::Response { id }) => assert!(matches!(id, Id::Number(_) | Id::String(_))),
+        Ok(Message::Response { id, .. }) => assert!(matches!(id, Id::Number(_) | Id::String(_))),
         Err(rejected) => {
             assert_echoes(&jsonrpc::failure(rejected.id.as_ref(), &rejected.error), rejected.id.as_ref());
         }
