@@ -16,7 +16,7 @@
 use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Once;
 use std::time::{Duration, Instant};
 
@@ -28,8 +28,7 @@ use serde_json::{Value, json};
 use sha2::Digest;
 
 use crate::support::{
-    Fixture, Listening, ServerLog, cordon_bin, node_dir, node_path, payload, python_with_mcp, shared_state_dir,
-    spawn_listening, workspace,
+    Fixture, HttpServer, cordon_bin, node_dir, node_path, payload, python_with_mcp, shared_state_dir, workspace,
 };
 
 /// How long one client run (a client process with its server, or an rmcp session) may take.
@@ -63,33 +62,6 @@ fn warm_cache() {
         let out = out.expect("run cordon tools");
         assert!(out.status.success(), "cordon tools failed: {}", String::from_utf8_lossy(&out.stderr));
     });
-}
-
-/// `cordon serve --http 127.0.0.1:0`, with its address read from its log; killed on drop.
-struct HttpServer {
-    child: Child,
-    url: String,
-    log: ServerLog,
-}
-
-impl HttpServer {
-    fn start(root: &Path) -> HttpServer {
-        let Listening { child, addr: url, log } = spawn_listening(root, &["--http", "127.0.0.1:0"], &[]);
-        assert!(url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"), "{url}");
-        HttpServer { child, url, log }
-    }
-
-    /// Everything the server logged so far, for failure messages.
-    fn log(&self) -> String {
-        self.log.text()
-    }
-}
-
-impl Drop for HttpServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// Runs a client process to completion (its own process group, killed as a whole after

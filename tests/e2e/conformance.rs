@@ -12,12 +12,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::support::{Fixture, Listening, ServerLog, node_dir, node_path, spawn_listening, workspace};
+use crate::support::{Fixture, HttpServer, node_dir, node_path, workspace};
 
 /// The whole suite normally takes seconds; this only stops a hung run.
 const SUITE_TIMEOUT: Duration = Duration::from_secs(20 * 60);
@@ -147,7 +147,7 @@ fn conformance_2026_07_28_passes_every_applicable_scenario() {
 /// checks silently turning into SKIPPED or INFO.
 fn run_era(era: &str, must_pass: &[(&str, &[&str])], floor: (&str, usize)) {
     let fixture = Fixture::new();
-    let server = Served::start(&fixture.root());
+    let server = HttpServer::start(&fixture.root());
     let node = node_dir();
     let conformance = node.join("node_modules/.bin/conformance");
     let baseline_file = workspace().join("tests/conformance/expected-failures.yaml");
@@ -262,32 +262,6 @@ fn run_era(era: &str, must_pass: &[(&str, &[&str])], floor: (&str, usize)) {
         tail(&log, 80),
         tail(&server.log(), 40),
     );
-}
-
-/// `cordon serve --http 127.0.0.1:0` on `root`, killed on drop.
-struct Served {
-    child: Child,
-    url: String,
-    log: ServerLog,
-}
-
-impl Served {
-    fn start(root: &Path) -> Served {
-        let Listening { child, addr: url, log } = spawn_listening(root, &["--http", "127.0.0.1:0"], &[]);
-        assert!(url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"), "{url}");
-        Served { child, url, log }
-    }
-
-    fn log(&self) -> String {
-        self.log.text()
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// Runs `command` with stdout and stderr to `log_path`, killing it after

@@ -131,6 +131,33 @@ pub fn spawn_listening(root: &Path, listen: &[&str], extra: &[&str]) -> Listenin
     Listening { child, addr, log }
 }
 
+/// `cordon serve --http 127.0.0.1:0`, with its address read from its log; killed on drop.
+pub struct HttpServer {
+    child: Child,
+    pub url: String,
+    log: ServerLog,
+}
+
+impl HttpServer {
+    pub fn start(root: &Path) -> HttpServer {
+        let Listening { child, addr: url, log } = spawn_listening(root, &["--http", "127.0.0.1:0"], &[]);
+        assert!(url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"), "{url}");
+        HttpServer { child, url, log }
+    }
+
+    /// Everything the server logged so far, for failure messages.
+    pub fn log(&self) -> String {
+        self.log.text()
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// The 2026-07-28 envelope added to a request line (other lines are kept).
 fn modern_envelope(line: &[u8]) -> (Vec<u8>, Option<(String, Option<String>)>) {
     let Ok(Value::Object(mut msg)) = serde_json::from_slice::<Value>(line) else { return (line.to_vec(), None) };
