@@ -13,6 +13,9 @@ use std::process::Command;
 
 const GUEST_TARGET: &str = "wasm32-wasip2";
 
+/// The example third-party tool in Rust (`tools/examples/rust`).
+const EXAMPLE_PACKAGE: &str = "cordon-example-todos";
+
 fn main() {
     let manifest_dir = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").unwrap());
     let workspace = manifest_dir.parent().unwrap().to_path_buf();
@@ -30,6 +33,7 @@ fn main() {
         .iter()
         .map(|t| format!("cordon-tool-{t}"))
         .chain(test_tools.iter().map(|t| format!("cordon-test-{t}")))
+        .chain([EXAMPLE_PACKAGE.to_string()])
         .collect();
     build_guests(&workspace, &guest_target_dir, &packages);
     let artifacts = guest_target_dir.join(GUEST_TARGET).join("release");
@@ -41,6 +45,11 @@ fn main() {
         let var = format!("CORDON_{}_COMPONENT", tool.to_uppercase().replace('-', "_"));
         println!("cargo:rustc-env={var}={}", path.display());
     }
+
+    // The Rust example tool is installed by the end-to-end suite like any
+    // third-party tool, from this path.
+    let example = artifacts.join(format!("{}.wasm", EXAMPLE_PACKAGE.replace('-', "_")));
+    println!("cargo:rustc-env=CORDON_EXAMPLE_RUST_COMPONENT={}", example.display());
 
     let mut table = String::from(
         "/// The built-in tools: (crate directory name, component bytes, their SHA-256).\n\

@@ -35,6 +35,8 @@ pub struct FileConfig {
     pub no_cache: Option<bool>,
     /// Extra tool components to load.
     pub components: Option<Vec<PathBuf>>,
+    /// Where `cordon tool add` installs tools (default: `<state-dir>/tools`).
+    pub tools_dir: Option<PathBuf>,
     /// Log at debug level.
     pub debug: Option<bool>,
     #[serde(default)]

@@ -1,21 +1,22 @@
 //! The server: tools, policy, runtime and pager shared by every session (see
 //! `session` for the request handling), and one tool call end to end.
 
-use std::path::PathBuf;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use serde_json::{Value, json};
 
 use crate::ambient;
+use crate::installed::{GrantSpec, ToolsDir};
 use crate::pager::cursor::{CursorError, CursorKey};
 use crate::pager::{PageError, PageLimits, Pager, Paging};
 use crate::policy::{Policy, RootSpec};
 use crate::protocol::jsonrpc::ErrorObject;
 use crate::protocol::mcp::Version;
 use crate::protocol::results as mcp;
-use crate::registry::{Origin, Registry, Tool};
+use crate::registry::{Origin, Registry, Source, Tool};
 use crate::runtime::{CallFailure, CallLimits, CallSignal, LimitError, Runtime};
 use crate::staging::{self, UPLOAD_TOOL};
 use crate::tool::Access;
@@ -32,6 +33,9 @@ pub struct Config {
     pub cursor_key: Option<String>,
     /// Extra tool components to load; they get no filesystem access.
     pub components: Vec<PathBuf>,
+    /// Where `cordon tool add` installs tools (with their lockfile); `None`:
+    /// no installed tools.
+    pub tools_dir: Option<PathBuf>,
     /// Deny rules: globs, relative to each root, no tool may open or list.
     pub deny: Vec<String>,
     /// Offer no tool that writes, and treat every root as read-only.
@@ -98,7 +102,9 @@ impl Limits {
 /// The state shared by every session: tools, policy, runtime.
 pub struct Server {
     runtime: Runtime,
-    registry: Registry,
+    /// The tools offered now; replaced whole when the installed tools change.
+    registry: RwLock<Arc<Registry>>,
+    installed: Installed,
     policy: Policy,
     pager: Pager,
     uploads: Uploads,
@@ -116,13 +122,7 @@ impl Server {
             Some(dir) => Some(ambient::create_dir_handle(dir).with_context(|| format!("open {}", dir.display()))?),
             None => None,
         };
-        let cache_dir = match &state {
-            Some(state) => {
-                state.create_dir_all("compiled").context("create the compile cache")?;
-                Some(state.open_dir("compiled").context("open the compile cache")?)
-            }
-            None => None,
-        };
+        let cache_dir = compile_cache(state.as_ref())?;
         let key = match (&config.cursor_key, &state) {
             (Some(hex), _) => {
                 CursorKey::from_hex(hex).map_err(|e| anyhow::anyhow!("the cursor key is unusable: {e}"))?
@@ -142,20 +142,44 @@ impl Server {
         let uploads =
             Uploads::new(uploads_path, uploads_dir, config.limits.uploads).context("clean the uploads directory")?;
         let runtime = Runtime::new(config.limits.call, cache_dir, Arc::clone(policy.deny()))?;
-        let registry = Registry::load(&runtime, &config.components)?;
+        let installed = Installed::new(config.tools_dir.clone());
+        let mut extra =
+            config.components.iter().map(|path| Source::component(path)).collect::<anyhow::Result<Vec<_>>>()?;
+        let lock_text = match installed.dir()? {
+            Some(dir) => {
+                let text = dir.lock_text()?;
+                extra.extend(installed_sources(&policy, &dir, text.clone())?);
+                text
+            }
+            None => None,
+        };
+        *installed.seen.lock().expect("seen lock") = lock_text;
+        let registry = RwLock::new(Arc::new(Registry::load(&runtime, extra)?));
         let pager = Pager::new(key, config.limits.pages);
-        Ok(Arc::new(Server { runtime, registry, policy, pager, uploads, limits: config.limits }))
+        Ok(Arc::new(Server { runtime, registry, installed, policy, pager, uploads, limits: config.limits }))
     }
 
-    pub fn registry(&self) -> &Registry {
-        &self.registry
+    /// A runtime alone, for commands that load a tool without serving (`cordon
+    /// tool add`, `inspect`): the server's limits and compile cache, no roots.
+    pub fn runtime_only(config: &Config) -> anyhow::Result<Runtime> {
+        config.limits.validate()?;
+        let state = match &config.state_dir {
+            Some(dir) => Some(ambient::create_dir_handle(dir).with_context(|| format!("open {}", dir.display()))?),
+            None => None,
+        };
+        Runtime::new(config.limits.call, compile_cache(state.as_ref())?, Arc::new(crate::policy::Deny::none()))
+    }
+
+    /// The tools as they are now.
+    pub fn registry(&self) -> Arc<Registry> {
+        Arc::clone(&self.registry.read().expect("registry lock"))
     }
 
     /// The tools clients may call: all of them, or, when the server runs
     /// read-only, those that do not write.
-    pub fn tools(&self) -> impl Iterator<Item = &Tool> {
+    pub fn tools(&self) -> Vec<Arc<Tool>> {
         let read_only = self.policy.read_only();
-        self.registry.tools().iter().map(|t| &**t).filter(move |t| !(read_only && t.manifest.access == Access::Write))
+        self.registry().tools().iter().filter(|t| !(read_only && t.manifest.access == Access::Write)).cloned().collect()
     }
 
     /// Whether clients may call the tool `name` (a tool, or the host's `upload`).
@@ -163,12 +187,72 @@ impl Server {
         if name == UPLOAD_TOOL {
             return !self.policy.read_only();
         }
-        self.tools().any(|t| t.manifest.name == name)
+        self.tools().iter().any(|t| t.manifest.name == name)
     }
 
     /// The `tools/list` result.
     pub fn list_tools(&self, version: Version) -> Value {
-        mcp::list_tools_result(self.tools(), !self.policy.read_only(), version)
+        mcp::list_tools_result(self.tools().iter().map(|t| &**t), !self.policy.read_only(), version)
+    }
+
+    /// A receiver that sees a new value each time the tools change.
+    pub fn tool_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.installed.changes.subscribe()
+    }
+
+    /// Reloads the installed tools if the lockfile changed since they were
+    /// last loaded; returns whether the offered tools changed. A lockfile or
+    /// component that cannot be used leaves the tools as they were (the error
+    /// says why), and is not tried again until the lockfile changes again.
+    pub fn reload_installed(&self) -> anyhow::Result<bool> {
+        let Some(dir) = self.installed.dir()? else { return Ok(false) };
+        let text = dir.lock_text()?;
+        {
+            let mut seen = self.installed.seen.lock().expect("seen lock");
+            if *seen == text {
+                return Ok(false);
+            }
+            *seen = text.clone();
+        }
+        let sources = installed_sources(&self.policy, &dir, text)?;
+        let current = self.registry();
+        let next = current.with_installed(&self.runtime, sources)?;
+        let names =
+            |r: &Registry| r.tools().iter().map(|t| (t.manifest.name.clone(), t.digest.clone())).collect::<Vec<_>>();
+        if names(&current) == names(&next)
+            && current.tools().iter().zip(next.tools()).all(|(a, b)| a.origin == b.origin)
+        {
+            return Ok(false);
+        }
+        tracing::info!(
+            tools = ?next.tools().iter().map(|t| t.manifest.name.as_str()).collect::<Vec<_>>(),
+            "the installed tools changed"
+        );
+        *self.registry.write().expect("registry lock") = Arc::new(next);
+        self.installed.changes.send_modify(|generation| *generation += 1);
+        Ok(true)
+    }
+
+    /// Watches the tools directory from a thread of its own, reloading the
+    /// installed tools whenever the lockfile changes, until the server is
+    /// dropped.
+    pub fn watch_installed(self: &Arc<Self>) {
+        if self.installed.path.is_none() {
+            return;
+        }
+        let weak = Arc::downgrade(self);
+        std::thread::Builder::new()
+            .name("cordon-tools-watch".into())
+            .spawn(move || {
+                while let Some(server) = weak.upgrade() {
+                    if let Err(e) = server.reload_installed() {
+                        tracing::error!("the installed tools were not reloaded: {e:#}");
+                    }
+                    drop(server);
+                    std::thread::sleep(WATCH_INTERVAL);
+                }
+            })
+            .expect("spawn the tools watcher");
     }
 
     pub fn limits(&self) -> &Limits {
@@ -204,7 +288,7 @@ impl Server {
             };
         }
         let deadline = Instant::now() + self.limits.call.wall_time;
-        let tool = Arc::clone(self.registry.get(name).ok_or_else(|| self.not_offered(name))?);
+        let tool = Arc::clone(self.registry().get(name).ok_or_else(|| self.not_offered(name))?);
         let (paging, args) = Paging::split(arguments)?;
         let mut args = match args {
             Value::Object(map) => map,
@@ -214,14 +298,15 @@ impl Server {
             Ok(attached) => attached,
             Err(e) => return mcp::call_failure(CallFailure::Tool(e), version),
         };
-        let mut grants = match tool.origin {
+        let mut grants = match &tool.origin {
             Origin::Builtin => self.policy.grants(tool.manifest.access, client_roots),
             Origin::Component(_) => Vec::new(),
+            Origin::Installed { grants } => self.policy.grants_within(tool.manifest.access, client_roots, Some(grants)),
         };
         grants.extend(attached.as_ref().map(|a| a.grant.clone()));
-        let (server, request) = (Arc::clone(self), Arc::clone(signal));
+        let (server, request, called) = (Arc::clone(self), Arc::clone(signal), Arc::clone(&tool));
         let page = self.runtime.bounded(name, deadline, signal, move || {
-            server.pager.page(&server.runtime, &grants, &tool, Value::Object(args), paging, &request, deadline)
+            server.pager.page(&server.runtime, &grants, &called, Value::Object(args), paging, &request, deadline)
         });
         match page.map_err(PageError::Call).and_then(|page| page) {
             Ok(page) => {
@@ -230,16 +315,51 @@ impl Server {
                 }
                 Ok(mcp::call_result(page, version))
             }
-            Err(PageError::Call(failure)) => mcp::call_failure(failure, version),
+            Err(PageError::Call(failure)) => mcp::call_failure(self.explain_denial(&tool, failure), version),
             Err(PageError::Cursor(e)) => Err(invalid_cursor(&e)),
         }
     }
 }
 
 impl Server {
+    /// A third-party tool's refusal to touch a path, with what it is granted and
+    /// how to grant more: the tool only sees its preopens and cannot know.
+    fn explain_denial(&self, tool: &Tool, failure: CallFailure) -> CallFailure {
+        let granted = match &tool.origin {
+            Origin::Builtin => return failure,
+            Origin::Component(path) => format!(
+                "`{}` was loaded with `--component {}`, which grants no directories; install it with `cordon tool \
+                 add {} --grant ro:DIR` (or rw:DIR) instead",
+                tool.manifest.name,
+                path.display(),
+                path.display()
+            ),
+            Origin::Installed { grants } => {
+                let list = match grants.is_empty() {
+                    true => "no directories".to_string(),
+                    false => grants.iter().map(GrantSpec::to_string).collect::<Vec<_>>().join(", "),
+                };
+                let lock = self.installed.path.as_deref().map(|p| p.join(crate::installed::LOCK_FILE));
+                format!(
+                    "the installed tool `{}` is granted {list} (in {}); grant the directory it needs with `cordon \
+                     tool add COMPONENT.wasm --grant ro:DIR` (or rw:DIR), repeating its other grants",
+                    tool.manifest.name,
+                    lock.as_deref().unwrap_or(Path::new("the lockfile")).display()
+                )
+            }
+        };
+        match failure {
+            CallFailure::Tool(mut e) if e.code == crate::tool::ErrorCode::PermissionDenied => {
+                e.message = format!("{} ({granted})", e.message.trim_end_matches('.'));
+                CallFailure::Tool(e)
+            }
+            other => other,
+        }
+    }
+
     /// The -32602 answer to a call of a tool clients may not call.
     pub fn not_offered(&self, name: &str) -> ErrorObject {
-        let exists = name == UPLOAD_TOOL || self.registry.get(name).is_some();
+        let exists = name == UPLOAD_TOOL || self.registry().get(name).is_some();
         if self.policy.read_only() && exists {
             ErrorObject::new(
                 crate::protocol::jsonrpc::INVALID_PARAMS,
@@ -250,6 +370,62 @@ impl Server {
             mcp::unknown_tool(name)
         }
     }
+}
+
+/// The compile cache inside the state directory, created if needed.
+fn compile_cache(state: Option<&cap_std::fs::Dir>) -> anyhow::Result<Option<cap_std::fs::Dir>> {
+    let Some(state) = state else { return Ok(None) };
+    state.create_dir_all("compiled").context("create the compile cache")?;
+    Ok(Some(state.open_dir("compiled").context("open the compile cache")?))
+}
+
+/// How often the tools directory's lockfile is looked at while serving.
+const WATCH_INTERVAL: Duration = Duration::from_millis(500);
+
+/// The installed tools' directory and what was last loaded from it.
+struct Installed {
+    path: Option<PathBuf>,
+    /// The lockfile's text as last loaded (`None`: there was none).
+    seen: Mutex<Option<String>>,
+    /// Bumped each time the offered tools change.
+    changes: tokio::sync::watch::Sender<u64>,
+}
+
+impl Installed {
+    fn new(path: Option<PathBuf>) -> Installed {
+        Installed { path, seen: Mutex::new(None), changes: tokio::sync::watch::Sender::new(0) }
+    }
+
+    /// The tools directory, if one is configured and exists.
+    fn dir(&self) -> anyhow::Result<Option<ToolsDir>> {
+        match &self.path {
+            Some(path) => Ok(ToolsDir::open(path)?),
+            None => Ok(None),
+        }
+    }
+}
+
+/// The installed tools a lockfile lists, each component checked against its
+/// pin (one that fails refuses them all), with the grants that still apply
+/// here (a grant whose directory is gone or outside every root is dropped,
+/// with a warning).
+fn installed_sources(policy: &Policy, dir: &ToolsDir, lock_text: Option<String>) -> anyhow::Result<Vec<Source>> {
+    let lock = dir.parse(lock_text)?;
+    let mut sources = Vec::new();
+    for verified in dir.verified(&lock)? {
+        let mut grants = Vec::new();
+        for grant in &verified.entry.grants {
+            match policy.resolve_grant(grant) {
+                Ok(resolved) => grants.push(resolved),
+                Err(why) => tracing::warn!(tool = %verified.entry.name, "{why}; the tool runs without it"),
+            }
+        }
+        if crate::registry::builtin_names().any(|b| b == verified.entry.name) {
+            anyhow::bail!("the installed tool `{}` has the name of a built-in tool; remove it", verified.entry.name);
+        }
+        sources.push(Source::installed(verified, grants));
+    }
+    Ok(sources)
 }
 
 /// The -32602 answer to a refused cursor.

@@ -25,5 +25,6 @@ mod policy;
 mod protocol;
 mod sandbox;
 mod stdio;
+mod tools;
 mod transports;
 mod write;

@@ -258,7 +258,7 @@ impl Pager {
         let cursor = Cursor {
             key_id: Cursor::key_id(&self.key),
             tool: tool.manifest.name.clone(),
-            tool_version: tool.manifest.version.clone(),
+            tool_version: tool.identity(),
             args: start.args.clone(),
             resume: position.clone(),
             fingerprint: start.fingerprint,
@@ -295,7 +295,7 @@ impl Pager {
         if cursor.tool != tool.manifest.name {
             return Err(CursorError::OtherTool { made_by: cursor.tool }.into());
         }
-        if cursor.tool_version != tool.manifest.version {
+        if cursor.tool_version != tool.identity() {
             return Err(CursorError::OtherVersion { made_by: cursor.tool_version }.into());
         }
         let given = args.as_object().is_some_and(|a| !a.is_empty());

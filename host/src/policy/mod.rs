@@ -19,6 +19,7 @@ use cap_std::fs::Dir;
 use wasmtime_wasi::FsPerms;
 
 use crate::ambient;
+use crate::installed::GrantSpec;
 use crate::tool::Access;
 
 pub use deny::{DenyRules, RuleError};
@@ -170,40 +171,74 @@ impl Policy {
     /// when the client gave roots (`client`, canonical paths), only the parts
     /// of configured roots that a client root covers.
     pub fn grants(&self, access: Access, client: Option<&[PathBuf]>) -> Vec<Grant> {
-        let perms = |root: &Root| match (access, root.mode) {
-            (Access::Write, Mode::ReadWrite) => FsPerms::ReadWrite,
-            _ => FsPerms::ReadOnly,
-        };
+        self.grants_within(access, client, None)
+    }
+
+    /// The preopens of a tool that may use only `tool`'s directories (an
+    /// installed tool's grants, canonical): the configured roots, narrowed to
+    /// the client's roots, then to the tool's grants, never widened, each as
+    /// writable as the root, the grant and the tool's access all allow.
+    pub fn grants_within(&self, access: Access, client: Option<&[PathBuf]>, tool: Option<&[GrantSpec]>) -> Vec<Grant> {
         if access == Access::None {
             return Vec::new();
         }
         let mut grants: Vec<Grant> = Vec::new();
         for root in &self.roots {
-            let configured = Path::new(&root.path);
-            let scopes: Vec<&Path> = match client {
-                None => vec![configured],
-                Some(client) => client
-                    .iter()
-                    .filter_map(|c| {
-                        if c.starts_with(configured) {
-                            Some(c.as_path())
-                        } else if configured.starts_with(c) {
-                            Some(configured)
-                        } else {
-                            None
-                        }
-                    })
-                    .collect(),
-            };
-            for scope in scopes {
+            let mut scopes = vec![(PathBuf::from(&root.path), root.mode)];
+            if let Some(client) = client {
+                scopes = narrow(&scopes, client.iter().map(|c| (c.as_path(), Mode::ReadWrite)));
+            }
+            if let Some(tool) = tool {
+                scopes = narrow(&scopes, tool.iter().map(|g| (g.path.as_path(), g.mode)));
+            }
+            for (scope, mode) in scopes {
                 let Some(guest) = scope.to_str() else { continue };
-                if !grants.iter().any(|g| g.guest == guest) {
-                    grants.push(Grant { host: scope.to_path_buf(), guest: guest.to_string(), perms: perms(root) });
+                let perms = match (access, mode) {
+                    (Access::Write, Mode::ReadWrite) => FsPerms::ReadWrite,
+                    _ => FsPerms::ReadOnly,
+                };
+                match grants.iter_mut().find(|g| g.guest == guest) {
+                    Some(existing) if perms == FsPerms::ReadWrite => existing.perms = perms,
+                    Some(_) => {}
+                    None => grants.push(Grant { host: scope.clone(), guest: guest.to_string(), perms }),
                 }
             }
         }
         grants
     }
+
+    /// An installed tool's grant as it applies here: its directory resolved
+    /// (it must still exist), or why it grants nothing.
+    pub fn resolve_grant(&self, grant: &GrantSpec) -> Result<GrantSpec, String> {
+        let (canonical, is_dir) =
+            ambient::canonical_dir(&grant.path).map_err(|e| format!("grant `{grant}` cannot be used: {e}"))?;
+        if !is_dir {
+            return Err(format!("grant `{grant}` is not a directory"));
+        }
+        if !self.roots.iter().any(|r| canonical.starts_with(&r.path) || Path::new(&r.path).starts_with(&canonical)) {
+            return Err(format!("grant `{grant}` lies outside every configured root, so it grants nothing"));
+        }
+        Ok(GrantSpec { mode: grant.mode, path: canonical })
+    }
+}
+
+/// The parts of `scopes` that a directory of `by` covers: a directory inside a
+/// scope narrows it, one above keeps it, one elsewhere gives nothing; the
+/// result is writable only when both sides are.
+fn narrow<'a>(scopes: &[(PathBuf, Mode)], by: impl Iterator<Item = (&'a Path, Mode)> + Clone) -> Vec<(PathBuf, Mode)> {
+    let mut narrowed = Vec::new();
+    for (scope, mode) in scopes {
+        for (dir, dir_mode) in by.clone() {
+            let both =
+                if (*mode, dir_mode) == (Mode::ReadWrite, Mode::ReadWrite) { Mode::ReadWrite } else { Mode::ReadOnly };
+            if dir.starts_with(scope) {
+                narrowed.push((dir.to_path_buf(), both));
+            } else if scope.starts_with(dir) {
+                narrowed.push((scope.clone(), both));
+            }
+        }
+    }
+    narrowed
 }
 
 /// The deny rules and the configured roots they are relative to, open as
@@ -345,5 +380,55 @@ mod tests {
         assert_eq!(deny.check(Path::new("/elsewhere/.git/config"), true), None, "outside: the sandbox's business");
         let err = Policy::new(&[], &["a[".to_string()], false).unwrap_err();
         assert!(err.to_string().contains("deny rule `a[`"), "{err}");
+    }
+
+    #[test]
+    fn an_installed_tool_sees_only_its_grants_within_the_roots_and_never_more_writable() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().canonicalize().unwrap();
+        let (rw, ro) = (base.join("rw"), base.join("ro"));
+        std::fs::create_dir_all(rw.join("data")).unwrap();
+        std::fs::create_dir_all(&ro).unwrap();
+        let specs =
+            [RootSpec { path: rw.clone(), mode: Mode::ReadWrite }, RootSpec { path: ro.clone(), mode: Mode::ReadOnly }];
+        let policy = Policy::new(&specs, &[], false).unwrap();
+        let grant = |mode, path: &Path| GrantSpec { mode, path: path.to_path_buf() };
+        let seen = |access, tool: &[GrantSpec], client: Option<&[PathBuf]>| -> Vec<(PathBuf, FsPerms)> {
+            policy.grants_within(access, client, Some(tool)).into_iter().map(|g| (g.host, g.perms)).collect()
+        };
+        assert!(seen(Access::Write, &[], None).is_empty(), "no grants: nothing");
+        let data = rw.join("data");
+        assert_eq!(seen(Access::Write, &[grant(Mode::ReadWrite, &data)], None), [(data.clone(), FsPerms::ReadWrite)]);
+        assert_eq!(seen(Access::Read, &[grant(Mode::ReadWrite, &data)], None), [(data.clone(), FsPerms::ReadOnly)]);
+        assert_eq!(seen(Access::Write, &[grant(Mode::ReadOnly, &data)], None), [(data.clone(), FsPerms::ReadOnly)]);
+        assert_eq!(
+            seen(Access::Write, &[grant(Mode::ReadWrite, &ro)], None),
+            [(ro.clone(), FsPerms::ReadOnly)],
+            "a read-only root stays read-only"
+        );
+        assert_eq!(
+            seen(Access::Read, &[grant(Mode::ReadOnly, &base)], None).len(),
+            2,
+            "a grant above the roots gives the roots"
+        );
+        assert!(
+            seen(Access::Read, &[grant(Mode::ReadOnly, Path::new("/usr"))], None).is_empty(),
+            "outside the roots: nothing"
+        );
+        let client = [ro.clone()];
+        assert!(
+            seen(Access::Read, &[grant(Mode::ReadOnly, &data)], Some(&client)).is_empty(),
+            "the client's roots narrow too"
+        );
+        assert!(
+            policy
+                .resolve_grant(&grant(Mode::ReadOnly, Path::new("/usr")))
+                .unwrap_err()
+                .contains("outside every configured root")
+        );
+        assert_eq!(policy.resolve_grant(&grant(Mode::ReadOnly, &data.join("."))).unwrap().path, data);
+        assert!(
+            policy.resolve_grant(&grant(Mode::ReadOnly, &base.join("nope"))).unwrap_err().contains("cannot be used")
+        );
     }
 }

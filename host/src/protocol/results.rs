@@ -15,7 +15,7 @@ use crate::tool::{ErrorCode, Manifest};
 /// What the server offers, in either era: tools, log messages on request,
 /// and (empty) resources and prompts, so clients that list them get an answer.
 pub fn capabilities() -> Value {
-    json!({ "tools": { "listChanged": false }, "logging": {}, "resources": {}, "prompts": {} })
+    json!({ "tools": { "listChanged": true }, "logging": {}, "resources": {}, "prompts": {} })
 }
 
 /// What the server tells a model about itself.

@@ -99,6 +99,22 @@ impl Runtime {
         Ok(Loaded { pre, outcome })
     }
 
+    /// The names a linked component imports (interfaces, with versions).
+    pub fn imports(&self, pre: &CordonToolPre<CallState>) -> Vec<String> {
+        let component = pre.instance_pre().component();
+        component.component_type().imports(&self.engine).map(|(name, _)| name.to_string()).collect()
+    }
+
+    /// The WIT world a linked component targets: `cordon-file-tool` when it
+    /// imports the host's file services, else `cordon-tool`.
+    pub fn world(&self, pre: &CordonToolPre<CallState>) -> &'static str {
+        if self.imports(pre).iter().any(|name| name.starts_with("cordon:tool/host-files")) {
+            "cordon-file-tool"
+        } else {
+            "cordon-tool"
+        }
+    }
+
     /// The compile cache, for tests and diagnostics.
     pub fn cache(&self) -> &CompileCache {
         &self.cache

@@ -15,6 +15,7 @@ mod roots;
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -96,6 +97,8 @@ pub struct Session {
     slots: Arc<Semaphore>,
     /// The client's roots, when it gives some.
     roots: ClientRoots,
+    /// The latest stream of unsolicited messages (see `unsolicited`).
+    listener: AtomicU64,
 }
 
 impl Session {
@@ -120,12 +123,38 @@ impl Session {
             inflight: Mutex::new(HashMap::new()),
             slots,
             roots: ClientRoots::new(duplex),
+            listener: AtomicU64::new(0),
         })
     }
 
     /// Whether `initialize` has negotiated a revision (legacy era).
     pub fn initialized(&self) -> bool {
         self.version.lock().expect("version lock").is_some()
+    }
+
+    /// What the server sends this session unasked: a
+    /// `notifications/tools/list_changed` each time the offered tools change
+    /// (a tool installed or removed while serving), once the session is
+    /// initialized. Stateless (2026-07-28) requests have no session to tell:
+    /// their `tools/list` is never cached (`ttlMs: 0`). Only the latest stream
+    /// asked for carries them (a message goes on one stream only); an earlier
+    /// one ends at its next message.
+    pub fn unsolicited(self: &Arc<Self>) -> impl futures_util::Stream<Item = String> + Send + 'static {
+        let mut changes = self.server.tool_changes();
+        changes.mark_unchanged();
+        let listener = self.listener.fetch_add(1, Ordering::SeqCst) + 1;
+        futures_util::stream::unfold((Arc::clone(self), changes), move |(session, mut changes)| async move {
+            loop {
+                changes.changed().await.ok()?;
+                if session.listener.load(Ordering::SeqCst) != listener {
+                    return None;
+                }
+                if session.initialized() {
+                    let line = jsonrpc::notification("notifications/tools/list_changed", json!({}));
+                    return Some((line, (session, changes)));
+                }
+            }
+        })
     }
 
     /// Handles one frame. Lifecycle and listing requests are answered at once, in

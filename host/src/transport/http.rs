@@ -21,6 +21,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
+use futures_util::StreamExt;
 use futures_util::stream::{self, Stream};
 use tokio::sync::mpsc;
 
@@ -324,17 +325,35 @@ fn events(
     })
 }
 
+/// A legacy session's stream of messages the server sends unasked
+/// (`notifications/tools/list_changed`), as SSE; the stateless era has none.
 async fn on_get(State(endpoint): State<Arc<Endpoint>>, headers: HeaderMap) -> Response {
     if let Err(refusal) = endpoint.admit(&headers) {
         return *refusal;
     }
-    // No server-initiated messages are sent outside a request's own stream.
-    let mut response = refuse(
-        StatusCode::METHOD_NOT_ALLOWED,
-        INVALID_REQUEST,
-        "Method Not Allowed: this server sends messages only on the stream of the request they belong to",
-    );
-    response.headers_mut().insert(header::ALLOW, HeaderValue::from_static("POST, DELETE"));
+    let session_id = headers.get(SESSION_ID).and_then(|v| v.to_str().ok());
+    let (true, Some(id)) = (!modern_header(&mcp_headers(&headers)), session_id) else {
+        let mut response = refuse(
+            StatusCode::METHOD_NOT_ALLOWED,
+            INVALID_REQUEST,
+            "Method Not Allowed: GET opens a legacy session's stream and needs its Mcp-Session-Id; 2026-07-28 has \
+             no sessions",
+        );
+        response.headers_mut().insert(header::ALLOW, HeaderValue::from_static("POST, DELETE"));
+        return response;
+    };
+    let Some(session) = endpoint.session(id) else {
+        return refuse(StatusCode::NOT_FOUND, INVALID_REQUEST, "Session not found: initialize again");
+    };
+    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
+    if !accept.contains("text/event-stream") {
+        return refuse(StatusCode::NOT_ACCEPTABLE, INVALID_REQUEST, "Accept must include text/event-stream");
+    }
+    let events = session
+        .unsolicited()
+        .map(|line| Ok::<_, std::convert::Infallible>(Event::default().event("message").data(line)));
+    let mut response = Sse::new(events).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))).into_response();
+    response.headers_mut().insert("x-accel-buffering", HeaderValue::from_static("no"));
     response
 }
 

@@ -47,6 +47,17 @@ where
         }
     });
     let outbox = Outbox::new(tx.clone());
+    // Messages the server sends unasked go into the same queue.
+    let unsolicited = {
+        let (tx, mut stream) = (tx.clone(), Box::pin(session.unsolicited()));
+        tokio::spawn(async move {
+            while let Some(line) = stream.next().await {
+                if tx.send(line).await.is_err() {
+                    return;
+                }
+            }
+        })
+    };
     let pending = Arc::new(Semaphore::new(PENDING_CALLS));
     let mut frames = FramedRead::new(reader, LineCodec::new(max_line_bytes));
     while let Some(frame) = frames.next().await {
@@ -76,6 +87,8 @@ where
             }
         }
     }
+    unsolicited.abort();
+    let _ = unsolicited.await;
     drop(tx);
     drop(outbox);
     let _ = writer_task.await;

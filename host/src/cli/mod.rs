@@ -1,4 +1,8 @@
-//! The command line: `cordon serve`, `cordon tools`, `cordon call`.
+//! The command line: `cordon serve`, `cordon tools`, `cordon call`, and
+//! `cordon tool …` (installing third-party tools, in `tool`).
+
+mod template;
+mod tool;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -69,6 +73,11 @@ enum Command {
         #[command(flatten)]
         common: Common,
     },
+    /// Write, install, inspect and remove third-party tools.
+    Tool {
+        #[command(subcommand)]
+        command: tool::ToolCommand,
+    },
 }
 
 #[derive(Args, Debug)]
@@ -89,6 +98,9 @@ struct Common {
     /// An extra tool component to load (repeatable); it is granted no filesystem access.
     #[arg(long = "component", value_name = "PATH.wasm")]
     components: Vec<PathBuf>,
+    /// Where `cordon tool add` installs tools, with their lockfile [default: <state-dir>/tools].
+    #[arg(long, env = "CORDON_TOOLS_DIR", value_name = "DIR")]
+    tools_dir: Option<PathBuf>,
     /// Where compiled tools are cached [default: $XDG_STATE_HOME/cordon or ~/.local/state/cordon].
     #[arg(long, env = "CORDON_STATE_DIR", value_name = "DIR")]
     state_dir: Option<PathBuf>,
@@ -180,7 +192,8 @@ impl Common {
         let loaded = Loaded::read(path)?;
         let given =
             |id: &str| matches!(matches.value_source(id), Some(ValueSource::CommandLine | ValueSource::EnvVariable));
-        let FileConfig { roots, deny, read_only, state_dir, no_cache, components, debug, limits, .. } = &loaded.file;
+        let FileConfig { roots, deny, read_only, state_dir, no_cache, components, tools_dir, debug, limits, .. } =
+            &loaded.file;
         if let (false, Some(roots)) = (given("roots"), roots) {
             self.roots = roots.iter().map(|r| r.resolve(&loaded.base)).collect();
         }
@@ -189,6 +202,9 @@ impl Common {
         }
         if let (false, Some(dir)) = (given("state_dir"), state_dir) {
             self.state_dir = Some(loaded.path(dir));
+        }
+        if let (false, Some(dir)) = (given("tools_dir"), tools_dir) {
+            self.tools_dir = Some(loaded.path(dir));
         }
         if let (false, Some(components)) = (given("components"), components) {
             self.components = components.iter().map(|c| loaded.path(c)).collect();
@@ -288,12 +304,14 @@ impl Common {
         limits.call.max_info_bytes = self.max_info_bytes;
         limits.call.table_elements = self.max_table_elements;
         limits.call.instances = self.max_instances;
-        let state_dir = if self.no_cache { None } else { self.state_dir.clone().or_else(default_state_dir) };
+        let state_dir = self.state_dir.clone().or_else(default_state_dir);
+        let tools_dir = self.tools_dir.clone().or_else(|| state_dir.as_ref().map(|dir| dir.join("tools")));
         Ok(Config {
             roots: self.roots.clone(),
-            state_dir,
+            state_dir: if self.no_cache { None } else { state_dir },
             cursor_key: self.cursor_key.clone(),
             components: self.components.clone(),
+            tools_dir,
             deny: self.deny.clone(),
             read_only: self.read_only,
             limits,
@@ -318,19 +336,26 @@ fn init_logging(debug: bool) {
 pub fn main() -> ExitCode {
     let matches = Cli::command().get_matches();
     let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
-    let sub = matches.subcommand().map(|(_, sub)| sub).expect("a subcommand is required");
-    let (common, file_serve) = match &mut cli.command {
-        Command::Serve { common, .. } | Command::Tools { common, .. } | Command::Call { common, .. } => {
-            match common.merge_file(sub) {
-                Ok(loaded) => (common, loaded.map(|l| l.file.serve)),
-                Err(e) => {
-                    eprintln!("cordon: {e:#}");
-                    return ExitCode::from(2);
-                }
-            }
-        }
+    // The matches of the innermost subcommand, where the flags are.
+    let mut sub = matches.subcommand().map(|(_, sub)| sub).expect("a subcommand is required");
+    while let Some((_, inner)) = sub.subcommand() {
+        sub = inner;
+    }
+    let common = match &mut cli.command {
+        Command::Serve { common, .. } | Command::Tools { common, .. } | Command::Call { common, .. } => Some(common),
+        Command::Tool { command } => command.common(),
     };
-    init_logging(common.debug);
+    let (debug, file_serve) = match common {
+        Some(common) => match common.merge_file(sub) {
+            Ok(loaded) => (common.debug, loaded.map(|l| l.file.serve)),
+            Err(e) => {
+                eprintln!("cordon: {e:#}");
+                return ExitCode::from(2);
+            }
+        },
+        None => (false, None),
+    };
+    init_logging(debug);
     if let (Command::Serve { tcp, http, .. }, Some(serve)) = (&mut cli.command, file_serve)
         && tcp.is_none()
         && http.is_none()
@@ -357,6 +382,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
                 anyhow::bail!("no roots: give at least one directory with --root DIR (or DIR:ro)");
             }
             let server = Server::start(&config)?;
+            server.watch_installed();
             let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
             if token.as_ref().is_some_and(|t| t.len() < 16) {
                 anyhow::bail!("--token must be at least 16 characters");
@@ -413,6 +439,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Tool { command } => command.run(),
         Command::Call { tool, json, all, jsonl, common } => {
             let arguments: Value =
                 serde_json::from_str(&json).map_err(|e| anyhow::anyhow!("--json is not valid JSON: {e}"))?;

@@ -1,0 +1,275 @@
+//! `cordon tool …`: start a tool crate from the template, install a component
+//! pinned by its digest with the directories it is granted, list, inspect and
+//! remove installed tools.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Subcommand;
+use serde_json::{Value, json};
+
+use super::Common;
+use crate::installed::lock::{self, Entry, GrantSpec};
+use crate::installed::{ToolsDir, sha256_hex};
+use crate::policy::Mode;
+use crate::registry::{self, Origin, Source, Tool};
+use crate::server::Server;
+use crate::tool::Access;
+
+#[derive(Subcommand, Debug)]
+pub enum ToolCommand {
+    /// Create a ready-to-build Rust tool crate (using the Cordon SDK) in ./NAME.
+    New {
+        /// The tool's name: lowercase letters, digits, `_` and `-`.
+        name: String,
+        /// The directory to create [default: ./NAME].
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+        /// The Cordon SDK crate (`tools/sdk` of a Cordon checkout) the new crate
+        /// depends on [default: the one this cordon was built from].
+        #[arg(long, value_name = "DIR")]
+        sdk: Option<PathBuf>,
+    },
+    /// Install a tool component into the tools directory, pinned by its SHA-256,
+    /// with the directories it may use. Replaces an installed tool of the same name.
+    Add {
+        /// The component (a wasm32-wasip2 component exporting `cordon:tool/tool`).
+        component: PathBuf,
+        /// A directory the tool may use: ro:DIR (read-only) or rw:DIR (read-write).
+        /// Repeatable. Without any, the tool gets no filesystem access.
+        #[arg(long = "grant", value_name = "ro:DIR|rw:DIR")]
+        grants: Vec<GrantSpec>,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// List the installed tools, their grants, and whether each component still
+    /// has its pinned digest.
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Show a tool (installed or built-in): its WIT world and imports, manifest,
+    /// schemas, digest and grants.
+    Inspect {
+        name: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Uninstall a tool: its lockfile entry and its component.
+    Remove {
+        name: String,
+        #[command(flatten)]
+        common: Common,
+    },
+}
+
+impl ToolCommand {
+    /// The shared options, for the subcommands that take them.
+    pub(super) fn common(&mut self) -> Option<&mut Common> {
+        match self {
+            ToolCommand::New { .. } => None,
+            ToolCommand::Add { common, .. }
+            | ToolCommand::List { common, .. }
+            | ToolCommand::Inspect { common, .. }
+            | ToolCommand::Remove { common, .. } => Some(common),
+        }
+    }
+
+    pub(super) fn run(self) -> anyhow::Result<ExitCode> {
+        match self {
+            ToolCommand::New { name, dir, sdk } => super::template::create(&name, dir, sdk),
+            ToolCommand::Add { component, grants, common } => add(&component, grants, &common),
+            ToolCommand::List { json, common } => list(json, &common),
+            ToolCommand::Inspect { name, json, common } => inspect(&name, json, &common),
+            ToolCommand::Remove { name, common } => {
+                let entry = tools_dir(&common)?.uninstall(&name)?;
+                println!("removed `{}` {}; a running server drops it within a second", entry.name, entry.version);
+                Ok(ExitCode::SUCCESS)
+            }
+        }
+    }
+}
+
+/// The tools directory the options name, created if needed.
+fn tools_dir(common: &Common) -> anyhow::Result<ToolsDir> {
+    let config = common.config()?;
+    let path = config.tools_dir.context("no tools directory: give --tools-dir DIR (or set HOME)")?;
+    Ok(ToolsDir::create(&path)?)
+}
+
+fn add(component: &std::path::Path, grants: Vec<GrantSpec>, common: &Common) -> anyhow::Result<ExitCode> {
+    let dir = tools_dir(common)?;
+    let runtime = Server::runtime_only(&common.config()?)?;
+    let mut source = Source::component(component)?;
+    source.origin = Origin::Installed { grants: Vec::new() };
+    let bytes = source.bytes.to_vec();
+    let tool =
+        registry::load(&runtime, source).with_context(|| format!("{} is not a usable tool", component.display()))?;
+    let name = tool.manifest.name.clone();
+    if !lock::valid_name(&name) {
+        anyhow::bail!("the tool's name `{name}` cannot be installed: use 1-64 of [a-z0-9_-], not starting with `-`");
+    }
+    if registry::builtin_names().any(|builtin| builtin == name) || name == crate::staging::UPLOAD_TOOL {
+        anyhow::bail!("`{name}` is the name of a built-in tool; give the tool another name in its manifest");
+    }
+    let mut resolved = Vec::new();
+    for grant in grants {
+        let (canonical, is_dir) = crate::ambient::canonical_dir(&grant.path)
+            .with_context(|| format!("grant `{grant}`: the directory cannot be used"))?;
+        if !is_dir {
+            anyhow::bail!("grant `{grant}`: not a directory");
+        }
+        match (tool.manifest.access, grant.mode) {
+            (Access::None, _) => anyhow::bail!(
+                "`{name}` needs no files (its manifest asks for access `none`), so it takes no grants; add it without --grant"
+            ),
+            (Access::Read, Mode::ReadWrite) => anyhow::bail!(
+                "`{name}` only reads (its manifest asks for access `read`); grant ro:{} instead of rw:",
+                grant.path.display()
+            ),
+            _ => {}
+        }
+        let canonical = canonical.to_str().context("a granted directory must be valid UTF-8")?.into();
+        resolved.push(GrantSpec { mode: grant.mode, path: canonical });
+    }
+    let entry = Entry {
+        name: name.clone(),
+        version: tool.manifest.version.clone(),
+        file: lock::file_name(&name),
+        sha256: sha256_hex(&bytes),
+        world: tool.world.to_string(),
+        grants: resolved,
+    };
+    let shown_grants = grants_text(&entry.grants);
+    let replaced = dir.install(entry.clone(), &bytes)?;
+    let verb = match replaced {
+        Some(old) => format!("replaced `{name}` {} with", old.version),
+        None => "installed".to_string(),
+    };
+    println!("{verb} `{name}` {} (sha256 {}) in {}", entry.version, entry.sha256, dir.path().display());
+    println!("grants: {shown_grants}");
+    if tool.manifest.access != Access::None && entry.grants.is_empty() {
+        println!(
+            "note: `{name}` asks for {:?} access but has no grant; it will be refused every path",
+            tool.manifest.access
+        );
+    }
+    println!("a running server offers it within a second; `cordon tool inspect {name}` shows it");
+    Ok(ExitCode::SUCCESS)
+}
+
+fn grants_text(grants: &[GrantSpec]) -> String {
+    match grants.is_empty() {
+        true => "none (no filesystem access)".into(),
+        false => grants.iter().map(GrantSpec::to_string).collect::<Vec<_>>().join(", "),
+    }
+}
+
+fn list(as_json: bool, common: &Common) -> anyhow::Result<ExitCode> {
+    let dir = tools_dir(common)?;
+    let lock = dir.lock()?;
+    let rows: Vec<Value> = lock
+        .tools
+        .iter()
+        .map(|entry| {
+            let status = match dir.verify(entry) {
+                Ok(_) => "ok".to_string(),
+                Err(e) => e.to_string(),
+            };
+            json!({
+                "name": entry.name, "version": entry.version, "world": entry.world, "sha256": entry.sha256,
+                "grants": entry.grants, "file": dir.path().join(&entry.file), "status": status,
+            })
+        })
+        .collect();
+    if as_json {
+        println!("{}", serde_json::to_string_pretty(&json!({ "tools_dir": dir.path(), "tools": rows }))?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("tools directory: {} ({} installed)", dir.path().display(), rows.len());
+    for (entry, row) in lock.tools.iter().zip(&rows) {
+        println!("{} {}  sha256 {}…  {}", entry.name, entry.version, &entry.sha256[..16], entry.world);
+        println!("  grants: {}", grants_text(&entry.grants));
+        println!("  status: {}", row["status"].as_str().unwrap_or_default());
+    }
+    let bad = rows.iter().filter(|r| r["status"] != "ok").count();
+    Ok(if bad == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+fn inspect(name: &str, as_json: bool, common: &Common) -> anyhow::Result<ExitCode> {
+    let config = common.config()?;
+    let runtime = Server::runtime_only(&config)?;
+    let installed = match &config.tools_dir {
+        Some(path) => match ToolsDir::open(path)? {
+            Some(dir) => {
+                dir.lock()?.get(name).cloned().map(|entry| dir.verify(&entry).map(|v| (entry, v))).transpose()?
+            }
+            None => None,
+        },
+        None => None,
+    };
+    let (source, file) = match installed {
+        Some((entry, verified)) => {
+            let file = config.tools_dir.as_ref().map(|d| d.join(&entry.file));
+            (Source::installed(verified, entry.grants), file)
+        }
+        None => match Source::builtin(name) {
+            Some(source) => (source, None),
+            None => {
+                anyhow::bail!("no installed or built-in tool is named `{name}` (`cordon tool list`, `cordon tools`)")
+            }
+        },
+    };
+    let size = source.bytes.len();
+    let tool: Tool = registry::load(&runtime, source)?;
+    let imports = runtime.imports(tool.pre());
+    let grants = match &tool.origin {
+        Origin::Installed { grants } => json!(grants),
+        _ => json!("every configured root (built-in)"),
+    };
+    let m = &tool.manifest;
+    let report = json!({
+        "name": m.name, "version": m.version, "title": m.title, "description": m.description,
+        "origin": if file.is_some() { "installed" } else { "built-in" },
+        "file": file, "bytes": size, "sha256": tool.digest, "world": tool.world, "imports": imports,
+        "access": format!("{:?}", m.access).to_lowercase(), "grants": grants,
+        "hints": { "readOnly": m.read_only, "destructive": m.destructive, "idempotent": m.idempotent },
+        "input_schema": m.input_schema, "output_schema": m.output_schema,
+    });
+    if as_json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("{} {} — {}", m.name, m.version, m.title);
+    println!("  {}", m.description);
+    println!(
+        "origin:  {}{}",
+        report["origin"].as_str().unwrap_or_default(),
+        file.map(|f| format!(" ({})", f.display())).unwrap_or_default()
+    );
+    println!("sha256:  {} ({size} bytes)", tool.digest);
+    println!("world:   cordon:tool/{}@0.1.0", tool.world);
+    println!(
+        "access:  {}; grants: {}",
+        report["access"].as_str().unwrap_or_default(),
+        match &grants {
+            Value::Array(list) if list.is_empty() => "none (no filesystem access)".to_string(),
+            Value::Array(list) => list.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", "),
+            other => other.as_str().unwrap_or_default().to_string(),
+        }
+    );
+    println!("imports:");
+    for import in &imports {
+        println!("  {import}");
+    }
+    println!("input schema:  {}", serde_json::to_string_pretty(&m.input_schema)?);
+    println!("output schema: {}", serde_json::to_string_pretty(&m.output_schema)?);
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,211 @@
+//! The lockfile of installed tools, `cordon-tools.lock`: which components are
+//! installed, the SHA-256 each must still have, and the directories each is
+//! granted. It is JSON, written whole (a temporary file renamed into place), in
+//! a stable order, so a team can review changes to it like code.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::policy::Mode;
+
+/// The lockfile's name inside the tools directory.
+pub const LOCK_FILE: &str = "cordon-tools.lock";
+
+/// The format this host writes and reads.
+const FORMAT: u32 = 1;
+
+/// The whole lockfile.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Lock {
+    /// The lockfile format, so a newer host can refuse what it cannot read.
+    pub format: u32,
+    /// The installed tools, in name order.
+    pub tools: Vec<Entry>,
+}
+
+/// One installed tool.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Entry {
+    /// The tool's name, as its manifest gives it.
+    pub name: String,
+    /// The tool's version, as its manifest gives it when it was added.
+    pub version: String,
+    /// The component's file name in the tools directory.
+    pub file: String,
+    /// The SHA-256 of the component, hex; any other content is refused.
+    pub sha256: String,
+    /// The WIT world the component targets (`cordon-tool` or `cordon-file-tool`).
+    pub world: String,
+    /// The directories the tool may use; nothing else.
+    pub grants: Vec<GrantSpec>,
+}
+
+/// A directory granted to an installed tool: `ro:DIR` or `rw:DIR`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct GrantSpec {
+    pub mode: Mode,
+    pub path: PathBuf,
+}
+
+impl FromStr for GrantSpec {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let (mode, path) = match s.split_once(':') {
+            Some(("ro", path)) => (Mode::ReadOnly, path),
+            Some(("rw", path)) => (Mode::ReadWrite, path),
+            _ => return Err(format!("`{s}` is not a grant: write ro:DIR (read-only) or rw:DIR (read-write)")),
+        };
+        if path.is_empty() {
+            return Err(format!("`{s}` names no directory: write ro:DIR or rw:DIR"));
+        }
+        Ok(GrantSpec { mode, path: PathBuf::from(path) })
+    }
+}
+
+impl TryFrom<String> for GrantSpec {
+    type Error = String;
+
+    fn try_from(s: String) -> Result<Self, Self::Error> {
+        s.parse()
+    }
+}
+
+impl From<GrantSpec> for String {
+    fn from(grant: GrantSpec) -> String {
+        grant.to_string()
+    }
+}
+
+impl fmt::Display for GrantSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mode = match self.mode {
+            Mode::ReadOnly => "ro",
+            Mode::ReadWrite => "rw",
+        };
+        write!(f, "{mode}:{}", self.path.display())
+    }
+}
+
+impl Lock {
+    /// Reads a lockfile's text; the error says what is wrong and where.
+    pub fn parse(text: &str) -> Result<Lock, String> {
+        let lock: Lock = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        if lock.format != FORMAT {
+            return Err(format!("format {} is not one this Cordon reads (it reads format {FORMAT})", lock.format));
+        }
+        for (i, entry) in lock.tools.iter().enumerate() {
+            if !valid_name(&entry.name) {
+                return Err(format!("tool {} has the name `{}`, which is not a tool name", i + 1, entry.name));
+            }
+            if entry.file != file_name(&entry.name) {
+                return Err(format!(
+                    "tool `{}` names the file `{}`; it must be `{}`",
+                    entry.name,
+                    entry.file,
+                    file_name(&entry.name)
+                ));
+            }
+            if entry.sha256.len() != 64 || !entry.sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return Err(format!("tool `{}` has a sha256 that is not 64 hex digits", entry.name));
+            }
+            if lock.tools[..i].iter().any(|e| e.name == entry.name) {
+                return Err(format!("the tool `{}` is listed twice", entry.name));
+            }
+        }
+        Ok(lock)
+    }
+
+    /// The lockfile's text: pretty JSON, tools in name order, ending in a newline.
+    pub fn render(&self) -> String {
+        let mut lock = self.clone();
+        lock.format = FORMAT;
+        lock.tools.sort_by(|a, b| a.name.cmp(&b.name));
+        let mut text = serde_json::to_string_pretty(&lock).expect("a lock serializes");
+        text.push('\n');
+        text
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Entry> {
+        self.tools.iter().find(|e| e.name == name)
+    }
+}
+
+/// Whether `name` can name a tool (and so a file): what the WIT manifest allows,
+/// lowercase letters, digits, `_` and `-`, 1 to 64 of them, not starting with `-`.
+pub fn valid_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && !name.starts_with('-')
+        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
+}
+
+/// The component's file name for a tool.
+pub fn file_name(name: &str) -> String {
+    format!("{name}.wasm")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(name: &str) -> Entry {
+        Entry {
+            name: name.into(),
+            version: "0.1.0".into(),
+            file: file_name(name),
+            sha256: "ab".repeat(32),
+            world: "cordon-tool".into(),
+            grants: vec!["ro:/data".parse().unwrap()],
+        }
+    }
+
+    #[test]
+    fn a_lock_renders_in_name_order_and_reads_back() {
+        let lock = Lock { format: 1, tools: vec![entry("zeta"), entry("alpha")] };
+        let text = lock.render();
+        assert!(text.find("alpha").unwrap() < text.find("zeta").unwrap(), "{text}");
+        assert!(text.contains("\"ro:/data\""), "grants are written as on the command line: {text}");
+        let back = Lock::parse(&text).unwrap();
+        assert_eq!(back.tools.iter().map(|e| e.name.as_str()).collect::<Vec<_>>(), ["alpha", "zeta"]);
+        assert_eq!(back.get("zeta").unwrap().grants[0], GrantSpec { mode: Mode::ReadOnly, path: "/data".into() });
+    }
+
+    #[test]
+    fn grants_are_ro_or_rw_and_name_a_directory() {
+        assert_eq!("rw:/a:b".parse::<GrantSpec>().unwrap().path, PathBuf::from("/a:b"));
+        for bad in ["/data", "rx:/data", "ro:", "ro"] {
+            let err = bad.parse::<GrantSpec>().unwrap_err();
+            assert!(err.contains("ro:DIR"), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_lock_with_bad_names_files_digests_or_format_is_refused() {
+        let with = |f: &dyn Fn(&mut Lock)| {
+            let mut lock = Lock { format: 1, tools: vec![entry("a")] };
+            f(&mut lock);
+            serde_json::to_string(&lock).unwrap()
+        };
+        let cases: [(&dyn Fn(&mut Lock), &str); 5] = [
+            (&|l| l.format = 2, "format 2"),
+            (&|l| l.tools[0].name = "../x".into(), "not a tool name"),
+            (&|l| l.tools[0].file = "../../etc/passwd".into(), "must be `a.wasm`"),
+            (&|l| l.tools[0].sha256 = "xyz".into(), "64 hex digits"),
+            (&|l| l.tools.push(entry("a")), "listed twice"),
+        ];
+        for (change, expected) in cases {
+            let err = Lock::parse(&with(change)).unwrap_err();
+            assert!(err.contains(expected), "{expected}: {err}");
+        }
+        assert!(Lock::parse("{\"format\":1,\"tools\":[],\"extra\":1}").unwrap_err().contains("extra"));
+        assert!(
+            valid_name("csv_rows") && valid_name("a-1") && !valid_name("-a") && !valid_name("A") && !valid_name("")
+        );
+    }
+}
