@@ -129,7 +129,9 @@ fn upload(server: &mut Server, id: &mut i64, bytes: &[u8], chunk: usize) -> Stri
 fn a_200_mb_staged_upload_writes_the_exact_file() {
     let fx = Fixture::new();
     let state = tempfile::tempdir().unwrap();
-    let mut server = Server::initialized(&fx.root(), &["--state-dir", state.path().to_str().unwrap()]);
+    // Copying and hashing 200 MB in the sandbox takes seconds; on a busy machine, more than 30.
+    let flags = ["--state-dir", state.path().to_str().unwrap(), "--timeout-secs", "600"];
+    let mut server = Server::initialized(&fx.root(), &flags);
     let mut bytes = Vec::with_capacity(200 << 20);
     let mut x = 0x9e37_79b9_7f4a_7c15u64;
     while bytes.len() < 200 << 20 {

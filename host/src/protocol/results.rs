@@ -14,8 +14,11 @@ use crate::tool::{ErrorCode, Manifest};
 
 /// What the server offers, in either era: tools, log messages on request,
 /// and (empty) resources and prompts, so clients that list them get an answer.
-pub fn capabilities() -> Value {
-    json!({ "tools": { "listChanged": true }, "logging": {}, "resources": {}, "prompts": {} })
+pub fn capabilities(version: Version) -> Value {
+    // A legacy session is told when the tools change (a tool installed or
+    // removed while serving); the stateless era has no session to tell.
+    let list_changed = !version.is_modern();
+    json!({ "tools": { "listChanged": list_changed }, "logging": {}, "resources": {}, "prompts": {} })
 }
 
 /// What the server tells a model about itself.
@@ -26,7 +29,7 @@ pub const INSTRUCTIONS: &str =
 pub fn initialize_result(version: Version) -> Value {
     json!({
         "protocolVersion": version.as_str(),
-        "capabilities": capabilities(),
+        "capabilities": capabilities(version),
         "serverInfo": super::modern::server_info(),
         "instructions": INSTRUCTIONS,
     })

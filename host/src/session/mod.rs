@@ -286,7 +286,7 @@ impl Session {
         let done = |result: Result<Value, ErrorObject>, cacheable| reply(Some(ctx), stamped(ctx, result, cacheable));
         match request {
             Request::Discover => {
-                done(Ok(modern::discover_result(results::capabilities(), results::INSTRUCTIONS)), true)
+                done(Ok(modern::discover_result(results::capabilities(Version::MODERN), results::INSTRUCTIONS)), true)
             }
             Request::ListTools => done(Ok(self.server.list_tools(ctx.version)), true),
             Request::ListResources => done(Ok(results::empty_list("resources")), true),
