@@ -341,7 +341,7 @@ impl Server {
                 };
                 let lock = self.installed.path.as_deref().map(|p| p.join(crate::installed::LOCK_FILE));
                 format!(
-                    "the installed tool `{}` is granted {list} (in {}); grant the directory it needs with `cordon \
+                    "the installed tool `{}` is granted {list} (in {}); a path outside its grants needs one: `cordon \
                      tool add COMPONENT.wasm --grant ro:DIR` (or rw:DIR), repeating its other grants",
                     tool.manifest.name,
                     lock.as_deref().unwrap_or(Path::new("the lockfile")).display()
