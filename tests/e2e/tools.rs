@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::support::{Fixture, Server, cordon_bin, read_all, shared_state_dir, workspace};
+use crate::support::{
+    Fixture, Server, cordon_bin, http_post, initialize_params, read_all, shared_state_dir, spawn_listening, workspace,
+};
 
 /// The Rust example (`tools/examples/rust`), built by the host's build script.
 pub const RUST_EXAMPLE: &str = env!("CORDON_EXAMPLE_RUST_COMPONENT");
@@ -197,7 +199,7 @@ fn tools_list_changed_is_sent_on_add_and_remove_while_serving() {
     assert_eq!(tool_names(&mut server, 4), before);
     let gone = server.request(5, "tools/call", json!({ "name": "todos", "arguments": {} }));
     assert_eq!(gone["error"]["code"], -32602, "{gone}");
-    let init = server.request(6, "initialize", crate::support::initialize_params("2025-11-25"));
+    let init = server.request(6, "initialize", initialize_params("2025-11-25"));
     assert_eq!(init["result"]["capabilities"]["tools"]["listChanged"], true);
 }
 
@@ -265,4 +267,116 @@ fn tool_new_makes_a_crate_that_builds_installs_and_pages() {
 pub fn sha256_file(path: &Path) -> String {
     use sha2::Digest;
     hex::encode(sha2::Sha256::digest(std::fs::read(path).unwrap()))
+}
+
+#[test]
+fn tools_list_changed_reaches_a_legacy_http_session_on_its_get_stream() {
+    use std::io::{Read, Write};
+
+    let fx = Fixture::new();
+    let tools = fx.dir.path().join("tools");
+    let mut server = spawn_listening(&fx.root(), &["--http", "127.0.0.1:0"], &["--tools-dir", tools.to_str().unwrap()]);
+    let addr = server.addr.trim_start_matches("http://").trim_end_matches("/mcp").to_string();
+    let init = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": initialize_params("2025-11-25") });
+    let init = http_post(&addr, &[], init.to_string().as_bytes());
+    let session = init.header("mcp-session-id").expect("a legacy session").to_string();
+    let headers = [("Mcp-Session-Id", session.clone()), ("MCP-Protocol-Version", "2025-11-25".to_string())];
+    let initialized = json!({ "jsonrpc": "2.0", "method": "notifications/initialized" });
+    assert_eq!(http_post(&addr, &headers, initialized.to_string().as_bytes()).status, 202);
+
+    let mut stream = std::net::TcpStream::connect(&addr).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
+    let get = format!(
+        "GET /mcp HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\nMcp-Session-Id: {session}\r\n\
+         MCP-Protocol-Version: 2025-11-25\r\n\r\n"
+    );
+    stream.write_all(get.as_bytes()).unwrap();
+    let mut seen = Vec::new();
+    let mut read_until = |needle: &str, seen: &mut Vec<u8>| {
+        let mut buffer = [0u8; 4096];
+        while !String::from_utf8_lossy(seen).contains(needle) {
+            let n = stream.read(&mut buffer).unwrap_or_else(|e| panic!("waiting for {needle}: {e}"));
+            assert!(n > 0, "the stream ended before {needle}: {}", String::from_utf8_lossy(seen));
+            seen.extend_from_slice(&buffer[..n]);
+        }
+    };
+    read_until("\r\n\r\n", &mut seen);
+    let head = String::from_utf8_lossy(&seen).to_string();
+    assert!(head.starts_with("HTTP/1.1 200") && head.contains("text/event-stream"), "{head}");
+    ok(&tool_cmd(&tools, &["tool", "add", RUST_EXAMPLE]));
+    read_until("notifications/tools/list_changed", &mut seen);
+    let _ = server.child.kill();
+    let _ = server.child.wait();
+}
+
+/// Builds an example tool with its build script (which installs its build
+/// tools on first use and prints the component's path), once per run.
+fn example(lang: &str) -> PathBuf {
+    static BUILT: std::sync::Mutex<Vec<(String, PathBuf)>> = std::sync::Mutex::new(Vec::new());
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, path)) = built.iter().find(|(l, _)| l == lang) {
+        return path.clone();
+    }
+    let script = workspace().join(format!("tools/examples/{lang}/build.sh"));
+    let out = Command::new("bash").arg(&script).stdin(std::process::Stdio::null()).output().unwrap();
+    let path = PathBuf::from(ok(&out).trim());
+    assert!(path.is_file(), "{} printed {}", script.display(), path.display());
+    built.push((lang.to_string(), path.clone()));
+    path
+}
+
+#[test]
+fn the_python_example_reads_a_granted_csv_in_pages_exactly() {
+    let fx = Fixture::new();
+    let data = fx.root().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let mut csv = String::from("id,name,note\n");
+    for i in 0..1500 {
+        let note = match i % 5 {
+            0 => format!("\"line one\nline two {i}\""),
+            1 => format!("\"comma, and \"\"quotes\"\" {i}\""),
+            2 => format!("ünïcödé {}", "é".repeat(i % 50)),
+            _ => format!("plain {i}"),
+        };
+        csv.push_str(&format!("{i},name {i},{note}\n"));
+    }
+    std::fs::write(data.join("rows.csv"), &csv).unwrap();
+    let tools = fx.dir.path().join("tools");
+    ok(&tool_cmd(
+        &tools,
+        &["tool", "add", example("python").to_str().unwrap(), "--grant", &format!("ro:{}", data.display())],
+    ));
+    let mut server = serve(&fx.root(), &tools);
+    assert!(tool_names(&mut server, 1).contains(&"csv_rows".to_string()));
+    let (rows, pages) = items(&mut server, "csv_rows", json!({ "path": data.join("rows.csv").to_str().unwrap() }), 300);
+    assert_eq!(rows.len(), 1500);
+    assert!(pages > 10, "{pages} pages");
+    assert_eq!(rows[0], json!({ "id": "0", "name": "name 0", "note": "line one\nline two 0" }));
+    assert_eq!(rows[1]["note"], "comma, and \"quotes\" 1");
+    assert_eq!(rows[1497]["note"], format!("ünïcödé {}", "é".repeat(1497 % 50)));
+    let (narrow, _) = items(
+        &mut server,
+        "csv_rows",
+        json!({ "path": data.join("rows.csv").to_str().unwrap(), "columns": ["id"] }),
+        2000,
+    );
+    assert_eq!(narrow[1499], json!({ "id": "1499" }));
+    let denied = server.call(2, "csv_rows", json!({ "path": fx.root().join("hello.txt").to_str().unwrap() }));
+    assert_eq!(denied["structuredContent"]["error"]["code"], "permission_denied", "{denied}");
+}
+
+#[test]
+fn the_javascript_example_pages_primes_exactly() {
+    let fx = Fixture::new();
+    let tools = fx.dir.path().join("tools");
+    ok(&tool_cmd(&tools, &["tool", "add", example("javascript").to_str().unwrap()]));
+    let mut server = serve(&fx.root(), &tools);
+    assert!(tool_names(&mut server, 1).contains(&"primes".to_string()));
+    let (primes, pages) = items(&mut server, "primes", json!({ "below": 100000 }), 2000);
+    assert_eq!(primes.len(), 9592, "the primes below 100000");
+    assert!(pages > 5, "{pages} pages");
+    assert_eq!(primes[0], json!({ "index": 0, "prime": 2 }));
+    assert_eq!(primes[9591]["prime"], 99991);
+    let bad = server.call(2, "primes", json!({ "below": 1 }));
+    assert_eq!(bad["isError"], true, "{bad}");
 }
