@@ -48,6 +48,7 @@ fn main() {
         deny: Vec::new(),
         read_only: false,
         components: vec![HOSTILE.into()],
+        tools_dir: None,
         limits,
     };
 

@@ -118,10 +118,7 @@ impl Server {
         let policy = Policy::new(&config.roots, &config.deny, config.read_only)?;
         // Stray temporary files older than this start, on a background thread.
         crate::cleanup::spawn(policy.roots(), std::time::SystemTime::now());
-        let state = match &config.state_dir {
-            Some(dir) => Some(ambient::create_dir_handle(dir).with_context(|| format!("open {}", dir.display()))?),
-            None => None,
-        };
+        let state = state_dir(config)?;
         let cache_dir = compile_cache(state.as_ref())?;
         let key = match (&config.cursor_key, &state) {
             (Some(hex), _) => {
@@ -163,11 +160,8 @@ impl Server {
     /// tool add`, `inspect`): the server's limits and compile cache, no roots.
     pub fn runtime_only(config: &Config) -> anyhow::Result<Runtime> {
         config.limits.validate()?;
-        let state = match &config.state_dir {
-            Some(dir) => Some(ambient::create_dir_handle(dir).with_context(|| format!("open {}", dir.display()))?),
-            None => None,
-        };
-        Runtime::new(config.limits.call, compile_cache(state.as_ref())?, Arc::new(crate::policy::Deny::none()))
+        let cache = compile_cache(state_dir(config)?.as_ref())?;
+        Runtime::new(config.limits.call, cache, Arc::new(crate::policy::Deny::none()))
     }
 
     /// The tools as they are now.
@@ -217,11 +211,10 @@ impl Server {
         let sources = installed_sources(&self.policy, &dir, text)?;
         let current = self.registry();
         let next = current.with_installed(&self.runtime, sources)?;
-        let names =
-            |r: &Registry| r.tools().iter().map(|t| (t.manifest.name.clone(), t.digest.clone())).collect::<Vec<_>>();
-        if names(&current) == names(&next)
-            && current.tools().iter().zip(next.tools()).all(|(a, b)| a.origin == b.origin)
-        {
+        let offered = |r: &Registry| -> Vec<(String, String, Origin)> {
+            r.tools().iter().map(|t| (t.manifest.name.clone(), t.digest.clone(), t.origin.clone())).collect()
+        };
+        if offered(&current) == offered(&next) {
             return Ok(false);
         }
         tracing::info!(
@@ -370,6 +363,12 @@ impl Server {
             mcp::unknown_tool(name)
         }
     }
+}
+
+/// The state directory, created if needed (none: nothing is kept).
+fn state_dir(config: &Config) -> anyhow::Result<Option<cap_std::fs::Dir>> {
+    let Some(dir) = &config.state_dir else { return Ok(None) };
+    Ok(Some(ambient::create_dir_handle(dir).with_context(|| format!("open {}", dir.display()))?))
 }
 
 /// The compile cache inside the state directory, created if needed.
