@@ -192,7 +192,8 @@ mod tests {
             f(&mut lock);
             serde_json::to_string(&lock).unwrap()
         };
-        let cases: [(&dyn Fn(&mut Lock), &str); 5] = [
+        type Change = dyn Fn(&mut Lock);
+        let cases: [(&Change, &str); 5] = [
             (&|l| l.format = 2, "format 2"),
             (&|l| l.tools[0].name = "../x".into(), "not a tool name"),
             (&|l| l.tools[0].file = "../../etc/passwd".into(), "must be `a.wasm`"),
