@@ -2,6 +2,7 @@
 
 mod support;
 
+mod bench;
 mod cache;
 mod canary;
 mod cli;

@@ -1,0 +1,187 @@
+//! Small-call throughput and latency: concurrent clients issuing small reads
+//! for a fixed time, Cordon against the reference server (calls/s, p50, p99).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use anyhow::{Result, anyhow, bail};
+use serde_json::{Value, json};
+
+use crate::Options;
+use crate::contenders::cordon_serve;
+use crate::corpus::Corpus;
+use crate::mcp::{Launch, Server};
+use crate::report::{Report, Table};
+use crate::stats::{median, mib_from_kib, percentile, ratio, secs};
+
+/// One timed run of one configuration.
+#[derive(Clone, Debug, Default)]
+struct Sample {
+    calls_per_sec: f64,
+    p50: f64,
+    p99: f64,
+    rss_kib: u64,
+}
+
+#[derive(Default)]
+struct Samples(Vec<Sample>);
+
+impl Samples {
+    fn median(&self, f: fn(&Sample) -> f64) -> f64 {
+        median(&self.0.iter().map(f).collect::<Vec<_>>())
+    }
+
+    fn cells(&self) -> [String; 4] {
+        if self.0.is_empty() {
+            return ["not run".into(), "-".into(), "-".into(), "-".into()];
+        }
+        [
+            format!("{:.0}", self.median(|s| s.calls_per_sec)),
+            secs(self.median(|s| s.p50)),
+            secs(self.median(|s| s.p99)),
+            mib_from_kib(self.median(|s| s.rss_kib as f64) as u64),
+        ]
+    }
+}
+
+pub fn run(opts: &Options, corpus: &Corpus, report: &mut Report) -> Result<()> {
+    let root = corpus.small_root.as_path();
+    let cordon = cordon_serve(&opts.cordon, &[root], &opts.state_dir, &[]);
+    let ours = ("read", json!({"path": "small.txt"}));
+    let peer = opts.peers.peer(&[root]);
+    let file = root.join("small.txt");
+    let theirs = ("read_text_file", json!({"path": file}));
+    let seconds = Duration::from_secs_f64(opts.seconds);
+    let n = opts.clients;
+    let (mut processes, mut peers, mut pipelined) = (Samples::default(), Samples::default(), Samples::default());
+    for _ in 0..opts.runs {
+        processes.0.push(sequential(&cordon, n, seconds, &ours)?);
+        if let Some(peer) = &peer {
+            peers.0.push(sequential(peer, n, seconds, &theirs)?);
+        }
+        pipelined.0.push(in_flight(&cordon, n, seconds, &ours)?);
+    }
+
+    let mut table = Table::new(
+        "Small-call throughput and latency",
+        &["configuration", "calls/s", "latency p50", "latency p99", "peak RSS per server"],
+    );
+    table.intro.push(format!(
+        "{n} concurrent clients issue small reads (a {}-byte file: `read` for Cordon, `read_text_file` for the \
+         reference server) for {} s per run; latency is request written to answer read. The reference server \
+         speaks stdio only, so each client has its own server process, and Cordon is measured the same way; \
+         Cordon is also measured with one session carrying {n} calls in flight. Median of {} run(s).",
+        crate::corpus::SMALL.len(),
+        opts.seconds,
+        opts.runs
+    ));
+    let mut push = |label: String, samples: &Samples| {
+        let mut cells = vec![label];
+        cells.extend(samples.cells());
+        table.row(cells);
+    };
+    push(format!("Cordon: {n} processes, one client each"), &processes);
+    push(format!("reference server: {n} processes, one client each"), &peers);
+    push(format!("Cordon: 1 process, one session, {n} calls in flight"), &pipelined);
+    if peer.is_some() {
+        let (c, p) = (&processes, &peers);
+        table.row(vec![
+            format!("Cordon speed vs reference ({n} processes each; ×, >1: Cordon faster)"),
+            ratio(c.median(|s| s.calls_per_sec), p.median(|s| s.calls_per_sec)),
+            ratio(p.median(|s| s.p50), c.median(|s| s.p50)),
+            ratio(p.median(|s| s.p99), c.median(|s| s.p99)),
+            ratio(p.median(|s| s.rss_kib as f64), c.median(|s| s.rss_kib as f64)),
+        ]);
+    } else {
+        table.notes.push(crate::startup::missing_peer_note());
+    }
+    report.push(table);
+    Ok(())
+}
+
+/// `clients` server processes, each driven by one client thread calling
+/// `tool` back to back for `length`.
+fn sequential(launch: &Launch, clients: usize, length: Duration, call: &(&str, Value)) -> Result<Sample> {
+    let mut servers = Vec::new();
+    for _ in 0..clients {
+        let mut server = Server::start(launch)?;
+        server.call(call.0, call.1.clone())?;
+        servers.push(server);
+    }
+    let barrier = Arc::new(Barrier::new(clients + 1));
+    let threads: Vec<_> = servers
+        .into_iter()
+        .map(|mut server| {
+            let (barrier, (tool, args)) = (Arc::clone(&barrier), (call.0.to_string(), call.1.clone()));
+            std::thread::spawn(move || -> Result<(Vec<f64>, u64)> {
+                let _watchdog = server.watchdog(crate::WATCHDOG);
+                barrier.wait();
+                let deadline = Instant::now() + length;
+                let mut latencies = Vec::new();
+                while Instant::now() < deadline {
+                    let start = Instant::now();
+                    server.call(&tool, args.clone())?;
+                    latencies.push(start.elapsed().as_secs_f64());
+                }
+                let rss = server.peak_rss_kib();
+                server.finish();
+                Ok((latencies, rss))
+            })
+        })
+        .collect();
+    barrier.wait();
+    let start = Instant::now();
+    let mut all = Vec::new();
+    let mut rss = Vec::new();
+    for thread in threads {
+        let (latencies, peak) = thread.join().map_err(|_| anyhow!("a client thread panicked"))??;
+        all.extend(latencies);
+        rss.push(peak as f64);
+    }
+    Ok(sample(all, start.elapsed(), median(&rss) as u64))
+}
+
+/// One server, one session, `in_flight` calls outstanding at all times for
+/// `length`.
+fn in_flight(launch: &Launch, in_flight: usize, length: Duration, call: &(&str, Value)) -> Result<Sample> {
+    let mut server = Server::start(launch)?;
+    let _watchdog = server.watchdog(crate::WATCHDOG);
+    server.call(call.0, call.1.clone())?;
+    let params = json!({"name": call.0, "arguments": call.1});
+    let mut sent: HashMap<u64, Instant> = HashMap::new();
+    let mut latencies = Vec::new();
+    let start = Instant::now();
+    let deadline = start + length;
+    for _ in 0..in_flight {
+        let id = server.send_request("tools/call", params.clone())?;
+        sent.insert(id, Instant::now());
+    }
+    while !sent.is_empty() {
+        let reply = server.recv_response()?;
+        let id = reply["id"].as_u64().ok_or_else(|| anyhow!("an answer without a numeric id"))?;
+        let Some(at) = sent.remove(&id) else { bail!("an answer to an unknown id {id}") };
+        latencies.push(at.elapsed().as_secs_f64());
+        if reply.get("error").is_some() || reply["result"]["isError"] == true {
+            bail!("a small read failed: {}", reply.to_string().chars().take(300).collect::<String>());
+        }
+        if Instant::now() < deadline {
+            let id = server.send_request("tools/call", params.clone())?;
+            sent.insert(id, Instant::now());
+        }
+    }
+    let elapsed = start.elapsed();
+    let rss = server.peak_rss_kib();
+    server.finish();
+    Ok(sample(latencies, elapsed, rss))
+}
+
+fn sample(mut latencies: Vec<f64>, elapsed: Duration, rss_kib: u64) -> Sample {
+    latencies.sort_by(f64::total_cmp);
+    Sample {
+        calls_per_sec: latencies.len() as f64 / elapsed.as_secs_f64(),
+        p50: percentile(&latencies, 50.0),
+        p99: percentile(&latencies, 99.0),
+        rss_kib,
+    }
+}
