@@ -172,8 +172,7 @@ impl Server {
     /// The tools clients may call: all of them, or, when the server runs
     /// read-only, those that do not write.
     pub fn tools(&self) -> Vec<Arc<Tool>> {
-        let read_only = self.policy.read_only();
-        self.registry().tools().iter().filter(|t| !(read_only && t.manifest.access == Access::Write)).cloned().collect()
+        self.registry().tools().iter().filter(|t| self.may_call(t)).cloned().collect()
     }
 
     /// Whether clients may call the tool `name` (a tool, or the host's `upload`).
@@ -181,7 +180,12 @@ impl Server {
         if name == UPLOAD_TOOL {
             return !self.policy.read_only();
         }
-        self.tools().iter().any(|t| t.manifest.name == name)
+        self.registry().get(name).is_some_and(|t| self.may_call(t))
+    }
+
+    /// Whether `tool` is offered: any tool, but none that writes on a read-only server.
+    fn may_call(&self, tool: &Tool) -> bool {
+        !(self.policy.read_only() && tool.manifest.access == Access::Write)
     }
 
     /// The `tools/list` result.

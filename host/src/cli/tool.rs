@@ -14,7 +14,7 @@ use crate::installed::lock::{self, Entry, GrantSpec};
 use crate::installed::{ToolsDir, sha256_hex};
 use crate::policy::Mode;
 use crate::registry::{self, Origin, Source, Tool};
-use crate::server::Server;
+use crate::server::{Config, Server};
 use crate::tool::Access;
 
 #[derive(Subcommand, Debug)]
@@ -89,7 +89,7 @@ impl ToolCommand {
             ToolCommand::List { json, common } => list(json, &common),
             ToolCommand::Inspect { name, json, common } => inspect(&name, json, &common),
             ToolCommand::Remove { name, common } => {
-                let entry = tools_dir(&common)?.uninstall(&name)?;
+                let entry = tools_dir(&common.config()?)?.uninstall(&name)?;
                 println!("removed `{}` {}; a running server drops it within a second", entry.name, entry.version);
                 Ok(ExitCode::SUCCESS)
             }
@@ -98,15 +98,15 @@ impl ToolCommand {
 }
 
 /// The tools directory the options name, created if needed.
-fn tools_dir(common: &Common) -> anyhow::Result<ToolsDir> {
-    let config = common.config()?;
-    let path = config.tools_dir.context("no tools directory: give --tools-dir DIR (or set HOME)")?;
-    Ok(ToolsDir::create(&path)?)
+fn tools_dir(config: &Config) -> anyhow::Result<ToolsDir> {
+    let path = config.tools_dir.as_deref().context("no tools directory: give --tools-dir DIR (or set HOME)")?;
+    Ok(ToolsDir::create(path)?)
 }
 
 fn add(component: &std::path::Path, grants: Vec<GrantSpec>, common: &Common) -> anyhow::Result<ExitCode> {
-    let dir = tools_dir(common)?;
-    let runtime = Server::runtime_only(&common.config()?)?;
+    let config = common.config()?;
+    let dir = tools_dir(&config)?;
+    let runtime = Server::runtime_only(&config)?;
     let mut source = Source::component(component)?;
     source.origin = Origin::Installed { grants: Vec::new() };
     let bytes = source.bytes.to_vec();
@@ -173,7 +173,7 @@ fn grants_text(grants: &[GrantSpec]) -> String {
 }
 
 fn list(as_json: bool, common: &Common) -> anyhow::Result<ExitCode> {
-    let dir = tools_dir(common)?;
+    let dir = tools_dir(&common.config()?)?;
     let lock = dir.lock()?;
     let rows: Vec<Value> = lock
         .tools
