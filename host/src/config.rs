@@ -59,6 +59,7 @@ pub struct FileLimits {
     pub max_line_bytes: Option<Bytes>,
     pub max_response_bytes: Option<Bytes>,
     pub max_concurrent_calls: Option<usize>,
+    pub max_calls_in_flight: Option<usize>,
     pub page_tokens: Option<u32>,
     pub max_page_tokens: Option<u32>,
     pub max_page_items: Option<u32>,

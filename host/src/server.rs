@@ -17,7 +17,7 @@ use crate::protocol::jsonrpc::ErrorObject;
 use crate::protocol::mcp::Version;
 use crate::protocol::results as mcp;
 use crate::registry::{Origin, Registry, Source, Tool};
-use crate::runtime::{CallFailure, CallLimits, CallSignal, LimitError, Runtime};
+use crate::runtime::{CallFailure, CallLimits, CallSignal, Capacity, LimitError, Runtime, Slots};
 use crate::staging::{self, UPLOAD_TOOL};
 use crate::tool::Access;
 use crate::uploads::{UploadLimits, Uploads};
@@ -52,6 +52,9 @@ pub struct Limits {
     pub max_response_bytes: usize,
     /// Calls one session runs at once; more wait.
     pub max_concurrent_calls: usize,
+    /// Tool calls being answered at once across every session and transport;
+    /// more wait for one to end, until their deadline.
+    pub max_calls_in_flight: usize,
     pub call: CallLimits,
     pub pages: PageLimits,
     pub uploads: UploadLimits,
@@ -63,6 +66,7 @@ impl Default for Limits {
             max_line_bytes: 8 * 1024 * 1024,
             max_response_bytes: 4 * 1024 * 1024,
             max_concurrent_calls: 8,
+            max_calls_in_flight: 16,
             call: CallLimits {
                 memory_bytes: 256 * 1024 * 1024,
                 table_elements: 100_000,
@@ -81,13 +85,15 @@ impl Default for Limits {
 
 impl Limits {
     /// Refuses a limit that is zero (nothing runs unlimited, and a zero limit
-    /// would refuse everything) or out of range; the error names it.
+    /// would refuse everything) or out of range, and limits whose instance
+    /// pool cannot be reserved; the error names the limit.
     pub fn validate(&self) -> Result<(), LimitError> {
         self.call.validate()?;
         let counts = [
             ("max_line_bytes", self.max_line_bytes),
             ("max_response_bytes", self.max_response_bytes),
             ("max_concurrent_calls", self.max_concurrent_calls),
+            ("max_calls_in_flight", self.max_calls_in_flight),
             ("page_tokens", self.pages.default_tokens as usize),
             ("max_page_tokens", self.pages.max_tokens as usize),
             ("max_page_items", self.pages.max_items as usize),
@@ -95,7 +101,13 @@ impl Limits {
         if let Some((name, _)) = counts.iter().find(|(_, n)| *n == 0) {
             return Err(LimitError::Zero(name));
         }
+        self.capacity().validate().map_err(LimitError::Capacity)?;
         Ok(())
+    }
+
+    /// The tool instances these limits keep alive at once.
+    pub fn capacity(&self) -> Capacity {
+        Capacity { parked: self.pages.sessions, in_flight: self.max_calls_in_flight }
     }
 }
 
@@ -109,6 +121,8 @@ pub struct Server {
     pager: Pager,
     uploads: Uploads,
     limits: Limits,
+    /// One per tool call being answered, across every session (`max_calls_in_flight`).
+    calls: Slots,
 }
 
 impl Server {
@@ -138,7 +152,7 @@ impl Server {
             .with_context(|| format!("open the uploads directory {}", uploads_path.display()))?;
         let uploads =
             Uploads::new(uploads_path, uploads_dir, config.limits.uploads).context("clean the uploads directory")?;
-        let runtime = Runtime::new(config.limits.call, cache_dir, Arc::clone(policy.deny()))?;
+        let runtime = Runtime::new(config.limits.call, config.limits.capacity(), cache_dir, Arc::clone(policy.deny()))?;
         let installed = Installed::new(config.tools_dir.clone());
         let mut extra =
             config.components.iter().map(|path| Source::component(path)).collect::<anyhow::Result<Vec<_>>>()?;
@@ -153,7 +167,9 @@ impl Server {
         *installed.seen.lock().expect("seen lock") = lock_text;
         let registry = RwLock::new(Arc::new(Registry::load(&runtime, extra)?));
         let pager = Pager::new(key, config.limits.pages);
-        Ok(Arc::new(Server { runtime, registry, installed, policy, pager, uploads, limits: config.limits }))
+        runtime.reclaim_with(pager.parked_streams());
+        let calls = Slots::new("max_calls_in_flight", config.limits.max_calls_in_flight);
+        Ok(Arc::new(Server { runtime, registry, installed, policy, pager, uploads, limits: config.limits, calls }))
     }
 
     /// A runtime alone, for commands that load a tool without serving (`cordon
@@ -161,7 +177,9 @@ impl Server {
     pub fn runtime_only(config: &Config) -> anyhow::Result<Runtime> {
         config.limits.validate()?;
         let cache = compile_cache(state_dir(config)?.as_ref())?;
-        Runtime::new(config.limits.call, cache, Arc::new(crate::policy::Deny::none()))
+        // One instance at a time: a tool being loaded and asked what it is.
+        let capacity = Capacity { parked: 0, in_flight: 1 };
+        Runtime::new(config.limits.call, capacity, cache, Arc::new(crate::policy::Deny::none()))
     }
 
     /// The tools as they are now.
@@ -260,6 +278,10 @@ impl Server {
         &self.pager
     }
 
+    pub fn runtime(&self) -> &Runtime {
+        &self.runtime
+    }
+
     /// Runs one `tools/call`: one page of the tool's output, as an MCP result.
     /// `client_roots` narrows the roots to the client's (canonical paths), when
     /// it gave some. `signal` carries the request's cancellation and progress.
@@ -301,6 +323,12 @@ impl Server {
             Origin::Installed { grants } => self.policy.grants_within(tool.manifest.access, client_roots, Some(grants)),
         };
         grants.extend(attached.as_ref().map(|a| a.grant.clone()));
+        // Held until this call is answered (a guest left blocked past its
+        // deadline keeps only its instance slot).
+        let _in_flight = match self.calls.acquire(deadline, signal) {
+            Ok(slot) => slot,
+            Err(busy) => return mcp::call_failure(busy, version),
+        };
         let (server, request, called) = (Arc::clone(self), Arc::clone(signal), Arc::clone(&tool));
         let page = self.runtime.bounded(name, deadline, signal, move || {
             server.pager.page(&server.runtime, &grants, &called, Value::Object(args), paging, &request, deadline)
@@ -443,12 +471,27 @@ mod tests {
 
     #[test]
     fn the_default_limits_are_valid_and_a_zero_server_or_call_limit_is_refused_by_name() {
+        let zero = |limits: Limits| limits.validate().unwrap_err();
         assert_eq!(Limits::default().validate(), Ok(()));
-        let limits = Limits { max_concurrent_calls: 0, ..Limits::default() };
-        assert_eq!(limits.validate(), Err(LimitError::Zero("max_concurrent_calls")));
+        assert_eq!(
+            zero(Limits { max_concurrent_calls: 0, ..Limits::default() }),
+            LimitError::Zero("max_concurrent_calls")
+        );
+        assert_eq!(
+            zero(Limits { max_calls_in_flight: 0, ..Limits::default() }),
+            LimitError::Zero("max_calls_in_flight")
+        );
         let limits = Limits { call: CallLimits { max_handles: 0, ..Limits::default().call }, ..Limits::default() };
-        assert_eq!(limits.validate(), Err(LimitError::Zero("max_handles")));
+        assert_eq!(zero(limits), LimitError::Zero("max_handles"));
         let limits = Limits { pages: PageLimits { max_items: 0, ..PageLimits::default() }, ..Limits::default() };
-        assert_eq!(limits.validate(), Err(LimitError::Zero("max_page_items")));
+        assert_eq!(zero(limits), LimitError::Zero("max_page_items"));
+    }
+
+    #[test]
+    fn limits_whose_instance_pool_cannot_be_reserved_are_refused() {
+        let limits =
+            Limits { pages: PageLimits { sessions: 10_000_000, ..PageLimits::default() }, ..Limits::default() };
+        let err = limits.validate().unwrap_err();
+        assert!(matches!(err, LimitError::Capacity(e) if e.capacity == limits.capacity()), "{err}");
     }
 }

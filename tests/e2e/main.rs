@@ -5,6 +5,7 @@ mod support;
 mod bench;
 mod cache;
 mod canary;
+mod capacity;
 mod cli;
 mod clients;
 mod conformance;

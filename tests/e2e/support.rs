@@ -65,9 +65,11 @@ impl Fixture {
     }
 }
 
-/// A running `cordon serve` and the lines it writes, over stdio or TCP.
+/// A running `cordon serve` and the lines it writes, over stdio or TCP; or a
+/// client of a server started elsewhere (`connect_tcp`, `connect_http`).
 pub struct Server {
-    child: Child,
+    /// The server process, when this client started it.
+    child: Option<Child>,
     input: Option<Box<dyn Write + Send>>,
     lines: Receiver<String>,
 }
@@ -383,17 +385,25 @@ impl Server {
             .unwrap_or_else(|e| panic!("start cordon: {e}"));
         let lines = read_lines(child.stdout.take().unwrap());
         let input = child.stdin.take().map(|stdin| Box::new(stdin) as Box<dyn Write + Send>);
-        Server { child, input, lines }
+        Server { child: Some(child), input, lines }
     }
 
     /// Starts `cordon serve --tcp` on a free loopback port and connects; the
     /// token line is sent unless `send_token` is false.
     pub fn start_tcp(root: &Path, extra: &[&str], first_line: Option<&[u8]>) -> Server {
         let Listening { child, addr, .. } = spawn_listening(root, &["--tcp", "127.0.0.1:0", "--token", TOKEN], extra);
+        let mut server = Server::connect_tcp(&addr, first_line);
+        server.child = Some(child);
+        server
+    }
+
+    /// A client of a `cordon serve --tcp` listening on `addr`: the token line is
+    /// sent first unless another `first_line` is given.
+    pub fn connect_tcp(addr: &str, first_line: Option<&[u8]>) -> Server {
         let mut stream = TcpStream::connect(addr).unwrap();
         stream.write_all(first_line.unwrap_or(format!("{TOKEN}\n").as_bytes())).unwrap();
         let lines = read_lines(stream.try_clone().unwrap());
-        Server { child, input: Some(Box::new(stream)), lines }
+        Server { child: None, input: Some(Box::new(stream)), lines }
     }
 
     /// Starts `cordon serve --http` on a free loopback port; every line sent is
@@ -402,10 +412,17 @@ impl Server {
     /// `modern` era each request gets the 2026-07-28 `_meta` and headers.
     pub fn start_http(root: &Path, extra: &[&str], modern: bool) -> Server {
         let Listening { child, addr, .. } = spawn_listening(root, &["--http", "127.0.0.1:0"], extra);
-        let addr = addr.trim_start_matches("http://").trim_end_matches("/mcp").to_string();
+        let mut server = Server::connect_http(&addr, modern);
+        server.child = Some(child);
+        server
+    }
+
+    /// A client of a `cordon serve --http` at `url` (`http://…/mcp`).
+    pub fn connect_http(url: &str, modern: bool) -> Server {
+        let addr = url.trim_start_matches("http://").trim_end_matches("/mcp").to_string();
         let (tx, lines) = channel();
         let input = HttpInput { addr, buffer: Vec::new(), session: Arc::default(), modern, tx };
-        Server { child, input: Some(Box::new(input)), lines }
+        Server { child: None, input: Some(Box::new(input)), lines }
     }
 
     /// An HTTP server with the initialize handshake done (legacy era).
@@ -452,7 +469,12 @@ impl Server {
         server
     }
 
-    fn handshake(&mut self) {
+    /// The server process this client started.
+    fn process(&mut self) -> &mut Child {
+        self.child.as_mut().expect("a server this client started")
+    }
+
+    pub fn handshake(&mut self) {
         let init = self.request(0, "initialize", initialize_params("2025-11-25"));
         assert_eq!(init["result"]["protocolVersion"], "2025-11-25", "{init}");
         self.send_json(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
@@ -494,23 +516,30 @@ impl Server {
 
     /// The server process's peak resident memory so far (VmHWM), in KiB.
     pub fn peak_rss_kib(&self) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
-        let line = status.lines().find_map(|l| l.strip_prefix("VmHWM:")).expect("VmHWM in /proc status");
-        line.trim().trim_end_matches("kB").trim().parse().unwrap()
+        peak_rss_kib(self.pid())
     }
 
     /// Closes stdin and waits for the server to exit; returns whether it exited 0.
     pub fn finish(mut self) -> bool {
         drop(self.input.take());
-        self.child.wait().unwrap().success()
+        self.process().wait().unwrap().success()
     }
 }
 
 impl Drop for Server {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        if let Some(child) = &mut self.child {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
+}
+
+/// A process's peak resident memory so far (VmHWM), in KiB.
+pub fn peak_rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find_map(|l| l.strip_prefix("VmHWM:")).expect("VmHWM in /proc status");
+    line.trim().trim_end_matches("kB").trim().parse().unwrap()
 }
 
 pub fn initialize_params(version: &str) -> Value {
@@ -649,7 +678,7 @@ impl Server {
 
     /// The server process's id.
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        self.child.as_ref().expect("a server this client started").id()
     }
 
     /// Starts `cordon serve --root ROOT` like `start`, with its stderr (logs at
@@ -664,7 +693,7 @@ impl Server {
         let mut child = command.spawn().expect("start cordon");
         let (lines, logs) = (read_lines(child.stdout.take().unwrap()), read_lines(child.stderr.take().unwrap()));
         let input = child.stdin.take().map(|stdin| Box::new(stdin) as Box<dyn Write + Send>);
-        (Server { child, input, lines }, logs)
+        (Server { child: Some(child), input, lines }, logs)
     }
 
     /// The next line, if one comes within `timeout`; panics if the server
@@ -679,7 +708,7 @@ impl Server {
 
     /// Kills the server with SIGKILL (no chance to clean up) and reaps it.
     pub fn kill_9(mut self) {
-        self.child.kill().expect("SIGKILL cordon");
-        self.child.wait().expect("reap cordon");
+        self.process().kill().expect("SIGKILL cordon");
+        self.process().wait().expect("reap cordon");
     }
 }

@@ -117,6 +117,10 @@ struct Common {
     /// Tool calls one session (connection) runs at once; more wait their turn.
     #[arg(long, value_name = "N", default_value_t = Limits::default().max_concurrent_calls)]
     max_concurrent_calls: usize,
+    /// Tool calls being answered at once across all sessions and transports;
+    /// more wait for one to end until their time limit, then are answered `busy`.
+    #[arg(long, value_name = "N", default_value_t = Limits::default().max_calls_in_flight)]
+    max_calls_in_flight: usize,
     /// Page size, in estimated tokens (4 bytes each), when a call does not ask.
     #[arg(long, value_name = "TOKENS", default_value_t = PageLimits::default().default_tokens)]
     page_tokens: u32,
@@ -232,6 +236,7 @@ impl Common {
             max_response_bytes as usize_bytes,
             max_upload_bytes as u64_bytes,
             max_concurrent_calls,
+            max_calls_in_flight,
             page_tokens,
             max_page_tokens,
             max_page_items,
@@ -261,6 +266,7 @@ impl Common {
             self.max_line_bytes,
             self.max_response_bytes,
             self.max_concurrent_calls,
+            self.max_calls_in_flight,
             self.max_page_items as usize,
             self.page_tokens as usize,
         ];
@@ -291,6 +297,7 @@ impl Common {
             max_line_bytes: self.max_line_bytes,
             max_response_bytes: self.max_response_bytes,
             max_concurrent_calls: self.max_concurrent_calls,
+            max_calls_in_flight: self.max_calls_in_flight,
             pages,
             uploads,
             ..Limits::default()

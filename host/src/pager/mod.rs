@@ -13,7 +13,7 @@ pub mod depth;
 pub mod page;
 pub mod sessions;
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant, SystemTime};
 
 use base64::Engine as _;
@@ -25,7 +25,7 @@ use sha2::digest::common::hazmat::{SerializableState, SerializedState};
 use crate::policy::Grant;
 use crate::protocol::jsonrpc::{ErrorObject, INVALID_PARAMS};
 use crate::registry::Tool;
-use crate::runtime::{CallFailure, CallSignal, LiveCall, Runtime};
+use crate::runtime::{CallFailure, CallSignal, LiveCall, Reclaim, Runtime};
 use crate::tool::{Budget, ErrorCode, Fingerprint, ToolError};
 use cursor::{Cursor, CursorError, CursorKey};
 use page::{Builder, Page};
@@ -132,7 +132,7 @@ struct Parked {
 /// The engine: signing key, parked streams, limits.
 pub struct Pager {
     key: CursorKey,
-    sessions: Sessions<Parked>,
+    sessions: Arc<Sessions<Parked>>,
     limits: PageLimits,
 }
 
@@ -153,7 +153,14 @@ struct Start {
 
 impl Pager {
     pub fn new(key: CursorKey, limits: PageLimits) -> Pager {
-        Pager { key, sessions: Sessions::new(limits.sessions, limits.session_ttl), limits }
+        Pager { key, sessions: Arc::new(Sessions::new(limits.sessions, limits.session_ttl)), limits }
+    }
+
+    /// The parked streams, for the runtime to give up when it runs short of
+    /// instance slots (see `Runtime::reclaim_with`).
+    pub fn parked_streams(&self) -> Weak<dyn Reclaim> {
+        let sessions: Arc<dyn Reclaim> = self.sessions.clone();
+        Arc::downgrade(&sessions)
     }
 
     pub fn limits(&self) -> &PageLimits {
@@ -228,7 +235,9 @@ impl Pager {
             };
             if !builder.fits(&chunk) {
                 if builder.is_empty() {
-                    // Pulled for an earlier, larger page: take it again at this budget.
+                    // Pulled for an earlier, larger page: take it again at this
+                    // budget, in the instance slot the old stream gives back.
+                    drop(start.call);
                     start.call =
                         runtime.open(tool, grants, &start.args, start.position.as_deref(), signal, deadline)?;
                     continue;

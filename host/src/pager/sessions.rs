@@ -2,11 +2,15 @@
 //!
 //! Keeping a tool's stream alive makes the next page cost only that page. A
 //! stream that is evicted, expires or was lost with a restart is not an error:
-//! the pager reopens the tool at the cursor's resume position instead.
+//! the pager reopens the tool at the cursor's resume position instead. Each
+//! parked stream holds one of the runtime's instance slots, so the table is
+//! also what the runtime reclaims from when a new call finds none free.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+use crate::runtime::Reclaim;
 
 /// A fresh session id, random so that ids from before a restart do not collide.
 pub fn new_id() -> u64 {
@@ -63,8 +67,8 @@ impl<T> Sessions<T> {
                 evicted.extend(entries.remove(&old));
             }
             while entries.len() >= self.max {
-                let Some(oldest) = entries.iter().min_by_key(|(_, e)| e.last_used).map(|(id, _)| *id) else { break };
-                evicted.extend(entries.remove(&oldest));
+                let Some(oldest) = remove_oldest(&mut entries) else { break };
+                evicted.push(oldest);
             }
             if self.max > 0 {
                 entries.insert(id, Entry { parked, position, last_used: Instant::now() });
@@ -77,6 +81,13 @@ impl<T> Sessions<T> {
         drop(evicted);
     }
 
+    /// Gives up the least recently used stream, if any, and drops it
+    /// (outside the lock).
+    pub fn evict_oldest(&self) -> bool {
+        let oldest = remove_oldest(&mut self.entries.lock().expect("sessions lock"));
+        oldest.is_some()
+    }
+
     /// How many streams are parked.
     pub fn len(&self) -> usize {
         self.entries.lock().expect("sessions lock").len()
@@ -84,6 +95,24 @@ impl<T> Sessions<T> {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+/// Takes the least recently used entry out of the table.
+fn remove_oldest<T>(entries: &mut HashMap<u64, Entry<T>>) -> Option<Entry<T>> {
+    let oldest = entries.iter().min_by_key(|(_, e)| e.last_used).map(|(id, _)| *id)?;
+    entries.remove(&oldest)
+}
+
+/// A call that finds no free instance slot takes a parked stream's, the least
+/// recently used first; its cursor still resumes, by reopening the tool.
+impl<T: Send> Reclaim for Sessions<T> {
+    fn give_up_one(&self) -> bool {
+        let given_up = self.evict_oldest();
+        if given_up {
+            tracing::debug!("gave up a parked stream for its instance slot");
+        }
+        given_up
     }
 }
 
@@ -111,6 +140,17 @@ mod tests {
         assert_eq!(sessions.len(), 2);
         assert_eq!(sessions.take(1, "p"), None, "the oldest was evicted");
         assert_eq!((sessions.take(2, "p"), sessions.take(3, "p")), (Some(2), Some(3)));
+    }
+
+    #[test]
+    fn reclaiming_gives_up_the_least_recently_used_stream() {
+        let sessions = Sessions::new(4, Duration::from_secs(60));
+        assert!(!sessions.give_up_one(), "nothing parked, nothing given up");
+        sessions.park(1, "p".into(), 1);
+        std::thread::sleep(Duration::from_millis(5));
+        sessions.park(2, "p".into(), 2);
+        assert!(sessions.give_up_one());
+        assert_eq!((sessions.take(1, "p"), sessions.take(2, "p")), (None, Some(2)));
     }
 
     #[test]

@@ -316,8 +316,8 @@ fn content_block(block: &Block) -> Value {
 }
 
 /// A failed call, as a result the model can read (`isError`), or, for failures
-/// that are the server's and not the call's, a JSON-RPC error. A timeout names
-/// the limit in `structuredContent.error.limit`; an internal error says what
+/// that are the server's and not the call's, a JSON-RPC error. A timeout or a
+/// busy server names the limit in `structuredContent.error.limit`; an internal error says what
 /// kind of failure it was in `data.error`, and a limit's name and value.
 pub fn call_failure(failure: CallFailure, version: Version) -> Result<Value, ErrorObject> {
     let limit = failure.limit_name();
@@ -329,6 +329,7 @@ pub fn call_failure(failure: CallFailure, version: Version) -> Result<Value, Err
         CallFailure::Tool(e) => (e.code.as_str(), e.message),
         timeout @ (CallFailure::Timeout { .. } | CallFailure::HostTimeout { .. }) => ("timeout", timeout.to_string()),
         CallFailure::Cancelled => ("cancelled", CallFailure::Cancelled.to_string()),
+        busy @ CallFailure::Busy { .. } => ("busy", busy.to_string()),
         CallFailure::Limit { ref tool, limit: hit } => {
             let data = json!({ "tool": tool, "limit": hit.name(), "max": hit.max() });
             return internal("limit_exceeded", data, failure.to_string());

@@ -13,6 +13,7 @@ use super::bindings::{CordonTool, CordonToolPre, RawManifest};
 use super::failure::{CallFailure, Seen};
 use super::limits::{CallLimiter, CallLimits, Limit};
 use super::signal::{CallSignal, Interrupted};
+use super::slots::Slot;
 use super::watchdog::Bounds;
 use crate::policy::{Deny, Grant};
 use crate::registry::Tool;
@@ -106,13 +107,23 @@ impl Runtime {
     /// host call cannot hang the start.
     pub(crate) fn describe(&self, pre: &CordonToolPre<CallState>) -> Result<Manifest, String> {
         let deadline = Instant::now() + super::DESCRIBE_DEADLINE;
-        let mut store = self.store(&[], deadline, Arc::new(CallSignal::new())).map_err(|e| e.to_string())?;
+        let signal = Arc::new(CallSignal::new());
+        let slot = self.slots.acquire(deadline, &signal).map_err(|e| e.to_string())?;
+        let mut store = self.store(&[], deadline, signal).map_err(|e| e.to_string())?;
         let pre = pre.clone();
         let work = move || {
-            let instance = pre.instantiate(&mut store).map_err(|e| format!("instantiate: {e}"))?;
-            let raw =
-                instance.cordon_tool_tool().call_describe(&mut store).map_err(|e| format!("describe trapped: {e}"))?;
-            RawManifest(raw).check()
+            let described = (|| {
+                let instance = pre.instantiate(&mut store).map_err(|e| format!("instantiate: {e}"))?;
+                let raw = instance
+                    .cordon_tool_tool()
+                    .call_describe(&mut store)
+                    .map_err(|e| format!("describe trapped: {e}"))?;
+                RawManifest(raw).check()
+            })();
+            // The instance goes back to the pool before its slot does.
+            drop(store);
+            drop(slot);
+            described
         };
         let bounds = Bounds { wall_time: super::DESCRIBE_DEADLINE, deadline, grace: self.limits.host_grace };
         self.watchdog.run("describe", bounds, &CallSignal::new(), work).map_err(|e| e.to_string())?
@@ -134,7 +145,8 @@ impl Runtime {
     }
 
     /// Starts a call of `tool` with `grants` for the request behind `signal`,
-    /// due by `deadline`; the tool's own refusal is the inner error.
+    /// due by `deadline`, in an instance slot of its own (waiting for one, see
+    /// `Slots::acquire`); the tool's own refusal is the inner error.
     pub fn open(
         &self,
         tool: &Tool,
@@ -144,6 +156,8 @@ impl Runtime {
         signal: &Arc<CallSignal>,
         deadline: Instant,
     ) -> Result<LiveCall, CallFailure> {
+        // Declared before the store, so dropped after it on every early return.
+        let slot = self.slots.acquire(deadline, signal)?;
         let mut store = self.store(grants, deadline, Arc::clone(signal))?;
         let name = &tool.manifest.name;
         let seen = |store: &Store<CallState>| seen(store, &self.limits, Limit::ChunkBytes(self.limits.max_chunk_bytes));
@@ -155,7 +169,7 @@ impl Runtime {
             Ok(opened) => opened.map_err(|e| tool_error(name, &self.limits, e.into()))?,
             Err(e) => return Err(CallFailure::from_guest(name, e, seen(&store))),
         };
-        Ok(LiveCall { store, instance, stream, name: name.clone(), limits: self.limits, empty_run: 0 })
+        Ok(LiveCall { store, instance, stream, name: name.clone(), limits: self.limits, empty_run: 0, _slot: slot })
     }
 }
 
@@ -189,6 +203,9 @@ pub struct LiveCall {
     limits: CallLimits,
     /// Empty (continued) chunks returned in a row.
     empty_run: u32,
+    /// The store's instance slot. Last, so it is given back only after the
+    /// store (dropped first) has returned its instance to the pool.
+    _slot: Slot,
 }
 
 impl LiveCall {

@@ -33,11 +33,18 @@ pub enum CallFailure {
     /// Earlier calls of this tool are still blocked in host calls past their
     /// deadlines; the tool gets no new calls until some of them end.
     Stuck { tool: String, calls: usize },
+    /// No slot was free before the request's deadline: every one `limit`
+    /// allows (`capacity`) is held by calls in flight or by calls still blocked
+    /// past their deadline. Parked streams were given up first.
+    Busy { limit: &'static str, capacity: usize },
     /// The tool broke a rule of the contract (e.g. a chunk over its budget).
     Contract(String),
     /// The host could not set the call up.
     Host(String),
 }
+
+/// The limit `Busy` names when the instance pool is full.
+pub const INSTANCE_SLOTS: &str = "instance_slots";
 
 /// What the store knew when a call into the guest failed, to name the limit
 /// behind a trap.
@@ -97,6 +104,7 @@ impl CallFailure {
         match self {
             CallFailure::Timeout { .. } | CallFailure::HostTimeout { .. } => Some("wall_time"),
             CallFailure::Limit { limit, .. } => Some(limit.name()),
+            CallFailure::Busy { limit, .. } => Some(limit),
             _ => None,
         }
     }
@@ -124,6 +132,17 @@ impl fmt::Display for CallFailure {
                 f,
                 "tool `{tool}` has {calls} earlier calls still blocked in host calls past their time limit; \
                  it takes no new calls until they end"
+            ),
+            CallFailure::Busy { limit: INSTANCE_SLOTS, capacity } => write!(
+                f,
+                "the server is busy: all {capacity} tool instances it may keep (`{INSTANCE_SLOTS}`: `max_sessions` + \
+                 `max_calls_in_flight` + 1) are held by calls in flight or blocked past their time limit; try again \
+                 shortly"
+            ),
+            CallFailure::Busy { limit, capacity } => write!(
+                f,
+                "the server is busy: {capacity} tool calls are in flight, its limit (`{limit}`), and none ended \
+                 before this call's time limit; try again shortly"
             ),
             CallFailure::Contract(what) => write!(f, "{what}"),
             CallFailure::Host(what) => write!(f, "{what}"),

@@ -45,6 +45,8 @@ pub enum LimitError {
     Zero(&'static str),
     /// The limit is above what the host can represent.
     AboveMaximum { name: &'static str, max: u64 },
+    /// The instance pool these limits need cannot be reserved.
+    Capacity(super::pool::CapacityError),
 }
 
 impl fmt::Display for LimitError {
@@ -54,6 +56,7 @@ impl fmt::Display for LimitError {
                 write!(f, "the limit `{name}` is zero; every limit must be positive (nothing runs unlimited)")
             }
             LimitError::AboveMaximum { name, max } => write!(f, "the limit `{name}` is above its maximum of {max}"),
+            LimitError::Capacity(e) => e.fmt(f),
         }
     }
 }

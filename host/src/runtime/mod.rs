@@ -1,5 +1,6 @@
-//! The WebAssembly runtime: one engine, a compile cache, a linker with WASI, and
-//! a fresh store per call (see `call`).
+//! The WebAssembly runtime: one engine, a compile cache, a linker with WASI, an
+//! instance pool sized from the limits (`pool`) whose slots the host counts
+//! (`slots`), and a fresh store per call (see `call`).
 
 pub mod bindings;
 pub mod cache;
@@ -8,7 +9,9 @@ mod failure;
 mod host_files;
 mod host_policy;
 mod limits;
+mod pool;
 mod signal;
+mod slots;
 mod watchdog;
 
 use std::sync::Arc;
@@ -17,12 +20,15 @@ use std::time::Duration;
 
 use anyhow::Context;
 use wasmtime::component::{Component, Linker};
-use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+use wasmtime::{Config, Engine, InstanceAllocationStrategy};
 
 pub use call::{CallState, LiveCall};
 pub use failure::CallFailure;
+pub use failure::INSTANCE_SLOTS;
 pub use limits::{CallLimits, Limit, LimitError};
+pub use pool::{Capacity, CapacityError};
 pub use signal::{CallSignal, PROGRESS_INTERVAL, ProgressSink};
+pub use slots::{Reclaim, Slot, Slots};
 pub use watchdog::MAX_STUCK_PER_TOOL;
 
 use crate::policy::Deny;
@@ -36,9 +42,6 @@ const EPOCH_TICK: Duration = Duration::from_millis(10);
 /// The time a tool's `describe` may take when it is loaded.
 const DESCRIBE_DEADLINE: Duration = Duration::from_secs(10);
 
-/// Calls that can hold an instance at once; more wait for the pool.
-const POOL_SLOTS: u32 = 64;
-
 /// The engine, linker and compile cache shared by every call.
 pub struct Runtime {
     engine: Engine,
@@ -48,6 +51,8 @@ pub struct Runtime {
     /// The deny rules every call's `policy` import answers from.
     deny: Arc<Deny>,
     watchdog: Watchdog,
+    /// One per live store: the pool's instances, counted by the host.
+    slots: Slots,
 }
 
 /// A compiled component, ready to instantiate.
@@ -57,26 +62,25 @@ pub struct Loaded {
 }
 
 impl Runtime {
-    /// Builds the engine (pooling allocator, epoch interruption) and starts the
-    /// epoch clock. `cache_dir` holds compiled artifacts; `None` compiles each
-    /// start. `deny` is what tools are told to keep out of.
-    pub fn new(limits: CallLimits, cache_dir: Option<cap_std::fs::Dir>, deny: Arc<Deny>) -> anyhow::Result<Runtime> {
+    /// Builds the engine (a pooling allocator with room for `capacity`, epoch
+    /// interruption) and starts the epoch clock. `cache_dir` holds compiled
+    /// artifacts; `None` compiles each start. `deny` is what tools are told to
+    /// keep out of.
+    pub fn new(
+        limits: CallLimits,
+        capacity: Capacity,
+        cache_dir: Option<cap_std::fs::Dir>,
+        deny: Arc<Deny>,
+    ) -> anyhow::Result<Runtime> {
         limits.validate()?;
-        let mut pool = PoolingAllocationConfig::default();
-        pool.total_component_instances(POOL_SLOTS)
-            .total_core_instances(POOL_SLOTS * 8)
-            .total_memories(POOL_SLOTS * 2)
-            .total_tables(POOL_SLOTS * 8)
-            .total_stacks(POOL_SLOTS)
-            .max_memories_per_component(4)
-            .max_tables_per_component(16)
-            .max_core_instances_per_component(32)
-            .max_memory_size(limits.memory_bytes);
+        let pool = capacity.pool(limits.memory_bytes)?;
         let mut config = Config::new();
         config
             .wasm_component_model(true)
             .epoch_interruption(true)
             .concurrency_support(false)
+            .memory_reservation(pool::MEMORY_RESERVATION)
+            .memory_guard_size(pool::MEMORY_GUARD)
             .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         let engine = Engine::new(&config).map_err(anyhow::Error::from).context("create the wasm engine")?;
         let mut linker = Linker::new(&engine);
@@ -88,7 +92,8 @@ impl Runtime {
         .map_err(anyhow::Error::from)?;
         start_epoch_clock(&engine);
         let cache = CompileCache::new(cache_dir, &engine);
-        Ok(Runtime { engine, linker, cache, limits, deny, watchdog: Watchdog::default() })
+        let slots = Slots::new(INSTANCE_SLOTS, capacity.instances());
+        Ok(Runtime { engine, linker, cache, limits, deny, watchdog: Watchdog::default(), slots })
     }
 
     /// Compiles (or loads from the cache) a component and links it.
@@ -113,6 +118,17 @@ impl Runtime {
         } else {
             "cordon-tool"
         }
+    }
+
+    /// Lets `reclaim` (the pager's parked streams) free instance slots when
+    /// none is free.
+    pub fn reclaim_with(&self, reclaim: std::sync::Weak<dyn Reclaim>) {
+        self.slots.reclaim_with(reclaim);
+    }
+
+    /// The instance slots held now (live stores), and how many there are.
+    pub fn instances(&self) -> (usize, usize) {
+        (self.slots.used(), self.slots.capacity())
     }
 
     /// The compile cache, for tests and diagnostics.
