@@ -4,14 +4,14 @@
 //! else waits for one until its deadline and is answered `busy` — never a
 //! trap — on stdio, and with many TCP and HTTP sessions at once.
 
-use std::process::Command;
+use std::process::{Child, Command};
 use std::thread;
 use std::time::Instant;
 
 use serde_json::{Value, json};
 
 use crate::support::{
-    Fixture, Server, TOKEN, cordon_bin, payload, peak_rss_kib, read_all, shared_state_dir, spawn_listening,
+    Fixture, Listening, Server, TOKEN, cordon_bin, payload, peak_rss_kib, read_all, shared_state_dir, spawn_listening,
 };
 
 const HOSTILE: &str = env!("CORDON_HOSTILE_COMPONENT");
@@ -131,28 +131,39 @@ fn many_sessions(listen: &[&str], connect: fn(&str) -> Server) {
         MEMORY_MIB.to_string(),
     ];
     let limits: Vec<&str> = limits.iter().map(String::as_str).collect();
-    let server = spawn_listening(&fx.root(), listen, &limits);
+    let Listening { child, addr, log } = spawn_listening(&fx.root(), listen, &limits);
+    let child = KillOnDrop(child);
     let clients = 16;
     let workers: Vec<_> = (0..clients)
         .map(|n| {
-            let client = connect(&server.addr);
+            let client = connect(&addr);
             thread::spawn(move || busy_client(client, n))
         })
         .collect();
     let firsts: Vec<Value> = workers.into_iter().map(|w| w.join().expect("a client failed")).collect();
-    let mut client = connect(&server.addr);
+    let mut client = connect(&addr);
     client.handshake();
     for (n, first) in firsts.iter().take(PATTERNS.len()).enumerate() {
         resumes_exactly(&mut client, first, PATTERNS[n % PATTERNS.len()]);
     }
-    let log = server.log.text();
+    let log = log.text();
     assert!(!log.contains("trapped"), "a call trapped:\n{log}");
     // Guest memory is bounded by the pool (parked + in flight + 1 loading),
     // each instance by --memory-mib; the host's own use is far below 256 MiB.
     let pool_kib = (parked + in_flight + 1) * MEMORY_MIB * 1024;
-    let peak = peak_rss_kib(server.child.id());
+    let peak = peak_rss_kib(child.0.id());
     assert!(peak < pool_kib + 256 * 1024, "peak RSS {peak} KiB over the pool's {pool_kib} KiB + 256 MiB");
     eprintln!("many sessions over {listen:?}: peak RSS {} MiB", peak / 1024);
+}
+
+/// A listening server, killed when the test ends, passed or failed.
+struct KillOnDrop(Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 #[test]
