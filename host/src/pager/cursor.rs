@@ -60,25 +60,33 @@ impl CursorKey {
     }
 
     /// The key in `dir/cursor.key`, created (random, owner-only) if missing, so
-    /// cursors survive restarts.
+    /// cursors survive restarts. A new key is written whole to a file of its
+    /// own, then linked into place: servers starting at once on a new state
+    /// directory agree on one key, and none reads a half-written one.
     pub fn load_or_create(dir: &cap_std::fs::Dir) -> std::io::Result<CursorKey> {
         use std::io::{Read, Write};
         const NAME: &str = "cursor.key";
         let invalid = |e: String| std::io::Error::new(std::io::ErrorKind::InvalidData, format!("{NAME}: {e}"));
+        let read = || {
+            let mut text = String::new();
+            dir.open(NAME)?.read_to_string(&mut text)?;
+            CursorKey::from_hex(&text).map_err(invalid)
+        };
+        match read() {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            loaded => return loaded,
+        }
+        let key = CursorKey::random();
+        let draft = format!(".{NAME}.{:016x}.tmp", crate::pager::sessions::new_id());
         let mut options = cap_std::fs::OpenOptions::new();
         cap_std::fs::OpenOptionsExt::mode(options.write(true).create_new(true), 0o600);
-        match dir.open_with(NAME, &options) {
-            Ok(mut file) => {
-                let key = CursorKey::random();
-                file.write_all(key.to_hex().as_bytes())?;
-                file.sync_all()?;
-                Ok(key)
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                let mut text = String::new();
-                dir.open(NAME)?.read_to_string(&mut text)?;
-                CursorKey::from_hex(&text).map_err(invalid)
-            }
+        let mut file = dir.open_with(&draft, &options)?;
+        let written = file.write_all(key.to_hex().as_bytes()).and_then(|()| file.sync_all());
+        let linked = written.and_then(|()| dir.hard_link(&draft, dir, NAME));
+        let _ = dir.remove_file(&draft);
+        match linked {
+            Ok(()) => Ok(key),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => read(),
             Err(e) => Err(e),
         }
     }
@@ -258,6 +266,25 @@ mod tests {
             items_before: 3,
             hash_state: "x".into(),
             expires: Cursor::expiry(SystemTime::now(), Duration::from_secs(60)),
+        }
+    }
+
+    #[test]
+    fn servers_starting_at_once_on_a_new_state_directory_agree_on_one_whole_key() {
+        for _ in 0..20 {
+            let tmp = tempfile::tempdir().unwrap();
+            let dir = || cap_std::fs::Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).unwrap();
+            let racers: Vec<_> = (0..4)
+                .map(|_| {
+                    let dir = dir();
+                    std::thread::spawn(move || CursorKey::load_or_create(&dir).unwrap().to_hex())
+                })
+                .collect();
+            let keys: Vec<String> = racers.into_iter().map(|r| r.join().unwrap()).collect();
+            assert!(keys.iter().all(|k| *k == keys[0]), "{keys:?}");
+            let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+            assert_eq!(left, ["cursor.key"], "no draft is left behind");
+            assert_eq!(CursorKey::load_or_create(&dir()).unwrap().to_hex(), keys[0], "a restart reads it");
         }
     }
 
