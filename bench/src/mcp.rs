@@ -248,9 +248,9 @@ pub fn tool_error(result: &Value) -> String {
 }
 
 /// A page's payload: its content blocks but Cordon's footer (the first
-/// `structuredContent.page.blocks` blocks), text only.
+/// `_meta["cordon/page"].blocks` blocks), text only.
 pub fn payload_text(result: &Value) -> String {
-    let blocks = result["structuredContent"]["page"]["blocks"].as_u64().unwrap_or(0) as usize;
+    let blocks = result["_meta"]["cordon/page"]["blocks"].as_u64().unwrap_or(0) as usize;
     let mut out = String::new();
     for block in result["content"].as_array().into_iter().flatten().take(blocks) {
         if let Some(text) = block["text"].as_str() {

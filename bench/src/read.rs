@@ -175,16 +175,16 @@ fn cordon_read(opts: &Options, corpus: &Corpus, tokens: Option<u64>) -> Result<R
     let start = Instant::now();
     loop {
         let result = server.call("read", args)?;
-        let meta = &result["structuredContent"];
+        let (meta, page) = (&result["structuredContent"], &result["_meta"]["cordon/page"]);
         pages += 1;
-        bytes += meta["page"]["bytes"].as_u64().unwrap_or(0);
+        bytes += page["bytes"].as_u64().unwrap_or(0);
         match meta["next_cursor"].as_str() {
             Some(cursor) => args = paging(json!({"cursor": cursor})),
             None => {
-                if meta["payload_sha256"] != json!(corpus.big_sha256) {
+                if page["payload_sha256"] != json!(corpus.big_sha256) {
                     bail!(
                         "the last page's payload_sha256 is {}, not the file's {}",
-                        meta["payload_sha256"],
+                        page["payload_sha256"],
                         corpus.big_sha256
                     );
                 }

@@ -15,7 +15,7 @@ use hmac::{Hmac, KeyInit, Mac};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::support::{CANARY, Fixture, Server, payload};
+use crate::support::{CANARY, Fixture, Server, page_meta, payload};
 
 const KEY_HEX: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 
@@ -120,7 +120,7 @@ fn every_bit_flip_of_a_real_cursor_is_refused_and_never_pages() {
     }
     assert_eq!(text_flips.len() + raw_flips.len(), cursor.len() * 8);
     let genuine = server.call(3, "read", json!({"cursor": cursor, "max_tokens": 50}));
-    assert_eq!(genuine["structuredContent"]["page"]["index"], 2, "the real cursor still works: {genuine}");
+    assert_eq!(page_meta(&genuine)["index"], 2, "the real cursor still works: {genuine}");
 }
 
 #[test]
@@ -169,7 +169,7 @@ fn truncated_empty_huge_and_garbled_cursors_are_refused() {
         assert_eq!(reply["error"]["code"], -32602, "cursor {value}: {reply}");
     }
     let genuine = server.call(20, "read", json!({"cursor": cursor, "max_tokens": 50}));
-    assert_eq!(genuine["structuredContent"]["page"]["index"], 1);
+    assert_eq!(page_meta(&genuine)["index"], 1);
 }
 
 #[test]

@@ -7,7 +7,7 @@ use std::process::Command;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::support::{Fixture, Rng, Server, cordon_bin, payload, read_all, shared_state_dir, text};
+use crate::support::{Fixture, Rng, Server, cordon_bin, page_meta, payload, read_all, shared_state_dir, text};
 
 /// Generated files that stress the edges: unicode, CRLF, no final newline,
 /// empty, invalid UTF-8, and one 5 MB line.
@@ -55,13 +55,17 @@ fn pages_concatenate_to_the_file_byte_for_byte_at_random_budgets() {
             assert!(got == *bytes, "{name} at max_tokens {max_tokens}: {} bytes back of {}", got.len(), bytes.len());
             let last = &pages.last().unwrap()["structuredContent"];
             assert_eq!(last["complete"], true);
-            assert_eq!(last["payload_sha256"], hex(&Sha256::digest(bytes)), "{name}: whole-result hash");
+            let whole = &page_meta(pages.last().unwrap())["payload_sha256"];
+            assert_eq!(*whole, hex(&Sha256::digest(bytes)), "{name}: whole-result hash");
             for page in &pages {
-                let bytes = page["structuredContent"]["page"]["bytes"].as_u64().unwrap();
+                let bytes = page_meta(page)["bytes"].as_u64().unwrap();
                 assert!(bytes <= max_tokens.max(1) * 4, "{name}: a page of {bytes} bytes at {max_tokens} tokens");
-                for chunk in page["structuredContent"]["chunks"].as_array().unwrap() {
+                let chunks = page_meta(page)["chunks"].as_array().unwrap();
+                for chunk in chunks {
                     assert_eq!(chunk["sha256"].as_str().unwrap().len(), 64);
                 }
+                let chunk_bytes: u64 = chunks.iter().map(|c| c["bytes"].as_u64().unwrap()).sum();
+                assert_eq!(chunk_bytes, bytes, "{name}: the chunks are the page");
             }
         }
     }
@@ -76,10 +80,12 @@ fn a_multi_page_result_carries_a_footer_a_summary_and_a_cursor() {
     let first = server.call(1, "read", json!({"path": "lines.txt", "max_tokens": 100}));
     let meta = &first["structuredContent"];
     assert_eq!(meta["complete"], false);
-    assert_eq!(meta["page"]["index"], 0);
-    assert!(meta["page"]["bytes"].as_u64().unwrap() <= 400);
+    assert_eq!(page_meta(&first)["index"], 0);
+    assert!(page_meta(&first)["bytes"].as_u64().unwrap() <= 400);
     assert_eq!(meta["summary"]["totals"]["bytes"], lines.len());
-    assert!(meta["summary"]["preview"].as_str().unwrap().starts_with("line 1\n"));
+    assert_eq!(meta["text"], text(&first), "the structured content carries the page's text too");
+    let left = lines.len() as u64 - page_meta(&first)["bytes"].as_u64().unwrap();
+    assert_eq!(meta["remaining"]["bytes"], left, "{meta}");
     assert!(!meta["summary"]["suggestions"].as_array().unwrap().is_empty());
     let blocks = first["content"].as_array().unwrap();
     assert_eq!(blocks.len(), 2, "the payload, then the footer");
@@ -88,11 +94,11 @@ fn a_multi_page_result_carries_a_footer_a_summary_and_a_cursor() {
     let cursor = meta["next_cursor"].as_str().unwrap();
     assert!(footer.contains(cursor) && footer.contains("`read`") && footer.contains("more bytes"), "{footer}");
     let second = server.call(2, "read", json!({"cursor": cursor, "max_tokens": 100}));
-    assert_eq!(second["structuredContent"]["page"]["index"], 1);
+    assert_eq!(page_meta(&second)["index"], 1);
     assert!(second["structuredContent"].get("summary").is_none(), "only the first page carries the summary");
     let lines_per_page = server.call(3, "read", json!({"path": "lines.txt", "page_size": 10}));
     assert_eq!(text(&lines_per_page), (1..=10).map(|i| format!("line {i}\n")).collect::<String>());
-    assert_eq!(lines_per_page["structuredContent"]["page"]["items"], 10);
+    assert_eq!(page_meta(&lines_per_page)["items"], 10);
 }
 
 #[test]
@@ -157,7 +163,7 @@ fn a_cursor_signed_with_another_key_is_foreign() {
     assert_eq!(reply["error"]["data"]["reason"], "foreign_key", "{reply}");
     let mut replica = Server::initialized(&fx.root(), &["--cursor-key", &key_a]);
     let next = replica.call(3, "read", json!({"cursor": cursor, "max_tokens": 50}));
-    assert_eq!(next["structuredContent"]["page"]["index"], 1, "a replica with the same key continues");
+    assert_eq!(page_meta(&next)["index"], 1, "a replica with the same key continues");
 }
 
 #[test]
@@ -333,7 +339,7 @@ fn paging_a_large_file_keeps_the_servers_memory_bounded() {
     let mut total = 0u64;
     for id in 1.. {
         let page = server.call(id, "read", args.clone());
-        total += page["structuredContent"]["page"]["bytes"].as_u64().unwrap();
+        total += page_meta(&page)["bytes"].as_u64().unwrap();
         match page["structuredContent"]["next_cursor"].as_str() {
             Some(cursor) => args = json!({"cursor": cursor, "max_tokens": 25_000}),
             None => break,

@@ -552,9 +552,15 @@ pub fn initialize_params(version: &str) -> Value {
 
 /// A result's payload: its content blocks but the footer, text as is and base64
 /// blobs decoded.
+/// What programs check a page with: `_meta["cordon/page"]` (index, bytes,
+/// payload blocks, chunks, and on the last page `payload_sha256`).
+pub fn page_meta(result: &Value) -> &Value {
+    &result["_meta"]["cordon/page"]
+}
+
 pub fn payload(result: &Value) -> Vec<u8> {
     use base64::Engine as _;
-    let blocks = result["structuredContent"]["page"]["blocks"].as_u64().expect("page.blocks") as usize;
+    let blocks = page_meta(result)["blocks"].as_u64().expect("the page's blocks") as usize;
     let mut out = Vec::new();
     for block in result["content"].as_array().unwrap().iter().take(blocks) {
         if let Some(text) = block["text"].as_str() {
@@ -567,6 +573,31 @@ pub fn payload(result: &Value) -> Vec<u8> {
     out
 }
 
+/// The payload a model reads in a page's structured content (what Claude Code
+/// forwards), checked against the content's: exactly the same bytes for `text`
+/// and `base64`, the same items for `items`.
+pub fn check_structured_payload(result: &Value) {
+    use base64::Engine as _;
+    let exact = payload(result);
+    let structured = &result["structuredContent"];
+    if let Some(text) = structured["text"].as_str() {
+        assert_eq!(text.as_bytes(), exact, "the structured text is the payload: {result}");
+    } else if let Some(raw) = structured["base64"].as_str() {
+        assert_eq!(base64::engine::general_purpose::STANDARD.decode(raw).unwrap(), exact, "{result}");
+    } else {
+        let lines: Vec<Value> =
+            String::from_utf8(exact).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        match structured["items"].as_array() {
+            Some(items) => assert_eq!(items, &lines, "the structured items are the payload's"),
+            None => {
+                // One item the tool's own fields hold whole.
+                let [Value::Object(item)] = lines.as_slice() else { panic!("no payload field: {result}") };
+                assert!(item.iter().all(|(k, v)| structured[k] == *v), "{result}");
+            }
+        }
+    }
+}
+
 /// Pages through a whole result with cursors: the payload of every page
 /// concatenated, and every page's result.
 pub fn read_all(server: &mut Server, tool: &str, arguments: Value, max_tokens: u64) -> (Vec<u8>, Vec<Value>) {
@@ -577,6 +608,7 @@ pub fn read_all(server: &mut Server, tool: &str, arguments: Value, max_tokens: u
     loop {
         let result = server.call(1000 + pages.len() as i64, tool, args.clone());
         assert_eq!(result["isError"], false, "page {}: {result}", pages.len());
+        check_structured_payload(&result);
         out.extend(payload(&result));
         let next = result["structuredContent"]["next_cursor"].clone();
         pages.push(result);

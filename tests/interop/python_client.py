@@ -28,8 +28,8 @@ async def main() -> None:
             data, pages = b"", 0
             while True:
                 page = await session.call_tool("read", args)
-                meta = page.structured_content
-                for block in page.content[: meta["page"]["blocks"]]:
+                meta, checks = page.structured_content, page.meta["cordon/page"]
+                for block in page.content[: checks["blocks"]]:
                     data += block.text.encode() if block.type == "text" else base64.b64decode(block.resource.blob)
                 pages += 1
                 if meta["next_cursor"] is None:
@@ -48,7 +48,7 @@ async def main() -> None:
                 "denied_text": "".join(c.text for c in denied.content if c.type == "text"),
                 "paged_pages": pages,
                 "paged_sha256": hashlib.sha256(data).hexdigest(),
-                "paged_reported_sha256": meta["payload_sha256"],
+                "paged_reported_sha256": checks["payload_sha256"],
             }))
 
 

@@ -23,9 +23,8 @@ TIMEOUT = 120.0  # seconds per request: the suite must pass on a slow, busy mach
 
 def payload(result) -> bytes:
     """The page's payload: its content blocks but the footer, text as is and blobs decoded."""
-    meta = result.structured_content
     out = b""
-    for block in result.content[: meta["page"]["blocks"]]:
+    for block in result.content[: result.meta["cordon/page"]["blocks"]]:
         if block.type == "text":
             out += block.text.encode()
         else:
@@ -76,7 +75,7 @@ async def main() -> None:
             "cursors_distinct": len({c for c in cursors if c is not None}) == pages - 1,
             "sha256": hashlib.sha256(data).hexdigest(),
             "size": len(data),
-            "reported_sha256": meta.get("payload_sha256"),
+            "reported_sha256": page.meta["cordon/page"].get("payload_sha256"),
         }))
 
 

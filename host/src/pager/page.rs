@@ -189,13 +189,3 @@ impl Builder {
         }
     }
 }
-
-/// The first few lines (at most 5, at most 400 bytes) of a page's text.
-pub fn preview(blocks: &[Block]) -> String {
-    let Some(Block::Text(text)) = blocks.first() else { return String::new() };
-    let mut end = text.match_indices('\n').nth(4).map_or(text.len(), |(i, _)| i + 1).min(400);
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    text[..end].to_string()
-}

@@ -7,7 +7,7 @@ use serde_json::{Map, Value, json};
 use super::jsonrpc::{ErrorObject, INVALID_PARAMS};
 use super::mcp::Version;
 use crate::pager::page::{Block, Page};
-use crate::pager::{BYTES_PER_TOKEN, RESERVED_ARGS, page};
+use crate::pager::{BYTES_PER_TOKEN, RESERVED_ARGS};
 use crate::registry::Tool;
 use crate::runtime::CallFailure;
 use crate::tool::{ErrorCode, Manifest};
@@ -122,29 +122,22 @@ fn page_properties() -> Value {
         "start_byte": { "type": "integer", "minimum": 0, "description": "Offset of this page's first byte." },
         "end_byte": { "type": "integer", "minimum": 0, "description": "Offset just after this page's last byte." }
     });
-    let mut props = span.clone();
+    let mut props = span;
     let extra = json!({
         "complete": { "type": "boolean", "description": "True on the last page." },
         "next_cursor": { "type": ["string", "null"], "description": "Pass as `cursor` to get the next page; null when complete." },
-        "page": {
+        "items": { "type": "array", "description": "This page's payload when it is whole JSON items: the items (left out when the tool's own fields hold its one item whole)." },
+        "text": { "type": "string", "description": "This page's payload when it is text (or items split across pages): the text, exactly." },
+        "base64": { "type": "string", "description": "This page's payload when it holds bytes that are not UTF-8: every byte, base64." },
+        "remaining": {
             "type": "object",
-            "description": "This page: 0-based index, items (lines for text), payload bytes, estimated tokens, payload content blocks, and whether it ends inside an item.",
-            "properties": {
-                "index": { "type": "integer" }, "items": { "type": "integer" }, "bytes": { "type": "integer" },
-                "estimated_tokens": { "type": "integer" }, "blocks": { "type": "integer" }, "continued": { "type": "boolean" },
-                "max_tokens": { "type": "integer" }, "page_size": { "type": "integer" }
-            }
-        },
-        "chunks": {
-            "type": "array",
-            "description": "Each chunk on the page: span, payload bytes, SHA-256, encoding (utf8, base64, json) and whether it ends inside an item.",
-            "items": { "type": "object", "properties": span.clone() }
+            "description": "When more remains and the tool can tell: the bytes (and estimated tokens) and items after this page.",
+            "properties": { "bytes": { "type": "integer" }, "estimated_tokens": { "type": "integer" }, "items": { "type": "integer" } }
         },
         "summary": {
             "type": "object",
-            "description": "On the first page of a longer result: totals (exact or lower bounds), a preview and ways to narrow the request."
-        },
-        "payload_sha256": { "type": "string", "description": "On the last page: SHA-256 of every page's payload, concatenated (for a whole-file read, the file's SHA-256)." }
+            "description": "On the first page of a longer result: totals (exact or lower bounds) and ways to narrow the request."
+        }
     });
     if let (Some(p), Value::Object(extra)) = (props.as_object_mut(), extra) {
         p.extend(extra);
@@ -159,7 +152,7 @@ pub fn output_schema(m: &Manifest) -> Value {
     if let Some(obj) = schema.as_object_mut() {
         let required = obj.entry("required").or_insert_with(|| json!([]));
         if let Some(list) = required.as_array_mut() {
-            for name in ["complete", "next_cursor", "page"] {
+            for name in ["complete", "next_cursor"] {
                 if !list.iter().any(|v| v == name) {
                     list.push(name.into());
                 }
@@ -184,10 +177,22 @@ pub fn reserved_argument(m: &Manifest) -> Option<&'static str> {
     RESERVED_ARGS.into_iter().find(|name| props.contains_key(*name))
 }
 
-/// A page as a `tools/call` result. The content is the payload (text blocks,
-/// and raw bytes as base64 blobs), exactly, then, when more remains, a short
-/// footer saying how to continue. The structured content carries the tool's
-/// `info`, the span, the page's metadata and the cursor, never the payload.
+/// The `_meta` key of a page's metadata for programs: its index, size,
+/// payload blocks, each chunk's span and SHA-256, and on the last page the
+/// SHA-256 of the whole payload.
+pub const PAGE_META: &str = "cordon/page";
+
+/// A page as a `tools/call` result, whole for a model whichever part its
+/// client forwards. The content is the payload (text blocks, and raw bytes as
+/// base64 blobs), exactly, then, when more remains, a short footer saying how
+/// to continue: what clients that forward `content` give the model. The
+/// structured content (what Claude Code forwards, as JSON, instead) carries
+/// what a model needs and no more: the same payload (`items`, `text` or
+/// `base64`, see `payload_field`), the tool's `info` (which alone carries a
+/// one-item answer it holds whole), the span, what remains and the cursor.
+/// What programs check pages with (the page's size and payload blocks, each
+/// chunk's span and SHA-256, the whole payload's SHA-256) is in `_meta`
+/// (`PAGE_META`), which clients do not show their model.
 pub fn call_result(page: Page, version: Version) -> Value {
     let footer = footer(&page);
     let mut content: Vec<Value> = page.blocks.iter().map(content_block).collect();
@@ -198,14 +203,36 @@ pub fn call_result(page: Page, version: Version) -> Value {
     if let Some(footer) = footer {
         content.push(json!({ "type": "text", "text": footer }));
     }
-    let mut result = json!({ "content": content, "isError": false });
+    let meta = page_meta(&page, payload_blocks);
+    let mut result = json!({ "content": content, "isError": false, "_meta": { PAGE_META: meta } });
     if version.structured() {
-        result["structuredContent"] = structured(page, payload_blocks);
+        result["structuredContent"] = structured(page);
     }
     result
 }
 
-fn structured(page: Page, payload_blocks: usize) -> Value {
+/// What a program checks a page with.
+fn page_meta(page: &Page, payload_blocks: usize) -> Value {
+    let mut meta = json!({
+        "index": page.index,
+        "items": page.items,
+        "bytes": page.bytes,
+        "estimated_tokens": page.bytes.div_ceil(u64::from(BYTES_PER_TOKEN)),
+        "blocks": payload_blocks,
+        "continued": page.continued,
+        "max_tokens": page.budget.bytes / BYTES_PER_TOKEN,
+        "page_size": page.budget.items,
+        "chunks": chunks(page),
+    });
+    if let Some(sha) = &page.sha256 {
+        meta["payload_sha256"] = sha.clone().into();
+    }
+    meta
+}
+
+fn structured(page: Page) -> Value {
+    let remaining = remaining(&page);
+    let (field, payload) = payload_field(&page);
     let mut out = match page.info {
         Value::Object(map) => map,
         _ => Map::new(),
@@ -213,36 +240,13 @@ fn structured(page: Page, payload_blocks: usize) -> Value {
     if let Some(span) = page.span {
         insert_span(&mut out, &span);
     }
-    let chunks: Vec<Value> = page
-        .chunks
-        .iter()
-        .map(|c| {
-            let mut m = Map::new();
-            if let Some(span) = &c.span {
-                insert_span(&mut m, span);
-            }
-            m.insert("bytes".into(), c.bytes.into());
-            m.insert("sha256".into(), c.sha256.clone().into());
-            m.insert("encoding".into(), c.encoding.into());
-            m.insert("continued".into(), c.continued.into());
-            Value::Object(m)
-        })
-        .collect();
-    out.insert("chunks".into(), chunks.into());
-    out.insert(
-        "page".into(),
-        json!({
-            "index": page.index,
-            "items": page.items,
-            "bytes": page.bytes,
-            "estimated_tokens": page.bytes.div_ceil(u64::from(BYTES_PER_TOKEN)),
-            "blocks": payload_blocks,
-            "continued": page.continued,
-            "max_tokens": page.budget.bytes / BYTES_PER_TOKEN,
-            "page_size": page.budget.items,
-        }),
-    );
+    if !held_by(&payload, &out) {
+        out.insert(field.into(), payload);
+    }
     out.insert("complete".into(), page.next_cursor.is_none().into());
+    if let Some(remaining) = remaining {
+        out.insert("remaining".into(), remaining.to_json());
+    }
     out.insert("next_cursor".into(), page.next_cursor.map_or(Value::Null, Value::String));
     if let (0, Some(summary)) = (page.index, page.summary) {
         out.insert(
@@ -250,15 +254,72 @@ fn structured(page: Page, payload_blocks: usize) -> Value {
             json!({
                 "totals": summary.totals,
                 "totals_exact": summary.exact,
-                "preview": page::preview(&page.blocks),
                 "suggestions": summary.suggestions,
             }),
         );
     }
-    if let Some(sha) = page.sha256 {
-        out.insert("payload_sha256".into(), sha.into());
-    }
     Value::Object(out)
+}
+
+/// The page's payload inside the structured content, for a model whose client
+/// forwards only that: `items`, the JSON values, when the page holds whole
+/// items (lines of text that each parse); `base64` of every payload byte when
+/// it holds bytes that are not UTF-8; else `text`, exactly.
+fn payload_field(page: &Page) -> (&'static str, Value) {
+    let mut text = String::new();
+    for block in &page.blocks {
+        match block {
+            Block::Text(t) => text.push_str(t),
+            Block::Bytes(_) => return ("base64", base64_encode(&page_bytes(&page.blocks)).into()),
+        }
+    }
+    let all_items = !page.chunks.is_empty() && page.chunks.iter().all(|c| c.encoding == "json");
+    if all_items && text.ends_with('\n') {
+        let items: Option<Vec<Value>> = text.lines().map(|line| serde_json::from_str(line).ok()).collect();
+        if let Some(items) = items {
+            return ("items", Value::Array(items));
+        }
+    }
+    ("text", text.into())
+}
+
+/// Whether `payload` is one item whose every field the tool's own fields
+/// (`info`) already hold, as `write`, `edit` and `move` answer: the model reads
+/// it there once, not twice.
+fn held_by(payload: &Value, info: &Map<String, Value>) -> bool {
+    match payload.as_array().map(Vec::as_slice) {
+        Some([Value::Object(item)]) => item.iter().all(|(k, v)| info.get(k) == Some(v)),
+        _ => false,
+    }
+}
+
+/// Every payload byte of a page, in order.
+fn page_bytes(blocks: &[Block]) -> Vec<u8> {
+    let mut raw = Vec::new();
+    for block in blocks {
+        match block {
+            Block::Text(t) => raw.extend_from_slice(t.as_bytes()),
+            Block::Bytes(b) => raw.extend_from_slice(b),
+        }
+    }
+    raw
+}
+
+/// Each chunk on the page: span, payload bytes, SHA-256, encoding (utf8,
+/// base64, json) and whether it ends inside an item.
+fn chunks(page: &Page) -> Value {
+    let chunks = page.chunks.iter().map(|c| {
+        let mut m = Map::new();
+        if let Some(span) = &c.span {
+            insert_span(&mut m, span);
+        }
+        m.insert("bytes".into(), c.bytes.into());
+        m.insert("sha256".into(), c.sha256.clone().into());
+        m.insert("encoding".into(), c.encoding.into());
+        m.insert("continued".into(), c.continued.into());
+        Value::Object(m)
+    });
+    Value::Array(chunks.collect())
 }
 
 fn insert_span(out: &mut Map<String, Value>, span: &crate::tool::Span) {
@@ -268,6 +329,38 @@ fn insert_span(out: &mut Map<String, Value>, span: &crate::tool::Span) {
     }
     out.insert("start_byte".into(), span.start_byte.into());
     out.insert("end_byte".into(), span.end_byte.into());
+}
+
+/// What remains after a page that is not the last, as far as the tool's
+/// totals tell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Remaining {
+    bytes: Option<u64>,
+    items: Option<u64>,
+}
+
+impl Remaining {
+    fn to_json(self) -> Value {
+        let mut out = Map::new();
+        if let Some(bytes) = self.bytes {
+            out.insert("bytes".into(), bytes.into());
+            out.insert("estimated_tokens".into(), bytes.div_ceil(u64::from(BYTES_PER_TOKEN)).into());
+        }
+        if let Some(items) = self.items {
+            out.insert("items".into(), items.into());
+        }
+        Value::Object(out)
+    }
+}
+
+fn remaining(page: &Page) -> Option<Remaining> {
+    page.next_cursor.as_ref()?;
+    let totals = &page.summary.as_ref()?.totals;
+    let delivered_bytes = page.span.map_or(page.bytes_before + page.bytes, |s| s.end_byte);
+    let total_bytes = totals.get("range_end").or_else(|| totals.get("bytes")).and_then(Value::as_u64);
+    let bytes = total_bytes.and_then(|t| t.checked_sub(delivered_bytes));
+    let items = totals.get("items").and_then(Value::as_u64).map(|t| t.saturating_sub(page.items_before + page.items));
+    (bytes.is_some() || items.is_some()).then_some(Remaining { bytes, items })
 }
 
 /// The line the model reads when more remains.
@@ -280,21 +373,17 @@ fn footer(page: &Page) -> Option<String> {
         Some(span) => format!("bytes {}–{}", span.start_byte, span.end_byte),
         None => format!("{} items, {} bytes", page.items, page.bytes),
     };
-    let mut remaining = String::new();
-    if let Some(totals) = page.summary.as_ref().map(|s| &s.totals) {
-        let delivered_bytes = page.span.map_or(page.bytes_before + page.bytes, |s| s.end_byte);
-        let total_bytes = totals.get("range_end").or_else(|| totals.get("bytes")).and_then(Value::as_u64);
-        if let Some(left) = total_bytes.and_then(|t| t.checked_sub(delivered_bytes)) {
-            remaining =
-                format!(" About {left} more bytes (~{} tokens) remain.", left.div_ceil(u64::from(BYTES_PER_TOKEN)));
+    let mut told = String::new();
+    if let Some(Remaining { bytes, items }) = remaining(page) {
+        if let Some(left) = bytes {
+            told = format!(" About {left} more bytes (~{} tokens) remain.", left.div_ceil(u64::from(BYTES_PER_TOKEN)));
         }
-        if let Some(items) = totals.get("items").and_then(Value::as_u64) {
-            let left = items.saturating_sub(page.items_before + page.items);
-            remaining.push_str(&format!(" {left} more items remain."));
+        if let Some(left) = items {
+            told.push_str(&format!(" {left} more items remain."));
         }
     }
     Some(format!(
-        "[Page {} shows {covered}; more remains.{remaining} To continue, call `{}` with {}]",
+        "[Page {} shows {covered}; more remains.{told} To continue, call `{}` with {}]",
         page.index + 1,
         page.tool,
         args
@@ -363,4 +452,69 @@ pub fn unknown_tool(name: &str) -> ErrorObject {
 fn base64_encode(bytes: &[u8]) -> String {
     use base64::Engine as _;
     base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::pager::page::Builder;
+    use crate::tool::{Budget, Chunk, Payload};
+
+    /// A complete page of `payloads`, with the tool's `info`.
+    fn page(payloads: Vec<(Payload, bool)>, info: Value) -> Page {
+        let mut builder = Builder::new(Budget { bytes: 1 << 20, items: 1000 }, 16);
+        for (payload, continued) in payloads {
+            builder.push(Chunk { payload, span: None, continued, resume: String::new() });
+        }
+        builder.finish("t", 0, info)
+    }
+
+    fn structured_of(page: Page) -> Value {
+        call_result(page, Version::LATEST)["structuredContent"].clone()
+    }
+
+    #[test]
+    fn the_structured_content_carries_the_payload_a_model_needs() {
+        let text = structured_of(page(vec![(Payload::Text("a\nb\n".into()), false)], json!({"path": "f"})));
+        assert_eq!((&text["text"], &text["path"]), (&json!("a\nb\n"), &json!("f")));
+        let items =
+            vec![(Payload::Item(r#"{"path":"a","line":1}"#.into()), false), (Payload::Item("[2]".into()), false)];
+        let items = structured_of(page(items, json!({"matches": 2})));
+        assert_eq!(items["items"], json!([{"path": "a", "line": 1}, [2]]));
+        assert!(items.get("text").is_none());
+        let split = vec![(Payload::Item(r#"{"a":"#.into()), true)];
+        assert_eq!(structured_of(page(split, json!({})))["text"], r#"{"a":"#, "half an item stays text");
+        let bytes = vec![(Payload::Text("ok ".into()), false), (Payload::Bytes(vec![0xff, 0]), false)];
+        assert_eq!(structured_of(page(bytes, json!({})))["base64"], base64_encode(b"ok \xff\0"));
+    }
+
+    #[test]
+    fn one_item_the_tools_own_fields_hold_is_not_repeated() {
+        let answer = json!({"path": "f", "replacements": 1});
+        let held = structured_of(page(vec![(Payload::Item(answer.to_string()), false)], answer.clone()));
+        assert!(held.get("items").is_none(), "{held}");
+        assert_eq!(held["replacements"], 1);
+        let more = structured_of(page(vec![(Payload::Item(answer.to_string()), false)], json!({"path": "f"})));
+        assert_eq!(more["items"], json!([answer]), "an item with fields the info lacks is kept");
+    }
+
+    #[test]
+    fn what_programs_check_pages_with_is_in_meta() {
+        let mut last = page(vec![(Payload::Text("abc".into()), false)], json!({}));
+        last.sha256 = Some("whole".into());
+        let result = call_result(last, Version::LATEST);
+        let meta = &result["_meta"][PAGE_META];
+        assert_eq!((&meta["index"], &meta["bytes"], &meta["blocks"]), (&json!(0), &json!(3), &json!(1)));
+        assert_eq!(meta["chunks"][0]["bytes"], 3);
+        assert_eq!(meta["chunks"][0]["sha256"], "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+        assert_eq!(meta["payload_sha256"], "whole");
+        let model = &result["structuredContent"];
+        assert!(["chunks", "page", "payload_sha256"].iter().all(|k| model.get(*k).is_none()), "{model}");
+        assert_eq!(
+            (&model["text"], &model["complete"], &model["next_cursor"]),
+            (&json!("abc"), &json!(true), &Value::Null)
+        );
+    }
 }

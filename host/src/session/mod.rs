@@ -464,7 +464,10 @@ fn log_outcome(
             );
         }
         Ok(value) => {
-            let page = value.pointer("/structuredContent/page").cloned().unwrap_or(Value::Null);
+            let mut page = value["_meta"][results::PAGE_META].clone();
+            if let Some(fields) = page.as_object_mut() {
+                fields.remove("chunks");
+            }
             log(out, wanted, LogLevel::Debug, json!({ "event": "answered", "request": id, "page": page, "ms": ms }));
         }
         Err(error) => {
