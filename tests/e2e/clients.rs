@@ -28,7 +28,8 @@ use serde_json::{Value, json};
 use sha2::Digest;
 
 use crate::support::{
-    Fixture, HttpServer, cordon_bin, node_dir, node_path, payload, python_with_mcp, shared_state_dir, workspace,
+    Fixture, HttpServer, cordon_bin, node_dir, node_path, page_meta, payload, python_with_mcp, shared_state_dir,
+    workspace,
 };
 
 /// How long one client run (a client process with its server, or an rmcp session) may take.
@@ -53,9 +54,9 @@ fn paged_file(fx: &Fixture, client: &str, lines: usize) -> String {
 
 /// Compiles the tools into the shared state dir once, before any client starts a server: the
 /// auto modes of the Python SDK and rmcp give a stdio server 10 s to answer their `server/discover`
-/// probe before falling back to the legacy handshake, and cold compiles by many servers at once on
-/// a busy machine could take longer.
-fn warm_cache() {
+/// probe before falling back to the legacy handshake (Claude Code gives a server 30 s to connect),
+/// and cold compiles by many servers at once on a busy machine could take longer.
+pub(crate) fn warm_cache() {
     static WARM: Once = Once::new();
     WARM.call_once(|| {
         let out = Command::new(cordon_bin()).args(["tools", "--json", "--state-dir"]).arg(shared_state_dir()).output();
@@ -243,7 +244,7 @@ fn inspector_client(target: &[&std::ffi::OsStr], text: &str, server: Option<&Htt
             }
             None => {
                 assert_eq!(structured["complete"], true, "{result}");
-                assert_eq!(structured["payload_sha256"], sha256_hex(text.as_bytes()), "{result}");
+                assert_eq!(page_meta(&result)["payload_sha256"], sha256_hex(text.as_bytes()), "{result}");
                 break;
             }
         }
@@ -315,7 +316,7 @@ async fn rmcp_session(client: &RunningService<RoleClient, ClientConfig>, text: &
             }
             None => {
                 assert_eq!(structured["complete"], true, "{result}");
-                assert_eq!(structured["payload_sha256"], sha256_hex(text.as_bytes()), "{result}");
+                assert_eq!(page_meta(&result)["payload_sha256"], sha256_hex(text.as_bytes()), "{result}");
                 break;
             }
         }

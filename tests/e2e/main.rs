@@ -6,6 +6,7 @@ mod bench;
 mod cache;
 mod canary;
 mod capacity;
+mod claude;
 mod cli;
 mod clients;
 mod conformance;

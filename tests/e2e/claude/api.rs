@@ -1,0 +1,304 @@
+//! A stand-in for the Anthropic Messages API on loopback: it plays the model from a script and
+//! records every `tool_result` Claude Code sends back.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use serde_json::{Value, json};
+
+use crate::support::REPLY_TIMEOUT;
+
+/// Main-loop turns after which the stand-in stops the conversation (a runaway script).
+pub(super) const MAX_TURNS: usize = 60;
+
+/// One `tool_result` as Claude Code forwarded it to the model, with the call it answers.
+#[derive(Clone, Debug)]
+pub(super) struct ToolResultSeen {
+    pub(super) tool_use_id: String,
+    /// The tool the model called, e.g. `mcp__cordon__read`.
+    pub(super) tool: String,
+    pub(super) input: Value,
+    pub(super) is_error: bool,
+    /// The block's `content` as sent: a string, or an array of content blocks.
+    pub(super) content: Value,
+}
+
+/// The model's next move, given every result seen so far: a tool call, or `None` for the final answer.
+pub(super) type Script = Box<dyn FnMut(&[ToolResultSeen]) -> Option<(String, Value)> + Send>;
+
+/// The model's side of one conversation: the script, what Claude Code sent back, and anything
+/// the stand-in could not make sense of.
+pub(super) struct Conversation {
+    script: Script,
+    /// The calls the model made, by `tool_use` id.
+    calls: HashMap<String, (String, Value)>,
+    pub(super) seen: Vec<ToolResultSeen>,
+    /// One line per HTTP request, for failure messages.
+    pub(super) requests: Vec<String>,
+    pub(super) problems: Vec<String>,
+    pub(super) finished: bool,
+}
+
+impl Conversation {
+    fn new(script: Script) -> Conversation {
+        Conversation {
+            script,
+            calls: HashMap::new(),
+            seen: Vec::new(),
+            requests: Vec::new(),
+            problems: Vec::new(),
+            finished: false,
+        }
+    }
+
+    /// The model's answer to one `/v1/messages` request: a short text for a side request (its
+    /// `tools` name no MCP tool), else the script's next call or, when it is done, a final text.
+    fn reply_to(&mut self, request: &Value) -> Value {
+        let model = request["model"].as_str().unwrap_or("claude");
+        let tools: Vec<&str> =
+            request["tools"].as_array().into_iter().flatten().filter_map(|t| t["name"].as_str()).collect();
+        if !tools.iter().any(|t| t.starts_with("mcp__")) {
+            return message(model, json!({"type": "text", "text": "Cordon"}));
+        }
+        self.record(&request["messages"]);
+        if self.finished {
+            self.problems.push("a main-loop request after the final answer".into());
+        }
+        let next = if self.calls.len() >= MAX_TURNS {
+            self.problems.push(format!("the script was still calling tools after {MAX_TURNS} turns"));
+            None
+        } else {
+            (self.script)(&self.seen)
+        };
+        match next {
+            Some((tool, input)) if tools.contains(&tool.as_str()) => {
+                let id = format!("toolu_e2e_{:03}", self.calls.len());
+                self.calls.insert(id.clone(), (tool.clone(), input.clone()));
+                message(model, json!({"type": "tool_use", "id": id, "name": tool, "input": input}))
+            }
+            other => {
+                if let Some((tool, _)) = other {
+                    self.problems.push(format!("the script called {tool}, which Claude Code did not offer: {tools:?}"));
+                }
+                self.finished = true;
+                message(model, json!({"type": "text", "text": "Done."}))
+            }
+        }
+    }
+
+    /// Records the `tool_result` blocks of the last user message that were not recorded yet.
+    fn record(&mut self, messages: &Value) {
+        let last_user = messages.as_array().into_iter().flatten().rev().find(|m| m["role"] == "user");
+        let blocks = last_user.and_then(|m| m["content"].as_array()).into_iter().flatten();
+        for block in blocks.filter(|b| b["type"] == "tool_result") {
+            let id = block["tool_use_id"].as_str().unwrap_or_default().to_string();
+            if self.seen.iter().any(|s| s.tool_use_id == id) {
+                continue;
+            }
+            let Some((tool, input)) = self.calls.get(&id).cloned() else {
+                self.problems.push(format!("a tool_result for a call the model never made: {block}"));
+                continue;
+            };
+            let (is_error, content) = (block["is_error"] == true, block["content"].clone());
+            self.seen.push(ToolResultSeen { tool_use_id: id, tool, input, is_error, content });
+        }
+    }
+}
+
+/// An assistant message of one content block, with the stop reason that block implies.
+pub(super) fn message(model: &str, block: Value) -> Value {
+    let stop_reason = if block["type"] == "tool_use" { "tool_use" } else { "end_turn" };
+    json!({
+        "id": "msg_cordon_e2e", "type": "message", "role": "assistant", "model": model,
+        "content": [block], "stop_reason": stop_reason, "stop_sequence": null,
+        "usage": {"input_tokens": 1, "output_tokens": 1}
+    })
+}
+
+/// The same message as the server-sent events of a streamed answer.
+pub(super) fn events(message: &Value) -> Vec<Value> {
+    let block = &message["content"][0];
+    let (start, delta) = if block["type"] == "tool_use" {
+        let start = json!({"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}});
+        (start, json!({"type": "input_json_delta", "partial_json": block["input"].to_string()}))
+    } else {
+        (json!({"type": "text", "text": ""}), json!({"type": "text_delta", "text": block["text"]}))
+    };
+    let mut head = message.clone();
+    head["content"] = json!([]);
+    head["stop_reason"] = Value::Null;
+    vec![
+        json!({"type": "message_start", "message": head}),
+        json!({"type": "content_block_start", "index": 0, "content_block": start}),
+        json!({"type": "content_block_delta", "index": 0, "delta": delta}),
+        json!({"type": "content_block_stop", "index": 0}),
+        json!({"type": "message_delta", "delta": {"stop_reason": message["stop_reason"], "stop_sequence": null},
+               "usage": {"output_tokens": 1}}),
+        json!({"type": "message_stop"}),
+    ]
+}
+
+/// One HTTP request as the stand-in reads it.
+pub(super) struct Request {
+    method: String,
+    path: String,
+    body: Vec<u8>,
+}
+
+/// An answer: a JSON body with its status, or a stream of events.
+pub(super) enum Reply {
+    Json(u16, Value),
+    Events(Vec<Value>),
+}
+
+/// Reads one HTTP/1.1 request: the head, then a `Content-Length` or chunked body.
+pub(super) fn read_request(reader: &mut impl BufRead) -> std::io::Result<Request> {
+    let mut line = String::new();
+    reader.read_line(&mut line)?;
+    let mut start = line.split_whitespace().map(str::to_string);
+    let (Some(method), Some(path)) = (start.next(), start.next()) else {
+        return Err(std::io::Error::other(format!("not an HTTP request: {line:?}")));
+    };
+    let (mut length, mut chunked) = (0, false);
+    loop {
+        line.clear();
+        if reader.read_line(&mut line)? == 0 || line.trim().is_empty() {
+            break;
+        }
+        let Some((name, value)) = line.split_once(':') else { continue };
+        match name.trim().to_ascii_lowercase().as_str() {
+            "content-length" => length = value.trim().parse().unwrap_or(0),
+            "transfer-encoding" => chunked = value.contains("chunked"),
+            _ => {}
+        }
+    }
+    let body = if chunked { read_chunked(reader)? } else { read_exactly(reader, length)? };
+    Ok(Request { method, path, body })
+}
+
+/// Reads `length` bytes.
+pub(super) fn read_exactly(reader: &mut impl BufRead, length: usize) -> std::io::Result<Vec<u8>> {
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body)?;
+    Ok(body)
+}
+
+/// Reads a chunked body to its last chunk (trailers skipped).
+pub(super) fn read_chunked(reader: &mut impl BufRead) -> std::io::Result<Vec<u8>> {
+    let (mut body, mut line) = (Vec::new(), String::new());
+    loop {
+        line.clear();
+        reader.read_line(&mut line)?;
+        let size = line.split(';').next().and_then(|s| usize::from_str_radix(s.trim(), 16).ok()).unwrap_or(0);
+        if size == 0 {
+            while reader.read_line(&mut line)? > 0 && !line.trim().is_empty() {
+                line.clear();
+            }
+            return Ok(body);
+        }
+        body.extend(read_exactly(reader, size)?);
+        reader.read_line(&mut line)?;
+    }
+}
+
+/// Writes a reply and closes the exchange (`Connection: close`).
+pub(super) fn write_reply(out: &mut impl Write, reply: &Reply) -> std::io::Result<()> {
+    match reply {
+        Reply::Json(status, body) => {
+            let (body, reason) = (body.to_string(), if *status == 200 { "OK" } else { "Not Found" });
+            let head = format!("HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\n");
+            write!(out, "{head}Content-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len())?;
+        }
+        Reply::Events(events) => {
+            write!(out, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n")?;
+            write!(out, "Connection: close\r\n\r\n")?;
+            for event in events {
+                write!(out, "event: {}\ndata: {event}\n\n", event["type"].as_str().unwrap_or_default())?;
+            }
+        }
+    }
+    out.flush()
+}
+
+/// The stand-in's answer to one request: `/v1/messages` (streamed or not) plays the model,
+/// `count_tokens` estimates, anything else is a harmless 404.
+pub(super) fn answer(conversation: &Mutex<Conversation>, request: &Request) -> Reply {
+    let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+    let mut conversation = conversation.lock().unwrap();
+    let mcp_tools = body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|t| t["name"].as_str().is_some_and(|n| n.starts_with("mcp__")));
+    let line = format!("{} {} stream={} mcp_tools={}", request.method, request.path, body["stream"], mcp_tools.count());
+    conversation.requests.push(line);
+    match (request.method.as_str(), request.path.split('?').next().unwrap_or_default()) {
+        ("POST", "/v1/messages") => {
+            let message = conversation.reply_to(&body);
+            if body["stream"] == true { Reply::Events(events(&message)) } else { Reply::Json(200, message) }
+        }
+        ("POST", "/v1/messages/count_tokens") => Reply::Json(200, json!({"input_tokens": request.body.len() / 4})),
+        (method, path) => {
+            let error = format!("the stand-in for the Messages API does not serve {method} {path}");
+            Reply::Json(404, json!({"type": "error", "error": {"type": "not_found_error", "message": error}}))
+        }
+    }
+}
+
+/// Answers one connection: one request, one reply.
+pub(super) fn serve(stream: TcpStream, conversation: &Mutex<Conversation>) {
+    let _ = stream.set_read_timeout(Some(REPLY_TIMEOUT));
+    let Ok(mut reader) = stream.try_clone().map(BufReader::new) else { return };
+    // A connection opened and closed without a request is no error.
+    if let Ok(request) = read_request(&mut reader) {
+        let _ = write_reply(&mut &stream, &answer(conversation, &request));
+    }
+}
+
+/// The stand-in for the Messages API: a loopback listener, a thread per connection; stops on drop.
+pub(super) struct MessagesApi {
+    addr: SocketAddr,
+    conversation: Arc<Mutex<Conversation>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl MessagesApi {
+    pub(super) fn start(script: Script) -> MessagesApi {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback port for the Messages API");
+        let addr = listener.local_addr().unwrap();
+        let conversation = Arc::new(Mutex::new(Conversation::new(script)));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (shared, stopped) = (Arc::clone(&conversation), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                if stopped.load(Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(stream) = stream else { continue };
+                let shared = Arc::clone(&shared);
+                std::thread::spawn(move || serve(stream, &shared));
+            }
+        });
+        MessagesApi { addr, conversation, stop }
+    }
+
+    /// The base URL Claude Code is given (`ANTHROPIC_BASE_URL`).
+    pub(super) fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub(super) fn conversation(&self) -> MutexGuard<'_, Conversation> {
+        self.conversation.lock().unwrap()
+    }
+}
+
+impl Drop for MessagesApi {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        // Wake the accept loop so that it sees the flag.
+        let _ = TcpStream::connect(self.addr);
+    }
+}

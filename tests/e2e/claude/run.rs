@@ -1,0 +1,170 @@
+//! Running the `claude` CLI against the stand-in, bounded in time, in a scratch home.
+
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::api::{MessagesApi, ToolResultSeen};
+use crate::support::node_dir;
+
+/// How long one Claude Code run may take (a run of this script takes a few seconds).
+pub(super) const CLAUDE_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Claude Code settings from the environment that would change what these tests see.
+pub(super) const INHERITED_SETTINGS: [&str; 11] = [
+    "ANTHROPIC_AUTH_TOKEN",
+    "ANTHROPIC_MODEL",
+    "CLAUDE_CONFIG_DIR",
+    "CLAUDE_CODE_USE_BEDROCK",
+    "CLAUDE_CODE_USE_VERTEX",
+    "MAX_MCP_OUTPUT_TOKENS",
+    "ENABLE_MCP_LARGE_OUTPUT_FILES",
+    "XDG_CONFIG_HOME",
+    "XDG_CACHE_HOME",
+    "XDG_DATA_HOME",
+    "XDG_STATE_HOME",
+];
+
+/// The `claude` executable that tests/interop/node-setup.sh installs.
+pub(super) fn claude_bin() -> PathBuf {
+    let bin = node_dir().join("node_modules/.bin/claude");
+    assert!(
+        bin.exists(),
+        "Claude Code is not installed at {}: tests/interop/node-setup.sh installs it with npm \
+         (or point CORDON_TEST_NODE_DIR at a folder that has it)",
+        bin.display()
+    );
+    bin
+}
+
+/// The end of a text: about its last `max` bytes, from a character boundary.
+pub(super) fn tail(text: &str, max: usize) -> &str {
+    let mut at = text.len().saturating_sub(max);
+    while !text.is_char_boundary(at) {
+        at += 1;
+    }
+    &text[at..]
+}
+
+/// The first `max` characters of a text (whole characters), marked when cut.
+pub(super) fn trimmed(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}… ({} bytes in all)", &text[..at], text.len()),
+        None => text.to_string(),
+    }
+}
+
+/// The end of Claude Code's MCP logs under `home` (what it says about connecting to Cordon).
+pub(super) fn mcp_logs(home: &Path) -> String {
+    let Ok(found) = Command::new("find").arg(home.join(".cache")).args(["-name", "*.jsonl"]).output() else {
+        return String::new();
+    };
+    let files = String::from_utf8_lossy(&found.stdout).into_owned();
+    let logs: String = files.lines().filter_map(|f| std::fs::read_to_string(f).ok()).collect();
+    tail(&logs, 3000).to_string()
+}
+
+/// Starts a process in its own group, collects its output, and waits up to `timeout`; on
+/// timeout kills the group (Claude Code and the stdio server it started) and returns `None`
+/// for the status.
+pub(super) fn run_bounded(mut command: Command, timeout: Duration) -> (Option<ExitStatus>, String, String) {
+    let mut child = command
+        .process_group(0)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("start Claude Code: {e}"));
+    let collect = |mut source: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = source.read_to_end(&mut bytes);
+            String::from_utf8_lossy(&bytes).into_owned()
+        })
+    };
+    let stdout = collect(Box::new(child.stdout.take().unwrap()));
+    let stderr = collect(Box::new(child.stderr.take().unwrap()));
+    let deadline = Instant::now() + timeout;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if Instant::now() > deadline {
+            let _ = Command::new("kill").arg("-KILL").arg("--").arg(format!("-{}", child.id())).status();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    (status, stdout.join().unwrap(), stderr.join().unwrap())
+}
+
+/// Runs `claude -p go` in `workdir` with `mcp_config` and `allowed_tools`, against a stand-in
+/// for the Messages API driven by `script`, and returns every tool result the model was given,
+/// in order. Claude Code writes only into a scratch HOME and TMPDIR. Panics, with the ends of its
+/// output and the stand-in's log, if it fails, hangs, or the conversation did not end as scripted.
+pub(super) fn run_claude(
+    workdir: &Path,
+    mcp_config: &Value,
+    allowed_tools: &[&str],
+    script: impl FnMut(&[ToolResultSeen]) -> Option<(String, Value)> + Send + 'static,
+) -> Vec<ToolResultSeen> {
+    let claude = claude_bin();
+    let scratch = tempfile::tempdir().unwrap();
+    let (home, tmp, config) =
+        (scratch.path().join("home"), scratch.path().join("tmp"), scratch.path().join("mcp.json"));
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&tmp).unwrap();
+    std::fs::write(&config, mcp_config.to_string()).unwrap();
+    let api = MessagesApi::start(Box::new(script));
+
+    let mut command = Command::new(claude);
+    command.args(["-p", "go", "--mcp-config"]).arg(&config).args(["--strict-mcp-config", "--allowedTools"]);
+    command.arg(allowed_tools.join(",")).args(["--output-format", "stream-json", "--verbose"]);
+    for name in INHERITED_SETTINGS {
+        command.env_remove(name);
+    }
+    command
+        .current_dir(workdir)
+        .env("ANTHROPIC_BASE_URL", api.url())
+        .env("ANTHROPIC_API_KEY", "dummy")
+        .env("ENABLE_TOOL_SEARCH", "false")
+        .env("DISABLE_TELEMETRY", "1")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("HOME", &home)
+        .env("TMPDIR", &tmp);
+    let started = Instant::now();
+    let (status, stdout, stderr) = run_bounded(command, CLAUDE_TIMEOUT);
+    let elapsed = started.elapsed();
+
+    let conversation = api.conversation();
+    let context = || {
+        format!(
+            "requests to the stand-in:\n{}\nproblems: {:?}\nstderr (end):\n{}\nstdout (end):\n{}\nMCP logs (end):\n{}",
+            conversation.requests.join("\n"),
+            conversation.problems,
+            tail(&stderr, 3000),
+            tail(&stdout, 3000),
+            mcp_logs(&home)
+        )
+    };
+    let status =
+        status.unwrap_or_else(|| panic!("Claude Code did not finish within {CLAUDE_TIMEOUT:?}\n{}", context()));
+    assert!(status.success(), "Claude Code failed ({status})\n{}", context());
+    assert!(conversation.problems.is_empty(), "the conversation went wrong\n{}", context());
+    assert!(conversation.finished, "Claude Code stopped before the script's final answer\n{}", context());
+    let result = stdout.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok()).find(|m| m["type"] == "result");
+    let result = result.unwrap_or_else(|| panic!("no result message from Claude Code\n{}", context()));
+    assert!(result["subtype"] == "success" && result["is_error"] == false, "{result}\n{}", context());
+    eprintln!(
+        "Claude Code ran the script in {elapsed:.1?}: {} requests, {} tool results",
+        conversation.requests.len(),
+        conversation.seen.len()
+    );
+    conversation.seen.clone()
+}
