@@ -17,7 +17,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cordon::policy::{Mode, RootSpec};
+use cordon::policy::{DirSpec, Mode};
 use cordon::protocol::mcp::Version;
 use cordon::runtime::{CallSignal, MAX_STUCK_PER_TOOL};
 use cordon::server::{Config, Limits, Server};
@@ -42,7 +42,7 @@ fn main() {
     let mut limits = Limits::default();
     limits.call.wall_time = wall_time;
     let config = Config {
-        roots: vec![RootSpec { path: root, mode: Mode::ReadOnly }],
+        roots: vec![DirSpec { path: root, mode: Mode::ReadOnly }],
         state_dir: Some(dir.path().join("state")),
         cursor_key: None,
         deny: Vec::new(),

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Deserializer};
 
 use crate::ambient;
-use crate::policy::{Mode, RootSpec};
+use crate::policy::{DirSpec, Mode};
 
 /// What `cordon.toml` may say. Every key is optional.
 #[derive(Debug, Default, Deserialize)]
@@ -91,7 +91,7 @@ pub struct FileServe {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(untagged)]
 pub enum RootEntry {
-    Spec(RootSpec),
+    Spec(DirSpec),
     Table(RootTable),
 }
 
@@ -117,10 +117,10 @@ fn read_write() -> ModeName {
 
 impl RootEntry {
     /// The root, a relative path taken from `base` (the file's directory).
-    pub fn resolve(&self, base: &Path) -> RootSpec {
+    pub fn resolve(&self, base: &Path) -> DirSpec {
         let spec = match self {
             RootEntry::Spec(spec) => spec.clone(),
-            RootEntry::Table(t) => RootSpec {
+            RootEntry::Table(t) => DirSpec {
                 path: t.path.clone(),
                 mode: match t.mode {
                     ModeName::Ro => Mode::ReadOnly,
@@ -128,7 +128,7 @@ impl RootEntry {
                 },
             },
         };
-        RootSpec { path: base.join(spec.path), mode: spec.mode }
+        DirSpec { path: base.join(spec.path), mode: spec.mode }
     }
 }
 
@@ -254,7 +254,7 @@ mod tests {
     #[test]
     fn roots_are_strings_or_tables_relative_to_the_file() {
         let file = parse(r#"roots = ["a", "/b:ro", { path = "c", mode = "ro" }, { path = "/d" }]"#).unwrap();
-        let roots: Vec<RootSpec> = file.roots.unwrap().iter().map(|r| r.resolve(Path::new("/etc/cordon"))).collect();
+        let roots: Vec<DirSpec> = file.roots.unwrap().iter().map(|r| r.resolve(Path::new("/etc/cordon"))).collect();
         let expected = [
             ("/etc/cordon/a", Mode::ReadWrite),
             ("/b", Mode::ReadOnly),

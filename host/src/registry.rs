@@ -8,7 +8,8 @@ use std::sync::Arc;
 use anyhow::Context;
 use serde_json::Value;
 
-use crate::installed::{GrantSpec, Verified};
+use crate::installed::Verified;
+use crate::policy::DirSpec;
 use crate::runtime::bindings::CordonToolPre;
 use crate::runtime::cache::Outcome;
 use crate::runtime::{CallState, Runtime};
@@ -25,7 +26,7 @@ pub enum Origin {
     Component(std::path::PathBuf),
     /// Installed with `cordon tool add`: it sees only its grants (canonical
     /// directories, as the lockfile lists them), within the roots.
-    Installed { grants: Vec<GrantSpec> },
+    Installed { grants: Vec<DirSpec> },
 }
 
 /// A loaded tool: its manifest, its linked component and its argument checker.
@@ -88,7 +89,7 @@ pub struct Source {
 
 impl Source {
     /// An installed tool, checked against its pin, with its resolved grants.
-    pub fn installed(verified: Verified, grants: Vec<GrantSpec>) -> Source {
+    pub fn installed(verified: Verified, grants: Vec<DirSpec>) -> Source {
         let Verified { entry, bytes } = verified;
         Source {
             bytes: bytes.into(),

@@ -9,10 +9,10 @@ use anyhow::Context;
 use serde_json::{Value, json};
 
 use crate::ambient;
-use crate::installed::{GrantSpec, ToolsDir};
+use crate::installed::ToolsDir;
 use crate::pager::cursor::{CursorError, CursorKey};
 use crate::pager::{PageError, PageLimits, Pager, Paging};
-use crate::policy::{Policy, RootSpec};
+use crate::policy::{DirSpec, Policy};
 use crate::protocol::jsonrpc::ErrorObject;
 use crate::protocol::mcp::Version;
 use crate::protocol::results as mcp;
@@ -25,7 +25,7 @@ use crate::uploads::{UploadLimits, Uploads};
 /// Everything needed to start a server.
 #[derive(Debug, Clone)]
 pub struct Config {
-    pub roots: Vec<RootSpec>,
+    pub roots: Vec<DirSpec>,
     /// Where compiled components and the cursor key are kept; `None` compiles
     /// at every start and signs cursors with a key that dies with the process.
     pub state_dir: Option<PathBuf>,
@@ -362,7 +362,7 @@ impl Server {
             Origin::Installed { grants } => {
                 let list = match grants.is_empty() {
                     true => "no directories".to_string(),
-                    false => grants.iter().map(GrantSpec::to_string).collect::<Vec<_>>().join(", "),
+                    false => grants.iter().map(DirSpec::to_string).collect::<Vec<_>>().join(", "),
                 };
                 let lock = self.installed.path.as_deref().map(|p| p.join(crate::installed::LOCK_FILE));
                 format!(

@@ -15,7 +15,7 @@ use tracing_subscriber::EnvFilter;
 
 use crate::config::{self, FileConfig, Loaded};
 use crate::pager::PageLimits;
-use crate::policy::RootSpec;
+use crate::policy::DirSpec;
 use crate::protocol::mcp::Version;
 use crate::server::{Config, Limits, Server};
 use crate::uploads::UploadLimits;
@@ -87,7 +87,7 @@ struct Common {
     config: Option<PathBuf>,
     /// A directory the tools may use: DIR (read-write), DIR:rw or DIR:ro. Repeatable.
     #[arg(long = "root", value_name = "DIR[:ro|:rw]")]
-    roots: Vec<RootSpec>,
+    roots: Vec<DirSpec>,
     /// A path no tool may open, list or search, as a glob relative to each root
     /// (read like a .gitignore line, e.g. `.git/**`, `*.pem`). Repeatable.
     #[arg(long = "deny", value_name = "GLOB")]

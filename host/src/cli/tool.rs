@@ -10,8 +10,9 @@ use clap::Subcommand;
 use serde_json::{Value, json};
 
 use super::Common;
-use crate::installed::lock::{self, Entry, GrantSpec};
+use crate::installed::lock::{self, Entry};
 use crate::installed::{ToolsDir, sha256_hex};
+use crate::policy::DirSpec;
 use crate::policy::Mode;
 use crate::registry::{self, Origin, Source, Tool};
 use crate::server::{Config, Server};
@@ -38,8 +39,8 @@ pub enum ToolCommand {
         component: PathBuf,
         /// A directory the tool may use: ro:DIR (read-only) or rw:DIR (read-write).
         /// Repeatable. Without any, the tool gets no filesystem access.
-        #[arg(long = "grant", value_name = "ro:DIR|rw:DIR")]
-        grants: Vec<GrantSpec>,
+        #[arg(long = "grant", value_name = "ro:DIR|rw:DIR", value_parser = DirSpec::grant)]
+        grants: Vec<DirSpec>,
         #[command(flatten)]
         common: Common,
     },
@@ -103,7 +104,7 @@ fn tools_dir(config: &Config) -> anyhow::Result<ToolsDir> {
     Ok(ToolsDir::create(path)?)
 }
 
-fn add(component: &std::path::Path, grants: Vec<GrantSpec>, common: &Common) -> anyhow::Result<ExitCode> {
+fn add(component: &std::path::Path, grants: Vec<DirSpec>, common: &Common) -> anyhow::Result<ExitCode> {
     let config = common.config()?;
     let dir = tools_dir(&config)?;
     let runtime = Server::runtime_only(&config)?;
@@ -137,7 +138,7 @@ fn add(component: &std::path::Path, grants: Vec<GrantSpec>, common: &Common) -> 
             _ => {}
         }
         let canonical = canonical.to_str().context("a granted directory must be valid UTF-8")?.into();
-        resolved.push(GrantSpec { mode: grant.mode, path: canonical });
+        resolved.push(DirSpec { mode: grant.mode, path: canonical });
     }
     let entry = Entry {
         name: name.clone(),
@@ -165,10 +166,10 @@ fn add(component: &std::path::Path, grants: Vec<GrantSpec>, common: &Common) -> 
     Ok(ExitCode::SUCCESS)
 }
 
-fn grants_text(grants: &[GrantSpec]) -> String {
+fn grants_text(grants: &[DirSpec]) -> String {
     match grants.is_empty() {
         true => "none (no filesystem access)".into(),
-        false => grants.iter().map(GrantSpec::to_string).collect::<Vec<_>>().join(", "),
+        false => grants.iter().map(DirSpec::to_string).collect::<Vec<_>>().join(", "),
     }
 }
 

@@ -3,13 +3,9 @@
 //! granted. It is JSON, written whole (a temporary file renamed into place), in
 //! a stable order, so a team can review changes to it like code.
 
-use std::fmt;
-use std::path::PathBuf;
-use std::str::FromStr;
-
 use serde::{Deserialize, Serialize};
 
-use crate::policy::Mode;
+use crate::policy::DirSpec;
 
 /// The lockfile's name inside the tools directory.
 pub const LOCK_FILE: &str = "cordon-tools.lock";
@@ -41,56 +37,10 @@ pub struct Entry {
     pub sha256: String,
     /// The WIT world the component targets (`cordon-tool` or `cordon-file-tool`).
     pub world: String,
-    /// The directories the tool may use; nothing else.
-    pub grants: Vec<GrantSpec>,
-}
-
-/// A directory granted to an installed tool: `ro:DIR` or `rw:DIR`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(try_from = "String", into = "String")]
-pub struct GrantSpec {
-    pub mode: Mode,
-    pub path: PathBuf,
-}
-
-impl FromStr for GrantSpec {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let (mode, path) = match s.split_once(':') {
-            Some(("ro", path)) => (Mode::ReadOnly, path),
-            Some(("rw", path)) => (Mode::ReadWrite, path),
-            _ => return Err(format!("`{s}` is not a grant: write ro:DIR (read-only) or rw:DIR (read-write)")),
-        };
-        if path.is_empty() {
-            return Err(format!("`{s}` names no directory: write ro:DIR or rw:DIR"));
-        }
-        Ok(GrantSpec { mode, path: PathBuf::from(path) })
-    }
-}
-
-impl TryFrom<String> for GrantSpec {
-    type Error = String;
-
-    fn try_from(s: String) -> Result<Self, Self::Error> {
-        s.parse()
-    }
-}
-
-impl From<GrantSpec> for String {
-    fn from(grant: GrantSpec) -> String {
-        grant.to_string()
-    }
-}
-
-impl fmt::Display for GrantSpec {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mode = match self.mode {
-            Mode::ReadOnly => "ro",
-            Mode::ReadWrite => "rw",
-        };
-        write!(f, "{mode}:{}", self.path.display())
-    }
+    /// The directories the tool may use; nothing else. Each says its mode
+    /// (`ro:DIR` or `rw:DIR`, as it is written).
+    #[serde(deserialize_with = "crate::policy::deserialize_grants")]
+    pub grants: Vec<DirSpec>,
 }
 
 impl Lock {
@@ -161,7 +111,7 @@ mod tests {
             file: file_name(name),
             sha256: "ab".repeat(32),
             world: "cordon-tool".into(),
-            grants: vec!["ro:/data".parse().unwrap()],
+            grants: vec![DirSpec::grant("ro:/data").unwrap()],
         }
     }
 
@@ -173,16 +123,19 @@ mod tests {
         assert!(text.contains("\"ro:/data\""), "grants are written as on the command line: {text}");
         let back = Lock::parse(&text).unwrap();
         assert_eq!(back.tools.iter().map(|e| e.name.as_str()).collect::<Vec<_>>(), ["alpha", "zeta"]);
-        assert_eq!(back.get("zeta").unwrap().grants[0], GrantSpec { mode: Mode::ReadOnly, path: "/data".into() });
+        let read_only = DirSpec { mode: crate::policy::Mode::ReadOnly, path: "/data".into() };
+        assert_eq!(back.get("zeta").unwrap().grants[0], read_only);
     }
 
     #[test]
     fn grants_are_ro_or_rw_and_name_a_directory() {
-        assert_eq!("rw:/a:b".parse::<GrantSpec>().unwrap().path, PathBuf::from("/a:b"));
+        assert_eq!(DirSpec::grant("rw:/a:b").unwrap().path, std::path::PathBuf::from("/a:b"));
         for bad in ["/data", "rx:/data", "ro:", "ro"] {
-            let err = bad.parse::<GrantSpec>().unwrap_err();
+            let err = DirSpec::grant(bad).unwrap_err().to_string();
             assert!(err.contains("ro:DIR"), "{bad}: {err}");
         }
+        let unsaid = r#"{"format":1,"tools":[{"name":"a","version":"1","file":"a.wasm","sha256":"00","world":"w","grants":["/data"]}]}"#;
+        assert!(Lock::parse(unsaid).unwrap_err().contains("ro:DIR"), "a grant in the lockfile says its mode");
     }
 
     #[test]

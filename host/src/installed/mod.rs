@@ -21,7 +21,7 @@ use cap_std::fs::{Dir, OpenOptions};
 use sha2::{Digest, Sha256};
 
 use crate::ambient;
-pub use lock::{Entry, GrantSpec, LOCK_FILE, Lock};
+pub use lock::{Entry, LOCK_FILE, Lock};
 
 /// The file whose `flock` serializes changes to the directory.
 const CHANGE_LOCK: &str = ".cordon-tools.flock";

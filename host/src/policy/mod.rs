@@ -9,58 +9,26 @@
 //! back out of every root, for every tool.
 
 pub mod deny;
+mod spec;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 use std::sync::Arc;
 
 use cap_std::fs::Dir;
 use wasmtime_wasi::FsPerms;
 
 use crate::ambient;
-use crate::installed::GrantSpec;
 use crate::tool::Access;
 
 pub use deny::{DenyRules, RuleError};
+pub use spec::{DirSpec, SpecError, deserialize_grants};
 
 /// Whether a root may be changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
     ReadOnly,
     ReadWrite,
-}
-
-/// A root as configured: `DIR`, `DIR:rw` or `DIR:ro`.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
-#[serde(try_from = "String")]
-pub struct RootSpec {
-    pub path: PathBuf,
-    pub mode: Mode,
-}
-
-impl FromStr for RootSpec {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let (path, mode) = match s.rsplit_once(':') {
-            Some((path, "ro")) => (path, Mode::ReadOnly),
-            Some((path, "rw")) => (path, Mode::ReadWrite),
-            _ => (s, Mode::ReadWrite),
-        };
-        if path.is_empty() {
-            return Err("a root needs a directory: DIR, DIR:rw or DIR:ro".into());
-        }
-        Ok(RootSpec { path: PathBuf::from(path), mode })
-    }
-}
-
-impl TryFrom<String> for RootSpec {
-    type Error = String;
-
-    fn try_from(s: String) -> Result<Self, Self::Error> {
-        s.parse()
-    }
 }
 
 /// A configured root, resolved.
@@ -124,7 +92,7 @@ impl Policy {
     /// Resolves every root (which must exist and be a directory) and compiles
     /// the deny rules. Repeated roots are kept once, read-write winning over
     /// read-only; with `read_only`, every root is read-only.
-    pub fn new(specs: &[RootSpec], deny: &[String], read_only: bool) -> Result<Policy, PolicyError> {
+    pub fn new(specs: &[DirSpec], deny: &[String], read_only: bool) -> Result<Policy, PolicyError> {
         let mut roots: Vec<Root> = Vec::new();
         for spec in specs {
             let fail = |kind| PolicyError { kind, path: spec.path.clone() };
@@ -178,7 +146,7 @@ impl Policy {
     /// installed tool's grants, canonical): the configured roots, narrowed to
     /// the client's roots, then to the tool's grants, never widened, each as
     /// writable as the root, the grant and the tool's access all allow.
-    pub fn grants_within(&self, access: Access, client: Option<&[PathBuf]>, tool: Option<&[GrantSpec]>) -> Vec<Grant> {
+    pub fn grants_within(&self, access: Access, client: Option<&[PathBuf]>, tool: Option<&[DirSpec]>) -> Vec<Grant> {
         if access == Access::None {
             return Vec::new();
         }
@@ -209,7 +177,7 @@ impl Policy {
 
     /// An installed tool's grant as it applies here: its directory resolved
     /// (it must still exist), or why it grants nothing.
-    pub fn resolve_grant(&self, grant: &GrantSpec) -> Result<GrantSpec, String> {
+    pub fn resolve_grant(&self, grant: &DirSpec) -> Result<DirSpec, String> {
         let (canonical, is_dir) =
             ambient::canonical_dir(&grant.path).map_err(|e| format!("grant `{grant}` cannot be used: {e}"))?;
         if !is_dir {
@@ -218,7 +186,7 @@ impl Policy {
         if !self.roots.iter().any(|r| canonical.starts_with(&r.path) || Path::new(&r.path).starts_with(&canonical)) {
             return Err(format!("grant `{grant}` lies outside every configured root, so it grants nothing"));
         }
-        Ok(GrantSpec { mode: grant.mode, path: canonical })
+        Ok(DirSpec { mode: grant.mode, path: canonical })
     }
 }
 
@@ -304,11 +272,11 @@ mod tests {
 
     #[test]
     fn root_specs_parse_modes() {
-        assert_eq!("/a".parse::<RootSpec>().unwrap().mode, Mode::ReadWrite);
-        assert_eq!("/a:ro".parse::<RootSpec>().unwrap(), RootSpec { path: "/a".into(), mode: Mode::ReadOnly });
-        assert_eq!("/a:rw".parse::<RootSpec>().unwrap().path, PathBuf::from("/a"));
-        assert_eq!("/a:b".parse::<RootSpec>().unwrap().path, PathBuf::from("/a:b"));
-        assert!(":ro".parse::<RootSpec>().is_err());
+        assert_eq!("/a".parse::<DirSpec>().unwrap().mode, Mode::ReadWrite);
+        assert_eq!("/a:ro".parse::<DirSpec>().unwrap(), DirSpec { path: "/a".into(), mode: Mode::ReadOnly });
+        assert_eq!("/a:rw".parse::<DirSpec>().unwrap().path, PathBuf::from("/a"));
+        assert_eq!("/a:b".parse::<DirSpec>().unwrap().path, PathBuf::from("/a:b"));
+        assert!(":ro".parse::<DirSpec>().is_err());
     }
 
     #[test]
@@ -318,7 +286,7 @@ mod tests {
         let ro = dir.path().join("ro");
         std::fs::create_dir_all(&rw).unwrap();
         std::fs::create_dir_all(&ro).unwrap();
-        let specs = [RootSpec { path: rw, mode: Mode::ReadWrite }, RootSpec { path: ro, mode: Mode::ReadOnly }];
+        let specs = [DirSpec { path: rw, mode: Mode::ReadWrite }, DirSpec { path: ro, mode: Mode::ReadOnly }];
         let policy = Policy::new(&specs, &[], false).unwrap();
         assert!(policy.grants(Access::Read, None).iter().all(|g| g.perms == FsPerms::ReadOnly));
         let write: Vec<_> = policy.grants(Access::Write, None).iter().map(|g| g.perms).collect();
@@ -333,10 +301,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("f");
         std::fs::write(&file, "x").unwrap();
-        let err = Policy::new(&[RootSpec { path: file, mode: Mode::ReadOnly }], &[], false).unwrap_err();
+        let err = Policy::new(&[DirSpec { path: file, mode: Mode::ReadOnly }], &[], false).unwrap_err();
         assert!(err.to_string().contains("is not a directory"), "{err}");
         let err =
-            Policy::new(&[RootSpec { path: dir.path().join("nope"), mode: Mode::ReadOnly }], &[], false).unwrap_err();
+            Policy::new(&[DirSpec { path: dir.path().join("nope"), mode: Mode::ReadOnly }], &[], false).unwrap_err();
         assert!(err.to_string().contains("cannot be used"), "{err}");
     }
 
@@ -347,7 +315,7 @@ mod tests {
         let (root, sub, other) = (base.join("root"), base.join("root/sub"), base.join("other"));
         std::fs::create_dir_all(&sub).unwrap();
         std::fs::create_dir_all(&other).unwrap();
-        let policy = Policy::new(&[RootSpec { path: root.clone(), mode: Mode::ReadWrite }], &[], false).unwrap();
+        let policy = Policy::new(&[DirSpec { path: root.clone(), mode: Mode::ReadWrite }], &[], false).unwrap();
         let hosts = |client: &PathBuf| -> Vec<PathBuf> {
             policy.grants(Access::Write, Some(std::slice::from_ref(client))).into_iter().map(|g| g.host).collect()
         };
@@ -368,7 +336,7 @@ mod tests {
         std::os::unix::fs::symlink(".git", root.join("innocent")).unwrap();
         std::os::unix::fs::symlink("app.env", root.join("notes.txt")).unwrap();
         let rules = [".git/**".to_string(), "*.env".to_string()];
-        let policy = Policy::new(&[RootSpec { path: root.clone(), mode: Mode::ReadWrite }], &rules, false).unwrap();
+        let policy = Policy::new(&[DirSpec { path: root.clone(), mode: Mode::ReadWrite }], &rules, false).unwrap();
         let deny = policy.deny();
         assert_eq!(deny.check(&root.join(".git/config"), false), Some(".git/**"));
         assert_eq!(deny.check(&root.join("sub/new.env"), true), Some("*.env"), "need not exist");
@@ -390,10 +358,10 @@ mod tests {
         std::fs::create_dir_all(rw.join("data")).unwrap();
         std::fs::create_dir_all(&ro).unwrap();
         let specs =
-            [RootSpec { path: rw.clone(), mode: Mode::ReadWrite }, RootSpec { path: ro.clone(), mode: Mode::ReadOnly }];
+            [DirSpec { path: rw.clone(), mode: Mode::ReadWrite }, DirSpec { path: ro.clone(), mode: Mode::ReadOnly }];
         let policy = Policy::new(&specs, &[], false).unwrap();
-        let grant = |mode, path: &Path| GrantSpec { mode, path: path.to_path_buf() };
-        let seen = |access, tool: &[GrantSpec], client: Option<&[PathBuf]>| -> Vec<(PathBuf, FsPerms)> {
+        let grant = |mode, path: &Path| DirSpec { mode, path: path.to_path_buf() };
+        let seen = |access, tool: &[DirSpec], client: Option<&[PathBuf]>| -> Vec<(PathBuf, FsPerms)> {
             policy.grants_within(access, client, Some(tool)).into_iter().map(|g| (g.host, g.perms)).collect()
         };
         assert!(seen(Access::Write, &[], None).is_empty(), "no grants: nothing");
