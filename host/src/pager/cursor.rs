@@ -77,7 +77,7 @@ impl CursorKey {
             loaded => return loaded,
         }
         let key = CursorKey::random();
-        let draft = format!(".{NAME}.{:016x}.tmp", crate::pager::sessions::new_id());
+        let draft = format!(".{NAME}.{:016x}.tmp", getrandom::u64().expect("the OS random source works"));
         let mut options = cap_std::fs::OpenOptions::new();
         cap_std::fs::OpenOptionsExt::mode(options.write(true).create_new(true), 0o600);
         let mut file = dir.open_with(&draft, &options)?;
