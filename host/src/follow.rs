@@ -53,7 +53,7 @@ pub fn follow(
             serde_json::to_writer(&mut out, &result)?;
             out.write_all(b"\n")?;
         } else {
-            let page = &result["_meta"][crate::protocol::results::PAGE_META];
+            let page = &result["_meta"][crate::results::PAGE_META];
             let blocks = page["blocks"].as_u64().unwrap_or(0) as usize;
             for block in result["content"].as_array().into_iter().flatten().take(blocks) {
                 if let Some(text) = block["text"].as_str() {

@@ -12,7 +12,7 @@ use crate::installed::Verified;
 use crate::policy::DirSpec;
 use crate::runtime::bindings::CordonToolPre;
 use crate::runtime::cache::Outcome;
-use crate::runtime::{CallState, Runtime};
+use crate::runtime::{CallState, Runtime, Target};
 use crate::tool::{ErrorCode, Manifest, ToolError};
 
 include!(concat!(env!("OUT_DIR"), "/builtin_tools.rs"));
@@ -46,6 +46,11 @@ pub struct Tool {
 impl Tool {
     pub fn pre(&self) -> &CordonToolPre<CallState> {
         &self.pre
+    }
+
+    /// What the runtime runs for a call of this tool.
+    pub fn target(&self) -> Target<'_> {
+        Target { name: &self.manifest.name, pre: &self.pre }
     }
 
     /// What cursors bind: the version and the component, so a cursor never
@@ -205,7 +210,7 @@ pub fn load(runtime: &Runtime, source: Source) -> anyhow::Result<Tool> {
     if manifest.name == crate::staging::UPLOAD_TOOL {
         anyhow::bail!("the tool name `{}` is the host's", manifest.name);
     }
-    if let Some(name) = crate::protocol::results::reserved_argument(&manifest) {
+    if let Some(name) = manifest.reserved_argument() {
         anyhow::bail!("tool `{}` declares the argument `{name}`, which the host reserves for paging", manifest.name);
     }
     let validator = jsonschema::validator_for(&manifest.input_schema)

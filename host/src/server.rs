@@ -15,9 +15,9 @@ use crate::pager::{PageError, PageLimits, Pager, Paging};
 use crate::policy::{DirSpec, Policy};
 use crate::protocol::jsonrpc::ErrorObject;
 use crate::protocol::mcp::Version;
-use crate::protocol::results as mcp;
 use crate::registry::{Origin, Registry, Source, Tool};
-use crate::runtime::{CallFailure, CallLimits, CallSignal, Capacity, LimitError, Runtime, Slots};
+use crate::results as mcp;
+use crate::runtime::{CallContext, CallFailure, CallLimits, CallSignal, Capacity, LimitError, Runtime, Slots};
 use crate::staging::{self, UPLOAD_TOOL};
 use crate::tool::Access;
 use crate::uploads::{UploadLimits, Uploads};
@@ -329,9 +329,10 @@ impl Server {
             Ok(slot) => slot,
             Err(busy) => return mcp::call_failure(busy, version),
         };
-        let (server, request, called) = (Arc::clone(self), Arc::clone(signal), Arc::clone(&tool));
+        let ctx = CallContext { grants, signal: Arc::clone(signal), deadline };
+        let (server, called) = (Arc::clone(self), Arc::clone(&tool));
         let page = self.runtime.bounded(name, deadline, signal, move || {
-            server.pager.page(&server.runtime, &grants, &called, Value::Object(args), paging, &request, deadline)
+            server.pager.page(&server.runtime, &ctx, &called, Value::Object(args), paging)
         });
         match page.map_err(PageError::Call).and_then(|page| page) {
             Ok(page) => {

@@ -30,6 +30,17 @@ pub struct Manifest {
     pub idempotent: bool,
 }
 
+/// The argument names the host owns in every tool's input: paging and uploads.
+pub const RESERVED_ARGS: [&str; 4] = ["cursor", "max_tokens", "page_size", "upload_id"];
+
+impl Manifest {
+    /// The first name the host owns that the tool's own input schema declares.
+    pub fn reserved_argument(&self) -> Option<&'static str> {
+        let props = self.input_schema.get("properties")?.as_object()?;
+        RESERVED_ARGS.into_iter().find(|name| props.contains_key(*name))
+    }
+}
+
 /// The WIT `error-code`, one to one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorCode {

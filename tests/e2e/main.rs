@@ -19,6 +19,7 @@ mod forgery;
 mod glob;
 mod grep;
 mod hostile;
+mod house;
 mod http;
 mod interop;
 mod listing;

@@ -14,7 +14,7 @@ pub mod page;
 pub mod sessions;
 
 use std::sync::{Arc, Weak};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
@@ -22,17 +22,13 @@ use serde_json::{Map, Value};
 use sha2::Sha256;
 use sha2::digest::common::hazmat::{SerializableState, SerializedState};
 
-use crate::policy::Grant;
 use crate::protocol::jsonrpc::{ErrorObject, INVALID_PARAMS};
 use crate::registry::Tool;
-use crate::runtime::{CallFailure, CallSignal, LiveCall, Reclaim, Runtime};
+use crate::runtime::{CallContext, CallFailure, LiveCall, Reclaim, Runtime};
 use crate::tool::{Budget, ErrorCode, Fingerprint, ToolError};
 use cursor::{Cursor, CursorError, CursorKey};
 use page::{Builder, Page};
 use sessions::Sessions;
-
-/// The argument names the host owns in every tool's input (paging, uploads).
-pub const RESERVED_ARGS: [&str; 4] = ["cursor", "max_tokens", "page_size", "upload_id"];
 
 /// Bytes per estimated token.
 pub const BYTES_PER_TOKEN: u32 = 4;
@@ -180,25 +176,22 @@ impl Pager {
         Budget { bytes: tokens.saturating_mul(BYTES_PER_TOKEN).max(4), items: items.max(1) }
     }
 
-    /// Produces one page of `tool`'s output for the request behind `signal`,
-    /// due by `deadline`.
-    #[allow(clippy::too_many_arguments)]
+    /// Produces one page of `tool`'s output, called with `args` and `paging`,
+    /// for the request `ctx`.
     pub fn page(
         &self,
         runtime: &Runtime,
-        grants: &[Grant],
+        ctx: &CallContext,
         tool: &Tool,
         args: Value,
         paging: Paging,
-        signal: &Arc<CallSignal>,
-        deadline: Instant,
     ) -> Result<Page, PageError> {
         let budget = self.budget(&paging);
         let mut start = match &paging.cursor {
             None => {
                 tool.validate(&args).map_err(CallFailure::Tool)?;
                 let args = args.to_string();
-                let mut call = runtime.open(tool, grants, &args, None, signal, deadline)?;
+                let mut call = runtime.open(tool.target(), ctx, &args, None)?;
                 let fingerprint = call.fingerprint()?;
                 Start {
                     call,
@@ -213,9 +206,10 @@ impl Pager {
                     items_before: 0,
                 }
             }
-            Some(text) => self.resume(runtime, grants, tool, &args, text, signal, deadline)?,
+            Some(text) => self.resume(runtime, ctx, tool, &args, text)?,
         };
-        start.call.arm(signal, deadline);
+        start.call.arm(ctx);
+        let signal = &ctx.signal;
         let mut builder = Builder::new(budget, self.limits.max_depth);
         let mut complete = false;
         let mut delivered = 0u64;
@@ -238,8 +232,7 @@ impl Pager {
                     // Pulled for an earlier, larger page: take it again at this
                     // budget, in the instance slot the old stream gives back.
                     drop(start.call);
-                    start.call =
-                        runtime.open(tool, grants, &start.args, start.position.as_deref(), signal, deadline)?;
+                    start.call = runtime.open(tool.target(), ctx, &start.args, start.position.as_deref())?;
                     continue;
                 }
                 start.pending = Some(chunk);
@@ -288,17 +281,14 @@ impl Pager {
         Ok(page)
     }
 
-    /// Checks a cursor and finds (or reopens) its stream.
-    #[allow(clippy::too_many_arguments)]
+    /// Checks the cursor `text` and finds (or reopens) its stream.
     fn resume(
         &self,
         runtime: &Runtime,
-        grants: &[Grant],
+        ctx: &CallContext,
         tool: &Tool,
         args: &Value,
         text: &str,
-        signal: &Arc<CallSignal>,
-        deadline: Instant,
     ) -> Result<Start, PageError> {
         let cursor = Cursor::decode(text, &self.key, SystemTime::now())?;
         if cursor.tool != tool.manifest.name {
@@ -320,17 +310,17 @@ impl Pager {
         };
         // A parked stream opened with other grants (another session's client roots)
         // is not reused: the stream is reopened with this request's.
-        let parked = self.sessions.take(cursor.session, &cursor.resume).filter(|p| p.call.grants() == grants);
+        let parked = self.sessions.take(cursor.session, &cursor.resume).filter(|p| p.call.grants() == ctx.grants);
         let (mut call, pending) = match parked {
             Some(parked) => (parked.call, parked.pending),
             None => {
                 tracing::debug!(tool = %tool.manifest.name, page = cursor.page, "stream gone, reopening at the cursor");
-                let call = runtime.open(tool, grants, &cursor.args, Some(&cursor.resume), signal, deadline);
+                let call = runtime.open(tool.target(), ctx, &cursor.args, Some(&cursor.resume));
                 (call.map_err(gone)?, None)
             }
         };
         // A parked store still holds its last request's deadline and signal.
-        call.arm(signal, deadline);
+        call.arm(ctx);
         let now = call.fingerprint().map_err(gone)?;
         if now != cursor.fingerprint {
             let what = match (cursor.fingerprint, now) {

@@ -16,8 +16,24 @@ use super::signal::{CallSignal, Interrupted};
 use super::slots::Slot;
 use super::watchdog::Bounds;
 use crate::policy::{Deny, Grant};
-use crate::registry::Tool;
 use crate::tool::{Budget, Chunk, Fingerprint, Manifest, Summary, ToolError};
+
+/// The request a call serves: the preopens it is granted, its cancellation
+/// and progress, and when it must be answered. Built once per request and
+/// handed down through the pager to the runtime.
+#[derive(Debug, Clone)]
+pub struct CallContext {
+    pub grants: Vec<Grant>,
+    pub signal: Arc<CallSignal>,
+    pub deadline: Instant,
+}
+
+/// What a call runs: a linked tool component and the name it answers to.
+#[derive(Clone, Copy)]
+pub struct Target<'a> {
+    pub name: &'a str,
+    pub pre: &'a CordonToolPre<CallState>,
+}
 
 /// Everything a call's `Store` holds.
 pub struct CallState {
@@ -144,24 +160,22 @@ impl Runtime {
         self.watchdog.run(tool, bounds, signal, work)
     }
 
-    /// Starts a call of `tool` with `grants` for the request behind `signal`,
-    /// due by `deadline`, in an instance slot of its own (waiting for one, see
+    /// Starts a call of `target` for the request `ctx`, with `args` (JSON) at
+    /// `resume`, in an instance slot of its own (waiting for one, see
     /// `Slots::acquire`); the tool's own refusal is the inner error.
     pub fn open(
         &self,
-        tool: &Tool,
-        grants: &[Grant],
+        target: Target<'_>,
+        ctx: &CallContext,
         args: &str,
         resume: Option<&str>,
-        signal: &Arc<CallSignal>,
-        deadline: Instant,
     ) -> Result<LiveCall, CallFailure> {
         // Declared before the store, so dropped after it on every early return.
-        let slot = self.slots.acquire(deadline, signal)?;
-        let mut store = self.store(grants, deadline, Arc::clone(signal))?;
-        let name = &tool.manifest.name;
+        let slot = self.slots.acquire(ctx.deadline, &ctx.signal)?;
+        let mut store = self.store(&ctx.grants, ctx.deadline, Arc::clone(&ctx.signal))?;
+        let name = target.name;
         let seen = |store: &Store<CallState>| seen(store, &self.limits, Limit::ChunkBytes(self.limits.max_chunk_bytes));
-        let instance = match tool.pre().instantiate(&mut store) {
+        let instance = match target.pre.instantiate(&mut store) {
             Ok(instance) => instance,
             Err(e) => return Err(CallFailure::from_guest(name, e, seen(&store))),
         };
@@ -169,7 +183,7 @@ impl Runtime {
             Ok(opened) => opened.map_err(|e| tool_error(name, &self.limits, e.into()))?,
             Err(e) => return Err(CallFailure::from_guest(name, e, seen(&store))),
         };
-        Ok(LiveCall { store, instance, stream, name: name.clone(), limits: self.limits, empty_run: 0, _slot: slot })
+        Ok(LiveCall { store, instance, stream, name: name.to_string(), limits: self.limits, empty_run: 0, _slot: slot })
     }
 }
 
@@ -209,13 +223,12 @@ pub struct LiveCall {
 }
 
 impl LiveCall {
-    /// Readies the call for a page of the request behind `signal`, due by
-    /// `deadline` (a live stream serves many requests, each with its own), with
-    /// that request's cancellation and progress.
-    pub fn arm(&mut self, signal: &Arc<CallSignal>, deadline: Instant) {
+    /// Readies the call for a page of the request `ctx` (a live stream serves
+    /// many requests, each with its own deadline, cancellation and progress).
+    pub fn arm(&mut self, ctx: &CallContext) {
         let state = self.store.data_mut();
-        state.signal = Arc::clone(signal);
-        state.deadline = deadline;
+        state.signal = Arc::clone(&ctx.signal);
+        state.deadline = ctx.deadline;
         self.store.set_epoch_deadline(1);
     }
 

@@ -22,7 +22,7 @@ use anyhow::Context;
 use wasmtime::component::{Component, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy};
 
-pub use call::{CallState, LiveCall};
+pub use call::{CallContext, CallState, LiveCall, Target};
 pub use failure::CallFailure;
 pub use failure::INSTANCE_SLOTS;
 pub use limits::{CallLimits, Limit, LimitError};

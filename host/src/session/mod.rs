@@ -26,7 +26,7 @@ use crate::framing::Frame;
 use crate::protocol::jsonrpc::{self, ErrorObject, INTERNAL_ERROR, INVALID_REQUEST, Id, Message, NOT_INITIALIZED};
 use crate::protocol::mcp::{LogLevel, Request, Version};
 use crate::protocol::modern::{self, Headers};
-use crate::protocol::results;
+use crate::results;
 use crate::runtime::CallSignal;
 use crate::server::Server;
 use roots::ClientRoots;

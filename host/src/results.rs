@@ -1,13 +1,15 @@
-//! MCP results: what each method answers, the tool list with the host's paging
+//! MCP results: what each method answers, rendered from the host's own types
+//! (pages, tools, call failures) into the protocol's vocabulary: the tool list with the host's paging
 //! options added to every schema, and one page of a tool's output as a
 //! `tools/call` result.
 
 use serde_json::{Map, Value, json};
 
-use super::jsonrpc::{ErrorObject, INVALID_PARAMS};
-use super::mcp::Version;
+use crate::pager::BYTES_PER_TOKEN;
 use crate::pager::page::{Block, Page};
-use crate::pager::{BYTES_PER_TOKEN, RESERVED_ARGS};
+use crate::protocol::jsonrpc::{self, ErrorObject, INVALID_PARAMS};
+use crate::protocol::mcp::Version;
+use crate::protocol::modern;
 use crate::registry::Tool;
 use crate::runtime::CallFailure;
 use crate::tool::{ErrorCode, Manifest};
@@ -30,7 +32,7 @@ pub fn initialize_result(version: Version) -> Value {
     json!({
         "protocolVersion": version.as_str(),
         "capabilities": capabilities(version),
-        "serverInfo": super::modern::server_info(),
+        "serverInfo": modern::server_info(),
         "instructions": INSTRUCTIONS,
     })
 }
@@ -169,12 +171,6 @@ fn merge_properties(schema: &mut Value, extra: Value) {
             props.entry(key).or_insert(value);
         }
     }
-}
-
-/// Whether a tool's own schema uses a name the host reserves.
-pub fn reserved_argument(m: &Manifest) -> Option<&'static str> {
-    let props = m.input_schema.get("properties")?.as_object()?;
-    RESERVED_ARGS.into_iter().find(|name| props.contains_key(*name))
 }
 
 /// The `_meta` key of a page's metadata for programs: its index, size,
@@ -412,7 +408,7 @@ pub fn call_failure(failure: CallFailure, version: Version) -> Result<Value, Err
     let limit = failure.limit_name();
     let internal = |kind: &str, mut data: Value, message: String| {
         data["error"] = kind.into();
-        Err(ErrorObject::new(super::jsonrpc::INTERNAL_ERROR, message).with_data(data))
+        Err(ErrorObject::new(jsonrpc::INTERNAL_ERROR, message).with_data(data))
     };
     let (code, message) = match failure {
         CallFailure::Tool(e) => (e.code.as_str(), e.message),
