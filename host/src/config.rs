@@ -63,8 +63,10 @@ pub struct FileLimits {
     pub page_tokens: Option<u32>,
     pub max_page_tokens: Option<u32>,
     pub max_page_items: Option<u32>,
-    pub max_sessions: Option<usize>,
-    pub session_ttl_secs: Option<u64>,
+    #[serde(alias = "max-sessions")]
+    pub max_parked_streams: Option<usize>,
+    #[serde(alias = "session-ttl-secs")]
+    pub parked_ttl_secs: Option<u64>,
     pub cursor_ttl_secs: Option<u64>,
     pub max_upload_bytes: Option<Bytes>,
     pub upload_ttl_secs: Option<u64>,
@@ -249,6 +251,13 @@ mod tests {
         assert!(file.roots.is_some_and(|r| r.len() == 2));
         assert!(file.deny.is_some_and(|d| d.iter().any(|r| r == ".git/**")));
         assert_eq!(file.limits.max_line_bytes, Some(Bytes(8 << 20)));
+        assert_eq!((file.limits.max_parked_streams, file.limits.max_calls_in_flight), (Some(64), Some(16)));
+    }
+
+    #[test]
+    fn parked_streams_keep_their_former_names_as_aliases() {
+        let file = parse("[limits]\nmax-sessions = 3\nsession-ttl-secs = 9").unwrap();
+        assert_eq!((file.limits.max_parked_streams, file.limits.parked_ttl_secs), (Some(3), Some(9)));
     }
 
     #[test]

@@ -107,7 +107,7 @@ impl Limits {
 
     /// The tool instances these limits keep alive at once.
     pub fn capacity(&self) -> Capacity {
-        Capacity { parked: self.pages.sessions, in_flight: self.max_calls_in_flight }
+        Capacity { parked: self.pages.parked, in_flight: self.max_calls_in_flight }
     }
 }
 
@@ -490,8 +490,7 @@ mod tests {
 
     #[test]
     fn limits_whose_instance_pool_cannot_be_reserved_are_refused() {
-        let limits =
-            Limits { pages: PageLimits { sessions: 10_000_000, ..PageLimits::default() }, ..Limits::default() };
+        let limits = Limits { pages: PageLimits { parked: 10_000_000, ..PageLimits::default() }, ..Limits::default() };
         let err = limits.validate().unwrap_err();
         assert!(matches!(err, LimitError::Capacity(e) if e.capacity == limits.capacity()), "{err}");
     }

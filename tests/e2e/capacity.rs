@@ -123,7 +123,7 @@ fn many_sessions(listen: &[&str], connect: fn(&str) -> Server) {
     const MEMORY_MIB: u64 = 64;
     let (parked, in_flight) = (8, 3);
     let limits = [
-        "--max-sessions".to_string(),
+        "--max-parked-streams".to_string(),
         parked.to_string(),
         "--max-calls-in-flight".into(),
         in_flight.to_string(),
@@ -217,7 +217,7 @@ fn guests_blocked_past_their_deadline_take_parked_streams_slots_then_calls_are_a
     let flags = [
         "--component",
         HOSTILE,
-        "--max-sessions",
+        "--max-parked-streams",
         "2",
         "--max-calls-in-flight",
         "1",

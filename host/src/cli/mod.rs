@@ -130,12 +130,12 @@ struct Common {
     /// The most items (lines, for text) on one page.
     #[arg(long, value_name = "N", default_value_t = PageLimits::default().max_items)]
     max_page_items: u32,
-    /// Streams kept alive between pages, at most (least recently used evicted first).
-    #[arg(long, value_name = "N", default_value_t = PageLimits::default().sessions)]
-    max_sessions: usize,
-    /// How long a stream waits for its next page before it is dropped, in seconds.
-    #[arg(long, value_name = "SECS", default_value_t = PageLimits::default().session_ttl.as_secs())]
-    session_ttl_secs: u64,
+    /// Streams parked between pages, at most (least recently used given up first).
+    #[arg(long, alias = "max-sessions", value_name = "N", default_value_t = PageLimits::default().parked)]
+    max_parked_streams: usize,
+    /// How long a parked stream waits for its next page before it is dropped, in seconds.
+    #[arg(long, alias = "session-ttl-secs", value_name = "SECS", default_value_t = PageLimits::default().parked_ttl.as_secs())]
+    parked_ttl_secs: u64,
     /// How long a cursor stays valid, in seconds.
     #[arg(long, value_name = "SECS", default_value_t = PageLimits::default().cursor_ttl.as_secs())]
     cursor_ttl_secs: u64,
@@ -240,8 +240,8 @@ impl Common {
             page_tokens,
             max_page_tokens,
             max_page_items,
-            max_sessions,
-            session_ttl_secs,
+            max_parked_streams,
+            parked_ttl_secs,
             cursor_ttl_secs,
             upload_ttl_secs,
             max_depth,
@@ -270,7 +270,7 @@ impl Common {
             self.max_page_items as usize,
             self.page_tokens as usize,
         ];
-        if counts.contains(&0) || self.max_page_tokens == 0 || self.cursor_ttl_secs == 0 || self.session_ttl_secs == 0 {
+        if counts.contains(&0) || self.max_page_tokens == 0 || self.cursor_ttl_secs == 0 || self.parked_ttl_secs == 0 {
             anyhow::bail!("limits must be positive: a zero limit would refuse everything");
         }
         if self.page_tokens > self.max_page_tokens {
@@ -282,8 +282,8 @@ impl Common {
             max_items: self.max_page_items,
             max_depth: self.max_depth,
             cursor_ttl: Duration::from_secs(self.cursor_ttl_secs),
-            sessions: self.max_sessions,
-            session_ttl: Duration::from_secs(self.session_ttl_secs),
+            parked: self.max_parked_streams,
+            parked_ttl: Duration::from_secs(self.parked_ttl_secs),
         };
         if self.max_upload_bytes == 0 || self.upload_ttl_secs == 0 {
             anyhow::bail!("upload limits must be positive");
@@ -395,7 +395,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
                 anyhow::bail!("--token must be at least 16 characters");
             }
             let random_token = || {
-                let random = crate::pager::sessions::new_id;
+                let random = crate::pager::parked::new_id;
                 format!("{:016x}{:016x}", random(), random())
             };
             match (tcp, http) {

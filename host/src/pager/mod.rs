@@ -11,7 +11,7 @@
 pub mod cursor;
 pub mod depth;
 pub mod page;
-pub mod sessions;
+pub mod parked;
 
 use std::sync::{Arc, Weak};
 use std::time::{Duration, SystemTime};
@@ -28,7 +28,7 @@ use crate::runtime::{CallContext, CallFailure, LiveCall, Reclaim, Runtime};
 use crate::tool::{Budget, ErrorCode, Fingerprint, ToolError};
 use cursor::{Cursor, CursorError, CursorKey};
 use page::{Builder, Page};
-use sessions::Sessions;
+use parked::ParkedStreams;
 
 /// Bytes per estimated token.
 pub const BYTES_PER_TOKEN: u32 = 4;
@@ -47,9 +47,9 @@ pub struct PageLimits {
     /// How long a cursor stays valid.
     pub cursor_ttl: Duration,
     /// Streams parked between pages, at most.
-    pub sessions: usize,
+    pub parked: usize,
     /// How long a parked stream waits for its next page.
-    pub session_ttl: Duration,
+    pub parked_ttl: Duration,
 }
 
 impl Default for PageLimits {
@@ -60,8 +60,8 @@ impl Default for PageLimits {
             max_items: 10_000,
             max_depth: 16,
             cursor_ttl: Duration::from_secs(24 * 3600),
-            sessions: 64,
-            session_ttl: Duration::from_secs(600),
+            parked: 64,
+            parked_ttl: Duration::from_secs(600),
         }
     }
 }
@@ -128,7 +128,7 @@ struct Parked {
 /// The engine: signing key, parked streams, limits.
 pub struct Pager {
     key: CursorKey,
-    sessions: Arc<Sessions<Parked>>,
+    parked: Arc<ParkedStreams<Parked>>,
     limits: PageLimits,
 }
 
@@ -149,14 +149,14 @@ struct Start {
 
 impl Pager {
     pub fn new(key: CursorKey, limits: PageLimits) -> Pager {
-        Pager { key, sessions: Arc::new(Sessions::new(limits.sessions, limits.session_ttl)), limits }
+        Pager { key, parked: Arc::new(ParkedStreams::new(limits.parked, limits.parked_ttl)), limits }
     }
 
     /// The parked streams, for the runtime to give up when it runs short of
     /// instance slots (see `Runtime::reclaim_with`).
     pub fn parked_streams(&self) -> Weak<dyn Reclaim> {
-        let sessions: Arc<dyn Reclaim> = self.sessions.clone();
-        Arc::downgrade(&sessions)
+        let parked: Arc<dyn Reclaim> = self.parked.clone();
+        Arc::downgrade(&parked)
     }
 
     pub fn limits(&self) -> &PageLimits {
@@ -165,7 +165,7 @@ impl Pager {
 
     /// Streams parked now.
     pub fn parked(&self) -> usize {
-        self.sessions.len()
+        self.parked.len()
     }
 
     /// The page budget for these options, clamped by the server's limits.
@@ -200,7 +200,7 @@ impl Pager {
                     index: 0,
                     fingerprint,
                     hasher: Sha256::default(),
-                    session: sessions::new_id(),
+                    session: parked::new_id(),
                     args,
                     bytes_before: 0,
                     items_before: 0,
@@ -277,7 +277,7 @@ impl Pager {
         page.continue_with = Some(Value::Object(continue_with));
         page.next_cursor = Some(cursor);
         start.call.disarm();
-        self.sessions.park(start.session, position, Parked { call: start.call, pending: start.pending });
+        self.parked.park(start.session, position, Parked { call: start.call, pending: start.pending });
         Ok(page)
     }
 
@@ -310,7 +310,7 @@ impl Pager {
         };
         // A parked stream opened with other grants (another session's client roots)
         // is not reused: the stream is reopened with this request's.
-        let parked = self.sessions.take(cursor.session, &cursor.resume).filter(|p| p.call.grants() == ctx.grants);
+        let parked = self.parked.take(cursor.session, &cursor.resume).filter(|p| p.call.grants() == ctx.grants);
         let (mut call, pending) = match parked {
             Some(parked) => (parked.call, parked.pending),
             None => {

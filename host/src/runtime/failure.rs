@@ -135,7 +135,7 @@ impl fmt::Display for CallFailure {
             ),
             CallFailure::Busy { limit: INSTANCE_SLOTS, capacity } => write!(
                 f,
-                "the server is busy: all {capacity} tool instances it may keep (`{INSTANCE_SLOTS}`: `max_sessions` + \
+                "the server is busy: all {capacity} tool instances it may keep (`{INSTANCE_SLOTS}`: `max_parked_streams` + \
                  `max_calls_in_flight` + 1) are held by calls in flight or blocked past their time limit; try again \
                  shortly"
             ),

@@ -3,7 +3,7 @@
 //! Every live store holds one component instance of wasmtime's pooling
 //! allocator: a call being answered, a stream parked between pages, a call
 //! left blocked in a host call past its deadline, a tool being loaded. The
-//! pool has room for the parked streams (`max_sessions`), the calls in flight
+//! pool has room for the parked streams (`max_parked_streams`), the calls in flight
 //! (`max_calls_in_flight`) and one tool loading; each instance gets room for
 //! the most memories, tables and core instances one component may have, so an
 //! instance slot is the only thing that can run short, and the host counts
@@ -35,7 +35,7 @@ const ADDRESS_SPACE: u64 = 64 << 40;
 /// How many tool instances may be alive at once, from the server's limits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Capacity {
-    /// Streams parked between pages (`max_sessions`).
+    /// Streams parked between pages (`max_parked_streams`).
     pub parked: usize,
     /// Tool calls being answered at once, server-wide (`max_calls_in_flight`).
     pub in_flight: usize,
@@ -54,10 +54,11 @@ impl fmt::Display for CapacityError {
         let Capacity { parked, in_flight } = self.capacity;
         write!(
             f,
-            "the limits ask for {} live tool instances (`max_sessions` {parked} parked streams + \
+            "the limits ask for {} live tool instances (`max_parked_streams` {parked} parked streams + \
              `max_calls_in_flight` {in_flight} calls in flight + {LOADING} for loading tools), but at most {} fit: each \
              reserves {:.1} GiB of address space for its memories and the pool may reserve {} TiB; lower \
-             `max_sessions` (--max-sessions) or `max_calls_in_flight` (--max-calls-in-flight)",
+             `max_parked_streams` (--max-parked-streams, formerly --max-sessions) or `max_calls_in_flight` \
+             (--max-calls-in-flight)",
             self.capacity.instances(),
             self.fits,
             per_instance() as f64 / f64::from(1u32 << 30),

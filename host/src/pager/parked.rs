@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use crate::runtime::Reclaim;
 
-/// A fresh session id, random so that ids from before a restart do not collide.
+/// A fresh stream id, random so that ids from before a restart do not collide.
 pub fn new_id() -> u64 {
     getrandom::u64().expect("the OS random source works")
 }
@@ -26,21 +26,21 @@ struct Entry<T> {
 }
 
 /// The table of parked streams (`T`: a live call and what it holds).
-pub struct Sessions<T> {
+pub struct ParkedStreams<T> {
     entries: Mutex<HashMap<u64, Entry<T>>>,
     max: usize,
     ttl: Duration,
 }
 
-impl<T> Sessions<T> {
-    pub fn new(max: usize, ttl: Duration) -> Sessions<T> {
-        Sessions { entries: Mutex::new(HashMap::new()), max, ttl }
+impl<T> ParkedStreams<T> {
+    pub fn new(max: usize, ttl: Duration) -> ParkedStreams<T> {
+        ParkedStreams { entries: Mutex::new(HashMap::new()), max, ttl }
     }
 
     /// Takes the stream parked under `id` if it is there, still fresh, and at
     /// `position`; a stream elsewhere (an older cursor replayed) stays parked.
     pub fn take(&self, id: u64, position: &str) -> Option<T> {
-        let mut entries = self.entries.lock().expect("sessions lock");
+        let mut entries = self.entries.lock().expect("parked streams lock");
         let entry = entries.get(&id)?;
         if entry.last_used.elapsed() > self.ttl {
             let stale = entries.remove(&id);
@@ -59,7 +59,7 @@ impl<T> Sessions<T> {
     pub fn park(&self, id: u64, position: String, parked: T) {
         let mut evicted = Vec::new();
         {
-            let mut entries = self.entries.lock().expect("sessions lock");
+            let mut entries = self.entries.lock().expect("parked streams lock");
             let ttl = self.ttl;
             let expired: Vec<u64> =
                 entries.iter().filter(|(_, e)| e.last_used.elapsed() > ttl).map(|(id, _)| *id).collect();
@@ -84,13 +84,13 @@ impl<T> Sessions<T> {
     /// Gives up the least recently used stream, if any, and drops it
     /// (outside the lock).
     pub fn evict_oldest(&self) -> bool {
-        let oldest = remove_oldest(&mut self.entries.lock().expect("sessions lock"));
+        let oldest = remove_oldest(&mut self.entries.lock().expect("parked streams lock"));
         oldest.is_some()
     }
 
     /// How many streams are parked.
     pub fn len(&self) -> usize {
-        self.entries.lock().expect("sessions lock").len()
+        self.entries.lock().expect("parked streams lock").len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -106,7 +106,7 @@ fn remove_oldest<T>(entries: &mut HashMap<u64, Entry<T>>) -> Option<Entry<T>> {
 
 /// A call that finds no free instance slot takes a parked stream's, the least
 /// recently used first; its cursor still resumes, by reopening the tool.
-impl<T: Send> Reclaim for Sessions<T> {
+impl<T: Send> Reclaim for ParkedStreams<T> {
     fn give_up_one(&self) -> bool {
         let given_up = self.evict_oldest();
         if given_up {
@@ -122,53 +122,53 @@ mod tests {
 
     #[test]
     fn a_stream_is_taken_once_and_only_at_its_position() {
-        let sessions = Sessions::new(4, Duration::from_secs(60));
-        sessions.park(1, "10:2".into(), "stream");
-        assert_eq!(sessions.take(1, "5:1"), None, "an older cursor does not take the stream");
-        assert_eq!(sessions.take(1, "10:2"), Some("stream"));
-        assert_eq!(sessions.take(1, "10:2"), None);
+        let parked = ParkedStreams::new(4, Duration::from_secs(60));
+        parked.park(1, "10:2".into(), "stream");
+        assert_eq!(parked.take(1, "5:1"), None, "an older cursor does not take the stream");
+        assert_eq!(parked.take(1, "10:2"), Some("stream"));
+        assert_eq!(parked.take(1, "10:2"), None);
     }
 
     #[test]
     fn a_full_table_evicts_the_least_recently_used() {
-        let sessions = Sessions::new(2, Duration::from_secs(60));
-        sessions.park(1, "p".into(), 1);
+        let parked = ParkedStreams::new(2, Duration::from_secs(60));
+        parked.park(1, "p".into(), 1);
         std::thread::sleep(Duration::from_millis(5));
-        sessions.park(2, "p".into(), 2);
+        parked.park(2, "p".into(), 2);
         std::thread::sleep(Duration::from_millis(5));
-        sessions.park(3, "p".into(), 3);
-        assert_eq!(sessions.len(), 2);
-        assert_eq!(sessions.take(1, "p"), None, "the oldest was evicted");
-        assert_eq!((sessions.take(2, "p"), sessions.take(3, "p")), (Some(2), Some(3)));
+        parked.park(3, "p".into(), 3);
+        assert_eq!(parked.len(), 2);
+        assert_eq!(parked.take(1, "p"), None, "the oldest was evicted");
+        assert_eq!((parked.take(2, "p"), parked.take(3, "p")), (Some(2), Some(3)));
     }
 
     #[test]
     fn reclaiming_gives_up_the_least_recently_used_stream() {
-        let sessions = Sessions::new(4, Duration::from_secs(60));
-        assert!(!sessions.give_up_one(), "nothing parked, nothing given up");
-        sessions.park(1, "p".into(), 1);
+        let parked = ParkedStreams::new(4, Duration::from_secs(60));
+        assert!(!parked.give_up_one(), "nothing parked, nothing given up");
+        parked.park(1, "p".into(), 1);
         std::thread::sleep(Duration::from_millis(5));
-        sessions.park(2, "p".into(), 2);
-        assert!(sessions.give_up_one());
-        assert_eq!((sessions.take(1, "p"), sessions.take(2, "p")), (None, Some(2)));
+        parked.park(2, "p".into(), 2);
+        assert!(parked.give_up_one());
+        assert_eq!((parked.take(1, "p"), parked.take(2, "p")), (None, Some(2)));
     }
 
     #[test]
     fn an_idle_stream_expires() {
-        let sessions = Sessions::new(4, Duration::from_millis(20));
-        sessions.park(1, "p".into(), ());
+        let parked = ParkedStreams::new(4, Duration::from_millis(20));
+        parked.park(1, "p".into(), ());
         std::thread::sleep(Duration::from_millis(40));
-        assert_eq!(sessions.take(1, "p"), None);
-        sessions.park(2, "p".into(), ());
+        assert_eq!(parked.take(1, "p"), None);
+        parked.park(2, "p".into(), ());
         std::thread::sleep(Duration::from_millis(40));
-        sessions.park(3, "p".into(), ());
-        assert_eq!(sessions.len(), 1, "parking sweeps out expired streams");
+        parked.park(3, "p".into(), ());
+        assert_eq!(parked.len(), 1, "parking sweeps out expired streams");
     }
 
     #[test]
     fn a_table_of_size_zero_keeps_nothing() {
-        let sessions = Sessions::new(0, Duration::from_secs(60));
-        sessions.park(1, "p".into(), ());
-        assert!(sessions.is_empty());
+        let parked = ParkedStreams::new(0, Duration::from_secs(60));
+        parked.park(1, "p".into(), ());
+        assert!(parked.is_empty());
     }
 }
