@@ -45,7 +45,7 @@ fuzz_target!(|data: &[u8]| {
     // The id of an over-long line is read from its head alone.
     let salvaged = jsonrpc::salvage_id(&data[..data.len().min(HEAD_BYTES)]);
     if let Some(id) = &salvaged {
-        assert_echoes(&jsonrpc::failure(Some(id), &jsonrpc::ErrorObject::new(-1, "x")), Some(id));
+        assert_echoes(&jsonrpc::failure(Some(id), &jsonrpc::ErrorObject::new(jsonrpc::Code::InvalidRequest, "x")), Some(id));
     }
     match jsonrpc::parse(data) {
         Ok(Message::Request { id, method, params }) => {

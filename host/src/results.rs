@@ -7,12 +7,12 @@ use serde_json::{Map, Value, json};
 
 use crate::pager::BYTES_PER_TOKEN;
 use crate::pager::page::{Block, Page};
-use crate::protocol::jsonrpc::{self, ErrorObject, INVALID_PARAMS};
+use crate::protocol::jsonrpc::{Code, ErrorObject, Kind};
 use crate::protocol::mcp::Version;
 use crate::protocol::modern;
 use crate::registry::Tool;
 use crate::runtime::CallFailure;
-use crate::tool::{ErrorCode, Manifest};
+use crate::tool::Manifest;
 
 /// What the server offers, in either era: tools, log messages on request,
 /// and (empty) resources and prompts, so clients that list them get an answer.
@@ -44,13 +44,16 @@ pub fn empty_list(field: &str) -> Value {
 
 /// The error for a resource that does not exist (every one: the server has none).
 pub fn unknown_resource(uri: &str) -> ErrorObject {
-    ErrorObject::new(INVALID_PARAMS, format!("Resource not found: `{uri}`; this server offers tools, not resources"))
-        .with_data(json!({ "uri": uri }))
+    ErrorObject::new(
+        Code::InvalidParams,
+        format!("Resource not found: `{uri}`; this server offers tools, not resources"),
+    )
+    .with_data(json!({ "uri": uri }))
 }
 
 /// The error for a prompt that does not exist.
 pub fn unknown_prompt(name: &str) -> ErrorObject {
-    ErrorObject::new(INVALID_PARAMS, format!("Prompt not found: `{name}`; this server offers tools, not prompts"))
+    ErrorObject::new(Code::InvalidParams, format!("Prompt not found: `{name}`; this server offers tools, not prompts"))
         .with_data(json!({ "name": name }))
 }
 
@@ -406,9 +409,8 @@ fn content_block(block: &Block) -> Value {
 /// kind of failure it was in `data.error`, and a limit's name and value.
 pub fn call_failure(failure: CallFailure, version: Version) -> Result<Value, ErrorObject> {
     let limit = failure.limit_name();
-    let internal = |kind: &str, mut data: Value, message: String| {
-        data["error"] = kind.into();
-        Err(ErrorObject::new(jsonrpc::INTERNAL_ERROR, message).with_data(data))
+    let internal = |kind: Kind, data: Value, message: String| {
+        Err(ErrorObject::new(Code::InternalError, message).with_kind(kind, data))
     };
     let (code, message) = match failure {
         CallFailure::Tool(e) => (e.code.as_str(), e.message),
@@ -417,14 +419,16 @@ pub fn call_failure(failure: CallFailure, version: Version) -> Result<Value, Err
         busy @ CallFailure::Busy { .. } => ("busy", busy.to_string()),
         CallFailure::Limit { ref tool, limit: hit } => {
             let data = json!({ "tool": tool, "limit": hit.name(), "max": hit.max() });
-            return internal("limit_exceeded", data, failure.to_string());
+            return internal(Kind::LimitExceeded, data, failure.to_string());
         }
         CallFailure::Stuck { ref tool, calls } => {
-            return internal("tool_stuck", json!({ "tool": tool, "calls": calls }), failure.to_string());
+            return internal(Kind::ToolStuck, json!({ "tool": tool, "calls": calls }), failure.to_string());
         }
-        CallFailure::Trapped { ref tool } => return internal("trapped", json!({ "tool": tool }), failure.to_string()),
-        CallFailure::Contract(what) => return internal("contract_violation", json!({}), what),
-        CallFailure::Host(what) => return internal("host", json!({}), what),
+        CallFailure::Trapped { ref tool } => {
+            return internal(Kind::Trapped, json!({ "tool": tool }), failure.to_string());
+        }
+        CallFailure::Contract(what) => return internal(Kind::ContractViolation, json!({}), what),
+        CallFailure::Host(what) => return internal(Kind::Host, json!({}), what),
     };
     let mut result = json!({
         "content": [{ "type": "text", "text": format!("{code}: {message}") }],
@@ -441,8 +445,8 @@ pub fn call_failure(failure: CallFailure, version: Version) -> Result<Value, Err
 
 /// The error for a tools/call naming a tool that does not exist.
 pub fn unknown_tool(name: &str) -> ErrorObject {
-    ErrorObject::new(INVALID_PARAMS, format!("Unknown tool: `{name}`; tools/list shows the tools this server has"))
-        .with_data(json!({ "error": ErrorCode::NotFound.as_str(), "tool": name }))
+    ErrorObject::new(Code::InvalidParams, format!("Unknown tool: `{name}`; tools/list shows the tools this server has"))
+        .with_kind(Kind::NotFound, json!({ "tool": name }))
 }
 
 fn base64_encode(bytes: &[u8]) -> String {

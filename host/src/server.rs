@@ -13,7 +13,7 @@ use crate::installed::ToolsDir;
 use crate::pager::cursor::{CursorError, CursorKey};
 use crate::pager::{PageError, PageLimits, Pager, Paging};
 use crate::policy::{DirSpec, Policy};
-use crate::protocol::jsonrpc::ErrorObject;
+use crate::protocol::jsonrpc::{Code, ErrorObject, Kind};
 use crate::protocol::mcp::Version;
 use crate::registry::{Origin, Registry, Source, Tool};
 use crate::results as mcp;
@@ -388,10 +388,10 @@ impl Server {
         let exists = name == UPLOAD_TOOL || self.registry().get(name).is_some();
         if self.policy.read_only() && exists {
             ErrorObject::new(
-                crate::protocol::jsonrpc::INVALID_PARAMS,
+                Code::InvalidParams,
                 format!("Tool `{name}` is not offered: this server runs read-only (`--read-only`), so nothing writes"),
             )
-            .with_data(json!({ "name": name, "error": "read_only" }))
+            .with_kind(Kind::ReadOnly, json!({ "name": name }))
         } else {
             mcp::unknown_tool(name)
         }
@@ -462,8 +462,8 @@ fn installed_sources(policy: &Policy, dir: &ToolsDir, lock_text: Option<String>)
 
 /// The -32602 answer to a refused cursor.
 fn invalid_cursor(e: &CursorError) -> ErrorObject {
-    ErrorObject::new(crate::protocol::jsonrpc::INVALID_PARAMS, format!("Invalid cursor: {e}"))
-        .with_data(json!({ "error": "invalid_cursor", "reason": e.reason() }))
+    ErrorObject::new(Code::InvalidParams, format!("Invalid cursor: {e}"))
+        .with_kind(Kind::InvalidCursor, json!({ "reason": e.reason() }))
 }
 
 #[cfg(test)]

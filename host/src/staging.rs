@@ -13,7 +13,7 @@ use serde_json::{Map, Value, json};
 use wasmtime_wasi::FsPerms;
 
 use crate::policy::Grant;
-use crate::protocol::jsonrpc::{ErrorObject, INVALID_PARAMS};
+use crate::protocol::jsonrpc::{Code, ErrorObject};
 use crate::tool::{ErrorCode, Manifest, ToolError};
 use crate::uploads::{STAGED_GUEST_DIR, Uploads};
 
@@ -124,25 +124,26 @@ pub fn attach(
     args: &mut Map<String, Value>,
 ) -> Result<Result<Option<Attached>, ToolError>, ErrorObject> {
     if args.contains_key("staged") {
-        return Err(ErrorObject::new(INVALID_PARAMS, "`staged` is set by the server; pass `upload_id` instead"));
+        return Err(ErrorObject::new(Code::InvalidParams, "`staged` is set by the server; pass `upload_id` instead"));
     }
     let Some(id) = args.remove("upload_id") else {
         for name in ["size", "sha256"] {
             if args.contains_key(name) && takes_uploads(manifest) {
-                return Err(ErrorObject::new(INVALID_PARAMS, format!("`{name}` goes with `upload_id`")));
+                return Err(ErrorObject::new(Code::InvalidParams, format!("`{name}` goes with `upload_id`")));
             }
         }
         return Ok(Ok(None));
     };
     if !takes_uploads(manifest) {
-        return Err(ErrorObject::new(INVALID_PARAMS, format!("tool `{}` does not take uploads", manifest.name)));
+        return Err(ErrorObject::new(Code::InvalidParams, format!("tool `{}` does not take uploads", manifest.name)));
     }
-    let id = id.as_str().ok_or_else(|| ErrorObject::new(INVALID_PARAMS, "`upload_id` must be a string"))?.to_string();
+    let id =
+        id.as_str().ok_or_else(|| ErrorObject::new(Code::InvalidParams, "`upload_id` must be a string"))?.to_string();
     let size = args.remove("size").and_then(|v| v.as_u64());
     let sha256 = args.remove("sha256").and_then(|v| v.as_str().map(str::to_owned));
     let (Some(size), Some(sha256)) = (size, sha256) else {
         return Err(ErrorObject::new(
-            INVALID_PARAMS,
+            Code::InvalidParams,
             "`upload_id` needs `size` (bytes) and `sha256` to check the upload",
         ));
     };

@@ -22,7 +22,7 @@ use serde_json::{Map, Value};
 use sha2::Sha256;
 use sha2::digest::common::hazmat::{SerializableState, SerializedState};
 
-use crate::protocol::jsonrpc::{ErrorObject, INVALID_PARAMS};
+use crate::protocol::jsonrpc::{Code, ErrorObject};
 use crate::registry::Tool;
 use crate::runtime::{CallContext, CallFailure, LiveCall, Reclaim, Runtime};
 use crate::tool::{Budget, ErrorCode, Fingerprint, ToolError};
@@ -78,7 +78,7 @@ impl Paging {
     /// Splits the host's paging options from the tool's own arguments.
     pub fn split(arguments: &Value) -> Result<(Paging, Value), ErrorObject> {
         let mut args: Map<String, Value> = arguments.as_object().cloned().unwrap_or_default();
-        let bad = |name: &str, what: &str| ErrorObject::new(INVALID_PARAMS, format!("`{name}` must be {what}"));
+        let bad = |name: &str, what: &str| ErrorObject::new(Code::InvalidParams, format!("`{name}` must be {what}"));
         let count = |v: Option<Value>, name: &str| match v {
             None | Some(Value::Null) => Ok(None),
             Some(Value::Number(n)) => {
@@ -374,7 +374,7 @@ mod tests {
         for bad in
             [json!({"max_tokens": 0}), json!({"max_tokens": "9"}), json!({"page_size": -1}), json!({"cursor": 5})]
         {
-            assert_eq!(Paging::split(&bad).unwrap_err().code, INVALID_PARAMS, "{bad}");
+            assert_eq!(Paging::split(&bad).unwrap_err().code, Code::InvalidParams, "{bad}");
         }
     }
 

@@ -3,16 +3,90 @@
 //! Parsing happens once, here, at the edge: the rest of the server sees a
 //! `Message` with a typed id, never raw JSON framing.
 
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 use serde_json::{Map, Number, Value, json};
 
-pub const PARSE_ERROR: i64 = -32700;
-pub const INVALID_REQUEST: i64 = -32600;
-pub const METHOD_NOT_FOUND: i64 = -32601;
-pub const INVALID_PARAMS: i64 = -32602;
-pub const INTERNAL_ERROR: i64 = -32603;
-/// A request other than `initialize` or `ping` before `initialize` (as in LSP).
-pub const NOT_INITIALIZED: i64 = -32002;
+/// The JSON-RPC error codes the server answers with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Code {
+    /// -32700: the message is not JSON (or not UTF-8).
+    ParseError,
+    /// -32600: not a request the server can take (a batch, a message over the
+    /// line limit, one an HTTP transport refuses).
+    InvalidRequest,
+    /// -32601: no such method (in this protocol revision).
+    MethodNotFound,
+    /// -32602: the method's parameters are wrong (a cursor refused, an
+    /// argument the host owns malformed, a tool not offered).
+    InvalidParams,
+    /// -32603: the server failed (a trap, a limit that stopped a tool).
+    InternalError,
+    /// -32001: a TCP connection or HTTP request without the right token.
+    Unauthorized,
+    /// -32002: a request other than `initialize` or `ping` before
+    /// `initialize` (as in LSP).
+    NotInitialized,
+    /// -32020: a header disagrees with the request it carries, or is missing
+    /// or malformed (2026-07-28).
+    HeaderMismatch,
+    /// -32022: the request's protocol revision is not served (2026-07-28).
+    UnsupportedVersion,
+}
+
+impl Code {
+    /// The number on the wire.
+    pub fn value(self) -> i64 {
+        match self {
+            Code::ParseError => -32700,
+            Code::InvalidRequest => -32600,
+            Code::MethodNotFound => -32601,
+            Code::InvalidParams => -32602,
+            Code::InternalError => -32603,
+            Code::Unauthorized => -32001,
+            Code::NotInitialized => -32002,
+            Code::HeaderMismatch => -32020,
+            Code::UnsupportedVersion => -32022,
+        }
+    }
+
+    /// Whether it is in JSON-RPC's range for implementation-defined server
+    /// errors (-32099 to -32000).
+    pub fn is_server_error(self) -> bool {
+        (-32099..=-32000).contains(&self.value())
+    }
+}
+
+impl Serialize for Code {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_i64(self.value())
+    }
+}
+
+/// What went wrong, for programs: the `data.error` of an error object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// A message over the line limit (or an HTTP body over it).
+    PayloadTooLarge,
+    /// A cursor that was altered, foreign, expired or given elsewhere.
+    InvalidCursor,
+    /// A tool that writes, on a server that runs read-only.
+    ReadOnly,
+    /// The client never answered the server's `roots/list`.
+    RootsUnanswered,
+    /// A tool stopped by one of the call's limits.
+    LimitExceeded,
+    /// A tool whose earlier calls are still blocked past their deadlines.
+    ToolStuck,
+    /// A tool that trapped.
+    Trapped,
+    /// A tool that broke the contract.
+    ContractViolation,
+    /// The host could not set a call up.
+    Host,
+    /// No such tool.
+    NotFound,
+}
 
 /// A request id: a string or a number, never null.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
@@ -37,20 +111,28 @@ pub enum Message {
 /// A JSON-RPC error object.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ErrorObject {
-    pub code: i64,
+    pub code: Code,
     pub message: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub data: Option<Value>,
 }
 
 impl ErrorObject {
-    pub fn new(code: i64, message: impl Into<String>) -> Self {
+    pub fn new(code: Code, message: impl Into<String>) -> Self {
         ErrorObject { code, message: message.into(), data: None }
     }
 
     pub fn with_data(mut self, data: Value) -> Self {
         self.data = Some(data);
         self
+    }
+
+    /// Sets `data` to `fields` (an object) with `error` naming the kind.
+    pub fn with_kind(self, kind: Kind, mut fields: Value) -> Self {
+        if let Value::Object(map) = &mut fields {
+            map.insert("error".into(), serde_json::to_value(kind).expect("a kind serializes"));
+        }
+        self.with_data(fields)
     }
 }
 
@@ -66,16 +148,16 @@ pub struct Rejected {
 pub fn parse(line: &[u8]) -> Result<Message, Rejected> {
     let reject = |id, code, message: String| Rejected { id, error: ErrorObject::new(code, message) };
     let text = std::str::from_utf8(line)
-        .map_err(|e| reject(None, PARSE_ERROR, format!("Parse error: the message is not valid UTF-8 ({e})")))?;
+        .map_err(|e| reject(None, Code::ParseError, format!("Parse error: the message is not valid UTF-8 ({e})")))?;
     let value: Value =
-        serde_json::from_str(text).map_err(|e| reject(None, PARSE_ERROR, format!("Parse error: {e}")))?;
+        serde_json::from_str(text).map_err(|e| reject(None, Code::ParseError, format!("Parse error: {e}")))?;
     let Value::Object(mut obj) = value else {
         let what = if value.is_array() {
             "batches are not supported; send one message per line"
         } else {
             "a message must be a JSON object"
         };
-        return Err(reject(None, INVALID_REQUEST, format!("Invalid Request: {what}")));
+        return Err(reject(None, Code::InvalidRequest, format!("Invalid Request: {what}")));
     };
     let id = match obj.remove("id") {
         None => None,
@@ -84,32 +166,32 @@ pub fn parse(line: &[u8]) -> Result<Message, Rejected> {
         Some(other) => {
             return Err(reject(
                 None,
-                INVALID_REQUEST,
+                Code::InvalidRequest,
                 format!("Invalid Request: `id` must be a string or a number, not {other}"),
             ));
         }
     };
     if obj.get("jsonrpc") != Some(&Value::String("2.0".into())) {
-        return Err(reject(id, INVALID_REQUEST, "Invalid Request: `jsonrpc` must be \"2.0\"".into()));
+        return Err(reject(id, Code::InvalidRequest, "Invalid Request: `jsonrpc` must be \"2.0\"".into()));
     }
     let params = obj.remove("params");
     if let Some(p) = &params
         && !p.is_object()
         && !p.is_array()
     {
-        return Err(reject(id, INVALID_REQUEST, "Invalid Request: `params` must be an object".into()));
+        return Err(reject(id, Code::InvalidRequest, "Invalid Request: `params` must be an object".into()));
     }
     match (obj.remove("method"), id) {
         (Some(Value::String(method)), Some(id)) => Ok(Message::Request { id, method, params }),
         (Some(Value::String(method)), None) => Ok(Message::Notification { method, params }),
-        (Some(_), id) => Err(reject(id, INVALID_REQUEST, "Invalid Request: `method` must be a string".into())),
+        (Some(_), id) => Err(reject(id, Code::InvalidRequest, "Invalid Request: `method` must be a string".into())),
         (None, Some(id)) if obj.contains_key("result") => {
             Ok(Message::Response { id, outcome: Ok(obj.remove("result").unwrap_or_default()) })
         }
         (None, Some(id)) if obj.contains_key("error") => {
             Ok(Message::Response { id, outcome: Err(obj.remove("error").unwrap_or_default()) })
         }
-        (None, id) => Err(reject(id, INVALID_REQUEST, "Invalid Request: no `method`".into())),
+        (None, id) => Err(reject(id, Code::InvalidRequest, "Invalid Request: no `method`".into())),
     }
 }
 
@@ -228,20 +310,20 @@ mod tests {
 
     #[test]
     fn malformed_json_is_a_parse_error() {
-        assert_eq!(parse(b"{not json").unwrap_err().error.code, PARSE_ERROR);
-        assert_eq!(parse(b"\xff\xfe").unwrap_err().error.code, PARSE_ERROR);
+        assert_eq!(parse(b"{not json").unwrap_err().error.code, Code::ParseError);
+        assert_eq!(parse(b"\xff\xfe").unwrap_err().error.code, Code::ParseError);
     }
 
     #[test]
     fn wrong_shapes_are_invalid_requests_keeping_the_id_when_readable() {
-        assert_eq!(parse(b"[1,2]").unwrap_err().error.code, INVALID_REQUEST);
-        assert_eq!(parse(br#"{"jsonrpc":"2.0","id":null,"method":"x"}"#).unwrap_err().error.code, INVALID_REQUEST);
+        assert_eq!(parse(b"[1,2]").unwrap_err().error.code, Code::InvalidRequest);
+        assert_eq!(parse(br#"{"jsonrpc":"2.0","id":null,"method":"x"}"#).unwrap_err().error.code, Code::InvalidRequest);
         let r = parse(br#"{"jsonrpc":"1.0","id":3,"method":"x"}"#).unwrap_err();
-        assert_eq!((r.error.code, r.id), (INVALID_REQUEST, Some(Id::Number(3.into()))));
-        assert_eq!(parse(br#"{"jsonrpc":"2.0","id":3,"method":5}"#).unwrap_err().error.code, INVALID_REQUEST);
+        assert_eq!((r.error.code, r.id), (Code::InvalidRequest, Some(Id::Number(3.into()))));
+        assert_eq!(parse(br#"{"jsonrpc":"2.0","id":3,"method":5}"#).unwrap_err().error.code, Code::InvalidRequest);
         assert_eq!(
             parse(br#"{"jsonrpc":"2.0","id":3,"method":"x","params":1}"#).unwrap_err().error.code,
-            INVALID_REQUEST
+            Code::InvalidRequest
         );
     }
 
@@ -265,7 +347,27 @@ mod tests {
     #[test]
     fn responses_echo_the_id_type() {
         assert_eq!(success(&Id::String("x".into()), json!({})), r#"{"id":"x","jsonrpc":"2.0","result":{}}"#);
-        let e = ErrorObject::new(PARSE_ERROR, "bad");
+        let e = ErrorObject::new(Code::ParseError, "bad");
         assert_eq!(failure(None, &e), r#"{"error":{"code":-32700,"message":"bad"},"id":null,"jsonrpc":"2.0"}"#);
+    }
+
+    #[test]
+    fn codes_and_kinds_go_on_the_wire_as_numbers_and_snake_case_names() {
+        let e =
+            ErrorObject::new(Code::InvalidParams, "bad").with_kind(Kind::InvalidCursor, json!({ "reason": "expired" }));
+        let wire = serde_json::to_value(&e).unwrap();
+        assert_eq!(
+            wire,
+            json!({ "code": -32602, "message": "bad", "data": { "error": "invalid_cursor", "reason": "expired" } })
+        );
+        let kinds = [
+            (Kind::PayloadTooLarge, "payload_too_large"),
+            (Kind::RootsUnanswered, "roots_unanswered"),
+            (Kind::NotFound, "not_found"),
+        ];
+        for (kind, name) in kinds {
+            assert_eq!(serde_json::to_value(kind).unwrap(), json!(name));
+        }
+        assert!(Code::HeaderMismatch.is_server_error() && !Code::InvalidParams.is_server_error());
     }
 }

@@ -10,7 +10,7 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::jsonrpc::{ErrorObject, INVALID_PARAMS, METHOD_NOT_FOUND};
+use super::jsonrpc::{Code, ErrorObject};
 
 /// The legacy revisions `initialize` negotiates, newest first.
 pub const LEGACY_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
@@ -172,8 +172,9 @@ impl Request {
     /// an unknown method (or one the era lacks) is -32601, bad params -32602.
     pub fn parse(method: &str, params: Option<Value>, modern: bool) -> Result<Request, ErrorObject> {
         let params = params.unwrap_or_else(|| json!({}));
-        let bad = |e: serde_json::Error| ErrorObject::new(INVALID_PARAMS, format!("Invalid params for {method}: {e}"));
-        let not_found = || ErrorObject::new(METHOD_NOT_FOUND, format!("Method not found: {method}"));
+        let bad =
+            |e: serde_json::Error| ErrorObject::new(Code::InvalidParams, format!("Invalid params for {method}: {e}"));
+        let not_found = || ErrorObject::new(Code::MethodNotFound, format!("Method not found: {method}"));
         if (modern && LEGACY_ONLY.contains(&method)) || (!modern && method == "server/discover") {
             return Err(not_found());
         }
@@ -195,7 +196,7 @@ impl Request {
                     Some(args @ Value::Object(_)) => args,
                     Some(_) => {
                         return Err(ErrorObject::new(
-                            INVALID_PARAMS,
+                            Code::InvalidParams,
                             "Invalid params for tools/call: `arguments` must be an object",
                         ));
                     }
@@ -238,9 +239,13 @@ mod tests {
     #[test]
     fn each_era_has_its_own_methods() {
         for removed in LEGACY_ONLY {
-            assert_eq!(Request::parse(removed, Some(json!({})), true).unwrap_err().code, METHOD_NOT_FOUND, "{removed}");
+            assert_eq!(
+                Request::parse(removed, Some(json!({})), true).unwrap_err().code,
+                Code::MethodNotFound,
+                "{removed}"
+            );
         }
-        assert_eq!(Request::parse("server/discover", None, false).unwrap_err().code, METHOD_NOT_FOUND);
+        assert_eq!(Request::parse("server/discover", None, false).unwrap_err().code, Code::MethodNotFound);
         assert_eq!(Request::parse("server/discover", None, true), Ok(Request::Discover));
         assert!(Version::MODERN.is_modern() && Version::MODERN.structured() && !Version::LATEST.is_modern());
     }
@@ -248,8 +253,8 @@ mod tests {
     #[test]
     fn requests_are_typed_or_refused() {
         assert_eq!(Request::parse("ping", None, false), Ok(Request::Ping));
-        assert_eq!(Request::parse("nope", None, false).unwrap_err().code, METHOD_NOT_FOUND);
-        assert_eq!(Request::parse("initialize", Some(json!({})), false).unwrap_err().code, INVALID_PARAMS);
+        assert_eq!(Request::parse("nope", None, false).unwrap_err().code, Code::MethodNotFound);
+        assert_eq!(Request::parse("initialize", Some(json!({})), false).unwrap_err().code, Code::InvalidParams);
         let call = Request::parse("tools/call", Some(json!({"name": "read"})), false).unwrap();
         assert_eq!(call, Request::CallTool { name: "read".into(), arguments: json!({}), progress_token: None });
         let call =
@@ -258,8 +263,8 @@ mod tests {
         let level = Request::parse("logging/setLevel", Some(json!({"level": "warning"})), false).unwrap();
         assert_eq!(level, Request::SetLogLevel { level: LogLevel::Warning });
         let bad = Request::parse("logging/setLevel", Some(json!({"level": "loud"})), false);
-        assert_eq!(bad.unwrap_err().code, INVALID_PARAMS);
+        assert_eq!(bad.unwrap_err().code, Code::InvalidParams);
         let bad = Request::parse("tools/call", Some(json!({"name": "read", "arguments": [1]})), false);
-        assert_eq!(bad.unwrap_err().code, INVALID_PARAMS);
+        assert_eq!(bad.unwrap_err().code, Code::InvalidParams);
     }
 }

@@ -9,7 +9,7 @@
 use base64::Engine as _;
 use serde_json::{Map, Value, json};
 
-use super::jsonrpc::{ErrorObject, INVALID_PARAMS};
+use super::jsonrpc::{Code, ErrorObject};
 use super::mcp::{LEGACY_VERSIONS, LogLevel, MODERN_VERSION, SUPPORTED_VERSIONS};
 
 /// `_meta` key: the request's protocol revision.
@@ -20,11 +20,6 @@ pub const CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilitie
 pub const LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
 /// `_meta` key on results: who answered.
 pub const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
-
-/// A header does not match the request body, or is missing or malformed.
-pub const HEADER_MISMATCH: i64 = -32020;
-/// The request's revision is not served.
-pub const UNSUPPORTED_VERSION: i64 = -32022;
 
 /// The MCP headers of an HTTP request; stdio and TCP have none.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -61,7 +56,7 @@ fn meta(params: Option<&Value>) -> Option<&Map<String, Value>> {
 
 /// Checks a stateless request's envelope (and, over HTTP, its headers).
 pub fn check(method: &str, params: Option<&Value>, headers: Option<&Headers>) -> Result<Envelope, ErrorObject> {
-    let invalid = |what: &str| ErrorObject::new(INVALID_PARAMS, format!("Invalid params for {method}: {what}"));
+    let invalid = |what: &str| ErrorObject::new(Code::InvalidParams, format!("Invalid params for {method}: {what}"));
     let meta = meta(params).ok_or_else(|| invalid("`params._meta` is required in protocol revision 2026-07-28"))?;
     let version = meta
         .get(PROTOCOL_VERSION)
@@ -74,7 +69,7 @@ pub fn check(method: &str, params: Option<&Value>, headers: Option<&Headers>) ->
         check_headers(method, params, version, headers)?;
     }
     if version != MODERN_VERSION {
-        return Err(ErrorObject::new(UNSUPPORTED_VERSION, format!("Unsupported protocol version: {version}"))
+        return Err(ErrorObject::new(Code::UnsupportedVersion, format!("Unsupported protocol version: {version}"))
             .with_data(json!({ "supported": SUPPORTED_VERSIONS, "requested": version })));
     }
     let log_level = match meta.get(LOG_LEVEL) {
@@ -90,7 +85,7 @@ pub fn check(method: &str, params: Option<&Value>, headers: Option<&Headers>) ->
 /// The HTTP headers must repeat the body: revision, method, and the name of
 /// what `tools/call`, `resources/read` and `prompts/get` address.
 fn check_headers(method: &str, params: Option<&Value>, version: &str, headers: &Headers) -> Result<(), ErrorObject> {
-    let mismatch = |what: String| ErrorObject::new(HEADER_MISMATCH, format!("Header mismatch: {what}"));
+    let mismatch = |what: String| ErrorObject::new(Code::HeaderMismatch, format!("Header mismatch: {what}"));
     if headers.malformed {
         return Err(mismatch("an MCP header holds characters that are not visible ASCII".into()));
     }
@@ -194,20 +189,26 @@ mod tests {
     #[test]
     fn the_envelope_is_checked_meta_then_headers_then_version() {
         let code = |method: &str, p: Value, h: Option<Headers>| check(method, Some(&p), h.as_ref()).unwrap_err().code;
-        assert_eq!(code("tools/list", json!({}), None), INVALID_PARAMS);
-        assert_eq!(code("tools/list", params(json!({ CLIENT_CAPABILITIES: {} })), None), INVALID_PARAMS);
-        assert_eq!(code("tools/list", params(json!({ PROTOCOL_VERSION: MODERN_VERSION })), None), INVALID_PARAMS);
+        assert_eq!(code("tools/list", json!({}), None), Code::InvalidParams);
+        assert_eq!(code("tools/list", params(json!({ CLIENT_CAPABILITIES: {} })), None), Code::InvalidParams);
+        assert_eq!(code("tools/list", params(json!({ PROTOCOL_VERSION: MODERN_VERSION })), None), Code::InvalidParams);
         let v999 = params(json!({ PROTOCOL_VERSION: "v999.0.0", CLIENT_CAPABILITIES: {} }));
         // The header is compared with `_meta` before the revision is judged.
-        assert_eq!(code("tools/list", v999.clone(), Some(http(MODERN_VERSION, "tools/list", None))), HEADER_MISMATCH);
-        assert_eq!(code("tools/list", v999.clone(), Some(http("v999.0.0", "tools/list", None))), UNSUPPORTED_VERSION);
+        assert_eq!(
+            code("tools/list", v999.clone(), Some(http(MODERN_VERSION, "tools/list", None))),
+            Code::HeaderMismatch
+        );
+        assert_eq!(
+            code("tools/list", v999.clone(), Some(http("v999.0.0", "tools/list", None))),
+            Code::UnsupportedVersion
+        );
         let e = check("tools/list", Some(&v999), None).unwrap_err();
         assert_eq!(e.data.unwrap()["requested"], "v999.0.0");
-        assert_eq!(code("tools/list", full(), Some(http(MODERN_VERSION, "prompts/list", None))), HEADER_MISMATCH);
-        assert_eq!(code("tools/list", full(), Some(http(MODERN_VERSION, "TOOLS/LIST", None))), HEADER_MISMATCH);
+        assert_eq!(code("tools/list", full(), Some(http(MODERN_VERSION, "prompts/list", None))), Code::HeaderMismatch);
+        assert_eq!(code("tools/list", full(), Some(http(MODERN_VERSION, "TOOLS/LIST", None))), Code::HeaderMismatch);
         let with_level =
             params(json!({ PROTOCOL_VERSION: MODERN_VERSION, CLIENT_CAPABILITIES: {}, LOG_LEVEL: "loud" }));
-        assert_eq!(code("tools/list", with_level, None), INVALID_PARAMS);
+        assert_eq!(code("tools/list", with_level, None), Code::InvalidParams);
     }
 
     #[test]
@@ -218,10 +219,10 @@ mod tests {
         assert!(ok("read").is_ok());
         assert!(ok("  read  ").is_ok());
         assert!(ok("=?base64?cmVhZA==?=").is_ok());
-        assert_eq!(ok("grep").unwrap_err().code, HEADER_MISMATCH);
-        assert_eq!(ok("=?base64?cmVhZA?=").unwrap_err().code, HEADER_MISMATCH);
+        assert_eq!(ok("grep").unwrap_err().code, Code::HeaderMismatch);
+        assert_eq!(ok("=?base64?cmVhZA?=").unwrap_err().code, Code::HeaderMismatch);
         let missing = check("tools/call", Some(&call), Some(&http(MODERN_VERSION, "tools/call", None)));
-        assert_eq!(missing.unwrap_err().code, HEADER_MISMATCH);
+        assert_eq!(missing.unwrap_err().code, Code::HeaderMismatch);
     }
 
     #[test]

@@ -23,7 +23,7 @@ use serde_json::{Value, json};
 use tokio::sync::{Semaphore, mpsc};
 
 use crate::framing::Frame;
-use crate::protocol::jsonrpc::{self, ErrorObject, INTERNAL_ERROR, INVALID_REQUEST, Id, Message, NOT_INITIALIZED};
+use crate::protocol::jsonrpc::{self, Code, ErrorObject, Id, Kind, Message};
 use crate::protocol::mcp::{LogLevel, Request, Version};
 use crate::protocol::modern::{self, Headers};
 use crate::results;
@@ -42,7 +42,7 @@ pub enum Handled {
 pub struct Reply {
     pub line: String,
     /// The JSON-RPC error code, when it is an error.
-    pub error: Option<i64>,
+    pub error: Option<Code>,
     /// Whether it answers a request of the stateless era.
     pub modern: bool,
 }
@@ -190,15 +190,14 @@ impl Session {
         // Base64 grows a chunk by a third; half the limit leaves room for the envelope.
         let chunk = self.server.limits().uploads.max_chunk.min(limit / 2);
         ErrorObject::new(
-            INVALID_REQUEST,
+            Code::InvalidRequest,
             format!(
                 "message of at least {observed} bytes exceeds the limit of {limit} bytes per message; it was discarded. \
                  To write more, stage the content with the `upload` tool in chunks of at most {chunk} bytes, then call \
                  `write` with its `upload_id`"
             ),
         )
-        .with_data(json!({
-            "error": "payload_too_large",
+        .with_kind(Kind::PayloadTooLarge, json!({
             "limit_bytes": limit,
             "observed_bytes": observed,
             "max_chunk_bytes": chunk,
@@ -274,7 +273,7 @@ impl Session {
                 (Request::Ping, _) => return reply(None, Ok(json!({}))),
                 (_, None) => {
                     let error = ErrorObject::new(
-                        NOT_INITIALIZED,
+                        Code::NotInitialized,
                         format!("Server not initialized: send `initialize` before `{method}`"),
                     );
                     return reply(None, Err(error));
@@ -340,7 +339,7 @@ impl Session {
             let mut inflight = self.inflight.lock().expect("inflight lock");
             if inflight.contains_key(&id) {
                 let error = ErrorObject::new(
-                    INVALID_REQUEST,
+                    Code::InvalidRequest,
                     "Invalid Request: this id is already used by a request in progress; ids must be unique",
                 );
                 return Handled::Now(Some(self.respond(&id, Err(error), ctx.version.is_modern())));
@@ -381,7 +380,7 @@ impl Session {
             }
             let result = joined.unwrap_or_else(|e| {
                 tracing::error!("tool call thread failed: {e}");
-                Err(ErrorObject::new(INTERNAL_ERROR, "the call failed inside the server; the log has details"))
+                Err(ErrorObject::new(Code::InternalError, "the call failed inside the server; the log has details"))
             });
             log_outcome(&out, ctx.log_level, &guard.id, &result, elapsed);
             Some(guard.session.respond(&guard.id, stamped(ctx, result, false), ctx.version.is_modern()))
@@ -405,19 +404,21 @@ impl Session {
         let most = self.server.pager().limits().max_tokens as usize;
         let tokens = (limit / 8 / crate::pager::BYTES_PER_TOKEN as usize).clamp(1, most.max(1));
         let error = ErrorObject::new(
-            INVALID_REQUEST,
+            Code::InvalidRequest,
             format!(
                 "the response would be {} bytes, over the limit of {limit} bytes per message; ask for a smaller \
                  page, e.g. `max_tokens` of at most {tokens}",
                 line.len()
             ),
         )
-        .with_data(json!({
-            "error": "payload_too_large",
-            "limit_bytes": limit,
-            "observed_bytes": line.len(),
-            "max_tokens": tokens,
-        }));
+        .with_kind(
+            Kind::PayloadTooLarge,
+            json!({
+                "limit_bytes": limit,
+                "observed_bytes": line.len(),
+                "max_tokens": tokens,
+            }),
+        );
         error_reply(Some(id), &error, modern)
     }
 }
@@ -471,7 +472,7 @@ fn log_outcome(
             log(out, wanted, LogLevel::Debug, json!({ "event": "answered", "request": id, "page": page, "ms": ms }));
         }
         Err(error) => {
-            let level = if error.code == INTERNAL_ERROR { LogLevel::Error } else { LogLevel::Warning };
+            let level = if error.code == Code::InternalError { LogLevel::Error } else { LogLevel::Warning };
             log(out, wanted, level, json!({ "event": "failed", "request": id, "error": error.message, "ms": ms }));
         }
     }

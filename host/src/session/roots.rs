@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use tokio::sync::watch;
 
 use crate::ambient;
-use crate::protocol::jsonrpc::{self, ErrorObject, INTERNAL_ERROR, Id};
+use crate::protocol::jsonrpc::{self, Code, ErrorObject, Id, Kind};
 
 /// How long a call waits for the client's answer to `roots/list`.
 pub const ANSWER_WAIT: Duration = Duration::from_secs(10);
@@ -111,14 +111,14 @@ impl ClientRoots {
                 _ => None,
             }),
             _ => Err(ErrorObject::new(
-                INTERNAL_ERROR,
+                Code::InternalError,
                 format!(
                     "the client declared the `roots` capability but did not answer `roots/list` within {} s; \
                      calls are refused until it does, so that none runs outside the roots it allows",
                     ANSWER_WAIT.as_secs()
                 ),
             )
-            .with_data(json!({ "error": "roots_unanswered" }))),
+            .with_kind(Kind::RootsUnanswered, json!({}))),
         }
     }
 }

@@ -26,7 +26,7 @@ use futures_util::stream::{self, Stream};
 use tokio::sync::mpsc;
 
 use crate::framing::Frame;
-use crate::protocol::jsonrpc::{self, ErrorObject, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR};
+use crate::protocol::jsonrpc::{self, Code, ErrorObject};
 use crate::protocol::mcp::LEGACY_VERSIONS;
 use crate::protocol::modern::Headers;
 use crate::server::Server;
@@ -76,7 +76,7 @@ pub async fn serve(server: Arc<Server>, options: HttpOptions) -> anyhow::Result<
 }
 
 /// A JSON-RPC error with no id, as the body of a refusal.
-fn refuse(status: StatusCode, code: i64, message: &str) -> Response {
+fn refuse(status: StatusCode, code: Code, message: &str) -> Response {
     let body = jsonrpc::failure(None, &ErrorObject::new(code, message));
     (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
@@ -90,7 +90,7 @@ impl Endpoint {
                 tracing::warn!(?origin, "refused a request from a foreign origin");
                 return Err(Box::new(refuse(
                     StatusCode::FORBIDDEN,
-                    INVALID_REQUEST,
+                    Code::InvalidRequest,
                     "Forbidden: this Origin is not allowed",
                 )));
             }
@@ -101,7 +101,7 @@ impl Endpoint {
                 tracing::warn!(?host, "refused a request for a foreign Host (DNS rebinding?)");
                 return Err(Box::new(refuse(
                     StatusCode::FORBIDDEN,
-                    INVALID_REQUEST,
+                    Code::InvalidRequest,
                     "Forbidden: this Host is not allowed",
                 )));
             }
@@ -115,7 +115,7 @@ impl Endpoint {
             if !given.is_some_and(|g| super::tcp::constant_time_eq(g.as_bytes(), token.as_bytes())) {
                 let mut response = refuse(
                     StatusCode::UNAUTHORIZED,
-                    super::tcp::UNAUTHORIZED,
+                    Code::Unauthorized,
                     "Unauthorized: send `Authorization: Bearer <token>` (see `cordon serve --http`)",
                 );
                 response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
@@ -199,12 +199,10 @@ fn modern_header(headers: &Headers) -> bool {
 fn status(reply: &Reply, modern: bool) -> StatusCode {
     match reply.error {
         None => StatusCode::OK,
-        Some(METHOD_NOT_FOUND) if modern => StatusCode::NOT_FOUND,
-        Some(PARSE_ERROR | INVALID_REQUEST) => StatusCode::BAD_REQUEST,
-        Some(code) if modern && ((-32099..=-32000).contains(&code) || code == jsonrpc::INVALID_PARAMS) => {
-            StatusCode::BAD_REQUEST
-        }
-        Some(jsonrpc::INTERNAL_ERROR) if modern => StatusCode::INTERNAL_SERVER_ERROR,
+        Some(Code::MethodNotFound) if modern => StatusCode::NOT_FOUND,
+        Some(Code::ParseError | Code::InvalidRequest) => StatusCode::BAD_REQUEST,
+        Some(code) if modern && (code.is_server_error() || code == Code::InvalidParams) => StatusCode::BAD_REQUEST,
+        Some(Code::InternalError) if modern => StatusCode::INTERNAL_SERVER_ERROR,
         Some(_) => StatusCode::OK,
     }
 }
@@ -225,14 +223,18 @@ async fn on_post(State(endpoint): State<Arc<Endpoint>>, request: Request) -> Res
     }
     let content_type = parts.headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
     if !content_type.to_ascii_lowercase().starts_with("application/json") {
-        return refuse(StatusCode::UNSUPPORTED_MEDIA_TYPE, INVALID_REQUEST, "Content-Type must be application/json");
+        return refuse(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Code::InvalidRequest,
+            "Content-Type must be application/json",
+        );
     }
     let accept = parts.headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("*/*").to_string();
     let sse = accept.contains("text/event-stream") || accept.contains("*/*");
     if !sse && !accept.contains("application/json") {
         return refuse(
             StatusCode::NOT_ACCEPTABLE,
-            INVALID_REQUEST,
+            Code::InvalidRequest,
             "Accept must include application/json and text/event-stream",
         );
     }
@@ -243,7 +245,7 @@ async fn on_post(State(endpoint): State<Arc<Endpoint>>, request: Request) -> Res
     let (session, known) = match (&session_header, modern) {
         (Some(id), false) => match endpoint.session(id) {
             Some(session) => (session, true),
-            None => return refuse(StatusCode::NOT_FOUND, INVALID_REQUEST, "Session not found: initialize again"),
+            None => return refuse(StatusCode::NOT_FOUND, Code::InvalidRequest, "Session not found: initialize again"),
         },
         _ => (Session::new(Arc::clone(&endpoint.server)), false),
     };
@@ -335,7 +337,7 @@ async fn on_get(State(endpoint): State<Arc<Endpoint>>, headers: HeaderMap) -> Re
     let (true, Some(id)) = (!modern_header(&mcp_headers(&headers)), session_id) else {
         let mut response = refuse(
             StatusCode::METHOD_NOT_ALLOWED,
-            INVALID_REQUEST,
+            Code::InvalidRequest,
             "Method Not Allowed: GET opens a legacy session's stream and needs its Mcp-Session-Id; 2026-07-28 has \
              no sessions",
         );
@@ -343,11 +345,11 @@ async fn on_get(State(endpoint): State<Arc<Endpoint>>, headers: HeaderMap) -> Re
         return response;
     };
     let Some(session) = endpoint.session(id) else {
-        return refuse(StatusCode::NOT_FOUND, INVALID_REQUEST, "Session not found: initialize again");
+        return refuse(StatusCode::NOT_FOUND, Code::InvalidRequest, "Session not found: initialize again");
     };
     let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
     if !accept.contains("text/event-stream") {
-        return refuse(StatusCode::NOT_ACCEPTABLE, INVALID_REQUEST, "Accept must include text/event-stream");
+        return refuse(StatusCode::NOT_ACCEPTABLE, Code::InvalidRequest, "Accept must include text/event-stream");
     }
     let events = session
         .unsolicited()
@@ -364,16 +366,20 @@ async fn on_delete(State(endpoint): State<Arc<Endpoint>>, headers: HeaderMap) ->
     if modern_header(&mcp_headers(&headers)) {
         return refuse(
             StatusCode::METHOD_NOT_ALLOWED,
-            INVALID_REQUEST,
+            Code::InvalidRequest,
             "Method Not Allowed: 2026-07-28 has no sessions",
         );
     }
     let Some(id) = headers.get(SESSION_ID).and_then(|v| v.to_str().ok()) else {
-        return refuse(StatusCode::BAD_REQUEST, INVALID_REQUEST, "Bad Request: DELETE needs the Mcp-Session-Id header");
+        return refuse(
+            StatusCode::BAD_REQUEST,
+            Code::InvalidRequest,
+            "Bad Request: DELETE needs the Mcp-Session-Id header",
+        );
     };
     match endpoint.sessions.lock().expect("sessions lock").remove(id) {
         Some(_) => StatusCode::NO_CONTENT.into_response(),
-        None => refuse(StatusCode::NOT_FOUND, INVALID_REQUEST, "Session not found"),
+        None => refuse(StatusCode::NOT_FOUND, Code::InvalidRequest, "Session not found"),
     }
 }
 

@@ -14,12 +14,9 @@ use std::sync::Arc;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::protocol::jsonrpc::{self, ErrorObject};
+use crate::protocol::jsonrpc::{self, Code, ErrorObject};
 use crate::server::Server;
 use crate::session::Session;
-
-/// The JSON-RPC code for a refused token (implementation-defined range).
-pub const UNAUTHORIZED: i64 = -32001;
 
 /// The longest first line read while waiting for the token.
 const MAX_TOKEN_LINE: u64 = 1024;
@@ -84,7 +81,7 @@ async fn connection(server: Arc<Server>, stream: TcpStream, token: &str) -> std:
         }
         Greeting::Refused => {
             let error = ErrorObject::new(
-                UNAUTHORIZED,
+                Code::Unauthorized,
                 "Unauthorized: send the server's token alone on the first line (see `cordon serve --tcp`)",
             );
             write.write_all(format!("{}\n", jsonrpc::failure(None, &error)).as_bytes()).await?;
