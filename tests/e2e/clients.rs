@@ -13,12 +13,10 @@
 //! - rmcp (Rust), in auto lifecycle mode (must settle on 2026-07-28) and in initialize mode, over a
 //!   child process and over Streamable HTTP.
 
-use std::io::Read;
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Once;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rmcp::model::{CallToolRequestParams, ClientConfig, ProtocolVersion};
 use rmcp::service::RunningService;
@@ -28,8 +26,8 @@ use serde_json::{Value, json};
 use sha2::Digest;
 
 use crate::support::{
-    Fixture, HttpServer, cordon_bin, node_dir, node_path, page_meta, payload, python_with_mcp, shared_state_dir,
-    workspace,
+    Fixture, HttpServer, cordon_bin, node_dir, node_path, page_meta, payload, python_with_mcp, run_bounded,
+    shared_state_dir, workspace,
 };
 
 /// How long one client run (a client process with its server, or an rmcp session) may take.
@@ -67,39 +65,10 @@ pub(crate) fn warm_cache() {
 
 /// Runs a client process to completion (its own process group, killed as a whole after
 /// `CLIENT_TIMEOUT`) and returns its stdout and stderr; panics unless it exits 0.
-fn run(mut command: Command, what: &str) -> (Vec<u8>, String) {
-    let mut child = command
-        .process_group(0)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("start {what}: {e}"));
-    let collect = |mut source: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut bytes = Vec::new();
-            let _ = source.read_to_end(&mut bytes);
-            bytes
-        })
-    };
-    let stdout = collect(Box::new(child.stdout.take().unwrap()));
-    let stderr = collect(Box::new(child.stderr.take().unwrap()));
-    let deadline = Instant::now() + CLIENT_TIMEOUT;
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() > deadline {
-            // The client and everything it started (a stdio server, node's children).
-            let _ = Command::new("kill").arg("-KILL").arg("--").arg(format!("-{}", child.id())).status();
-            let _ = child.wait();
-            let stderr = String::from_utf8_lossy(&stderr.join().unwrap()).into_owned();
-            panic!("{what} did not finish within {CLIENT_TIMEOUT:?}; stderr:\n{stderr}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let stdout = stdout.join().unwrap();
-    let stderr = String::from_utf8_lossy(&stderr.join().unwrap()).into_owned();
+fn run(command: Command, what: &str) -> (Vec<u8>, String) {
+    let (status, stdout, stderr) = run_bounded(command, CLIENT_TIMEOUT);
+    let stderr = String::from_utf8_lossy(&stderr).into_owned();
+    let Some(status) = status else { panic!("{what} did not finish within {CLIENT_TIMEOUT:?}; stderr:\n{stderr}") };
     assert!(
         status.success(),
         "{what} failed ({status}); stderr:\n{stderr}\nstdout:\n{}",

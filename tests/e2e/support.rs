@@ -4,8 +4,9 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Mutex, Once};
 use std::time::Duration;
@@ -540,6 +541,41 @@ pub fn peak_rss_kib(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     let line = status.lines().find_map(|l| l.strip_prefix("VmHWM:")).expect("VmHWM in /proc status");
     line.trim().trim_end_matches("kB").trim().parse().unwrap()
+}
+
+/// Runs a client process in its own group, collects its output, and waits up to `timeout`; on
+/// timeout kills the whole group (the client and what it started, such as a stdio server) and
+/// returns `None` for the status.
+pub fn run_bounded(mut command: Command, timeout: Duration) -> (Option<ExitStatus>, Vec<u8>, Vec<u8>) {
+    let mut child = command
+        .process_group(0)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("start {:?}: {e}", command.get_program()));
+    let collect = |mut source: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = source.read_to_end(&mut bytes);
+            bytes
+        })
+    };
+    let stdout = collect(Box::new(child.stdout.take().unwrap()));
+    let stderr = collect(Box::new(child.stderr.take().unwrap()));
+    let deadline = std::time::Instant::now() + timeout;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = Command::new("kill").arg("-KILL").arg("--").arg(format!("-{}", child.id())).status();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    (status, stdout.join().unwrap(), stderr.join().unwrap())
 }
 
 pub fn initialize_params(version: &str) -> Value {

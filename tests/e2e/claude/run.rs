@@ -1,15 +1,13 @@
 //! Running the `claude` CLI against the stand-in, bounded in time, in a scratch home.
 
-use std::io::Read;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 use super::api::{MessagesApi, ToolResultSeen};
-use crate::support::node_dir;
+use crate::support::{node_dir, run_bounded};
 
 /// How long one Claude Code run may take (a run of this script takes a few seconds).
 pub(super) const CLAUDE_TIMEOUT: Duration = Duration::from_secs(120);
@@ -68,41 +66,6 @@ pub(super) fn mcp_logs(home: &Path) -> String {
     tail(&logs, 3000).to_string()
 }
 
-/// Starts a process in its own group, collects its output, and waits up to `timeout`; on
-/// timeout kills the group (Claude Code and the stdio server it started) and returns `None`
-/// for the status.
-pub(super) fn run_bounded(mut command: Command, timeout: Duration) -> (Option<ExitStatus>, String, String) {
-    let mut child = command
-        .process_group(0)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("start Claude Code: {e}"));
-    let collect = |mut source: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut bytes = Vec::new();
-            let _ = source.read_to_end(&mut bytes);
-            String::from_utf8_lossy(&bytes).into_owned()
-        })
-    };
-    let stdout = collect(Box::new(child.stdout.take().unwrap()));
-    let stderr = collect(Box::new(child.stderr.take().unwrap()));
-    let deadline = Instant::now() + timeout;
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break Some(status);
-        }
-        if Instant::now() > deadline {
-            let _ = Command::new("kill").arg("-KILL").arg("--").arg(format!("-{}", child.id())).status();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    (status, stdout.join().unwrap(), stderr.join().unwrap())
-}
-
 /// Runs `claude -p go` in `workdir` with `mcp_config` and `allowed_tools`, against a stand-in
 /// for the Messages API driven by `script`, and returns every tool result the model was given,
 /// in order. Claude Code writes only into a scratch HOME and TMPDIR. Panics, with the ends of its
@@ -140,6 +103,8 @@ pub(super) fn run_claude(
         .env("TMPDIR", &tmp);
     let started = Instant::now();
     let (status, stdout, stderr) = run_bounded(command, CLAUDE_TIMEOUT);
+    let (stdout, stderr) =
+        (String::from_utf8_lossy(&stdout).into_owned(), String::from_utf8_lossy(&stderr).into_owned());
     let elapsed = started.elapsed();
 
     let conversation = api.conversation();
