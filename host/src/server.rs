@@ -278,10 +278,6 @@ impl Server {
         &self.pager
     }
 
-    pub fn runtime(&self) -> &Runtime {
-        &self.runtime
-    }
-
     /// Runs one `tools/call`: one page of the tool's output, as an MCP result.
     /// `client_roots` narrows the roots to the client's (canonical paths), when
     /// it gave some. `signal` carries the request's cancellation and progress.

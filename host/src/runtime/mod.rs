@@ -126,11 +126,6 @@ impl Runtime {
         self.slots.reclaim_with(reclaim);
     }
 
-    /// The instance slots held now (live stores), and how many there are.
-    pub fn instances(&self) -> (usize, usize) {
-        (self.slots.used(), self.slots.capacity())
-    }
-
     /// The compile cache, for tests and diagnostics.
     pub fn cache(&self) -> &CompileCache {
         &self.cache
