@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use crate::support::REPLY_TIMEOUT;
 
 /// Main-loop turns after which the stand-in stops the conversation (a runaway script).
-pub(super) const MAX_TURNS: usize = 60;
+const MAX_TURNS: usize = 60;
 
 /// One `tool_result` as Claude Code forwarded it to the model, with the call it answers.
 #[derive(Clone, Debug)]
@@ -27,7 +27,7 @@ pub(super) struct ToolResultSeen {
 }
 
 /// The model's next move, given every result seen so far: a tool call, or `None` for the final answer.
-pub(super) type Script = Box<dyn FnMut(&[ToolResultSeen]) -> Option<(String, Value)> + Send>;
+type Script = Box<dyn FnMut(&[ToolResultSeen]) -> Option<(String, Value)> + Send>;
 
 /// The model's side of one conversation: the script, what Claude Code sent back, and anything
 /// the stand-in could not make sense of.
@@ -119,7 +119,7 @@ pub(super) fn message(model: &str, block: Value) -> Value {
 }
 
 /// The same message as the server-sent events of a streamed answer.
-pub(super) fn events(message: &Value) -> Vec<Value> {
+fn events(message: &Value) -> Vec<Value> {
     let block = &message["content"][0];
     let (start, delta) = if block["type"] == "tool_use" {
         let start = json!({"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}});
@@ -142,7 +142,7 @@ pub(super) fn events(message: &Value) -> Vec<Value> {
 }
 
 /// One HTTP request as the stand-in reads it.
-pub(super) struct Request {
+struct Request {
     method: String,
     path: String,
     body: Vec<u8>,
@@ -155,7 +155,7 @@ pub(super) enum Reply {
 }
 
 /// Reads one HTTP/1.1 request: the head, then a `Content-Length` or chunked body.
-pub(super) fn read_request(reader: &mut impl BufRead) -> std::io::Result<Request> {
+fn read_request(reader: &mut impl BufRead) -> std::io::Result<Request> {
     let mut line = String::new();
     reader.read_line(&mut line)?;
     let mut start = line.split_whitespace().map(str::to_string);
@@ -180,14 +180,14 @@ pub(super) fn read_request(reader: &mut impl BufRead) -> std::io::Result<Request
 }
 
 /// Reads `length` bytes.
-pub(super) fn read_exactly(reader: &mut impl BufRead, length: usize) -> std::io::Result<Vec<u8>> {
+fn read_exactly(reader: &mut impl BufRead, length: usize) -> std::io::Result<Vec<u8>> {
     let mut body = vec![0; length];
     reader.read_exact(&mut body)?;
     Ok(body)
 }
 
 /// Reads a chunked body to its last chunk (trailers skipped).
-pub(super) fn read_chunked(reader: &mut impl BufRead) -> std::io::Result<Vec<u8>> {
+fn read_chunked(reader: &mut impl BufRead) -> std::io::Result<Vec<u8>> {
     let (mut body, mut line) = (Vec::new(), String::new());
     loop {
         line.clear();
@@ -205,7 +205,7 @@ pub(super) fn read_chunked(reader: &mut impl BufRead) -> std::io::Result<Vec<u8>
 }
 
 /// Writes a reply and closes the exchange (`Connection: close`).
-pub(super) fn write_reply(out: &mut impl Write, reply: &Reply) -> std::io::Result<()> {
+fn write_reply(out: &mut impl Write, reply: &Reply) -> std::io::Result<()> {
     match reply {
         Reply::Json(status, body) => {
             let (body, reason) = (body.to_string(), if *status == 200 { "OK" } else { "Not Found" });
@@ -225,7 +225,7 @@ pub(super) fn write_reply(out: &mut impl Write, reply: &Reply) -> std::io::Resul
 
 /// The stand-in's answer to one request: `/v1/messages` (streamed or not) plays the model,
 /// `count_tokens` estimates, anything else is a harmless 404.
-pub(super) fn answer(conversation: &Mutex<Conversation>, request: &Request) -> Reply {
+fn answer(conversation: &Mutex<Conversation>, request: &Request) -> Reply {
     let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
     let mut conversation = conversation.lock().unwrap();
     let mcp_tools = body["tools"]
@@ -249,7 +249,7 @@ pub(super) fn answer(conversation: &Mutex<Conversation>, request: &Request) -> R
 }
 
 /// Answers one connection: one request, one reply.
-pub(super) fn serve(stream: TcpStream, conversation: &Mutex<Conversation>) {
+fn serve(stream: TcpStream, conversation: &Mutex<Conversation>) {
     let _ = stream.set_read_timeout(Some(REPLY_TIMEOUT));
     let Ok(mut reader) = stream.try_clone().map(BufReader::new) else { return };
     // A connection opened and closed without a request is no error.

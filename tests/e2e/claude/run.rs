@@ -10,10 +10,10 @@ use super::api::{MessagesApi, ToolResultSeen};
 use crate::support::{node_dir, run_bounded};
 
 /// How long one Claude Code run may take (a run of this script takes a few seconds).
-pub(super) const CLAUDE_TIMEOUT: Duration = Duration::from_secs(120);
+const CLAUDE_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// Claude Code settings from the environment that would change what these tests see.
-pub(super) const INHERITED_SETTINGS: [&str; 11] = [
+const INHERITED_SETTINGS: [&str; 11] = [
     "ANTHROPIC_AUTH_TOKEN",
     "ANTHROPIC_MODEL",
     "CLAUDE_CONFIG_DIR",
@@ -28,7 +28,7 @@ pub(super) const INHERITED_SETTINGS: [&str; 11] = [
 ];
 
 /// The `claude` executable that tests/interop/node-setup.sh installs.
-pub(super) fn claude_bin() -> PathBuf {
+fn claude_bin() -> PathBuf {
     let bin = node_dir().join("node_modules/.bin/claude");
     assert!(
         bin.exists(),
@@ -57,7 +57,7 @@ pub(super) fn trimmed(text: &str, max: usize) -> String {
 }
 
 /// The end of Claude Code's MCP logs under `home` (what it says about connecting to Cordon).
-pub(super) fn mcp_logs(home: &Path) -> String {
+fn mcp_logs(home: &Path) -> String {
     let Ok(found) = Command::new("find").arg(home.join(".cache")).args(["-name", "*.jsonl"]).output() else {
         return String::new();
     };

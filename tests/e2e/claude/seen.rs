@@ -22,7 +22,7 @@ pub(super) fn model_text(seen: &ToolResultSeen) -> String {
 
 /// A text as the model reads it, part by part: the whole text when it is JSON, else each line,
 /// parsed when it is a JSON object or array (JSON Lines) and kept as text when not.
-pub(super) fn parts(text: &str) -> Vec<Result<Value, &str>> {
+fn parts(text: &str) -> Vec<Result<Value, &str>> {
     if let Ok(value) = serde_json::from_str::<Value>(text) {
         return vec![Ok(value)];
     }
@@ -36,7 +36,7 @@ pub(super) fn json_documents(text: &str) -> Vec<Value> {
 }
 
 /// Every string in `value`, object keys included (a path may be a key), depth first.
-pub(super) fn collect_strings(value: &Value, out: &mut Vec<String>) {
+fn collect_strings(value: &Value, out: &mut Vec<String>) {
     match value {
         Value::String(s) => out.push(s.clone()),
         Value::Array(items) => items.iter().for_each(|v| collect_strings(v, out)),
@@ -67,7 +67,7 @@ pub(super) fn names(s: &str, path: &str) -> bool {
 }
 
 /// Whether a number appears in `value`, as a number.
-pub(super) fn has_number(value: &Value, n: u64) -> bool {
+fn has_number(value: &Value, n: u64) -> bool {
     match value {
         Value::Number(x) => x.as_u64() == Some(n),
         Value::Array(items) => items.iter().any(|v| has_number(v, n)),
@@ -92,7 +92,7 @@ pub(super) struct Match<'a> {
 
 /// Whether JSON holds the match: an object whose fields hold the line number and the line's
 /// text, that names the file itself or lies inside an object that does (by a field or a key).
-pub(super) fn json_match(value: &Value, m: &Match, in_file: bool) -> bool {
+fn json_match(value: &Value, m: &Match, in_file: bool) -> bool {
     match value {
         Value::Array(items) => items.iter().any(|v| json_match(v, m, in_file)),
         Value::Object(fields) => {
@@ -107,7 +107,7 @@ pub(super) fn json_match(value: &Value, m: &Match, in_file: bool) -> bool {
 
 /// Whether plain text holds the match: `path:line:text` on a line (rg), or a heading naming the
 /// file followed by `line:text` (rg --heading).
-pub(super) fn text_match(text: &str, m: &Match) -> bool {
+fn text_match(text: &str, m: &Match) -> bool {
     let (prefix, mut in_file) = (format!("{}:", m.line), false);
     for line in text.lines() {
         if line.contains(&format!("{}:{}:", m.path, m.line)) && line.contains(m.text) {
@@ -134,7 +134,7 @@ pub(super) fn saw_match(text: &str, m: &Match) -> bool {
 }
 
 /// The value of the first `key` in a JSON document, depth first.
-pub(super) fn find_key<'a>(value: &'a Value, key: &str) -> Option<&'a Value> {
+fn find_key<'a>(value: &'a Value, key: &str) -> Option<&'a Value> {
     match value {
         Value::Object(fields) => fields.get(key).or_else(|| fields.values().find_map(|v| find_key(v, key))),
         Value::Array(items) => items.iter().find_map(|v| find_key(v, key)),
