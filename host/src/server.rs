@@ -304,12 +304,12 @@ impl Server {
         }
         let deadline = Instant::now() + self.limits.call.wall_time;
         let tool = Arc::clone(self.registry().get(name).ok_or_else(|| self.not_offered(name))?);
-        let (paging, args) = Paging::split(arguments)?;
+        let (paging, args) = Paging::split(arguments).map_err(mcp::bad_argument)?;
         let mut args = match args {
             Value::Object(map) => map,
             _ => Default::default(),
         };
-        let attached = match staging::attach(&self.uploads, &tool.manifest, &mut args)? {
+        let attached = match staging::attach(&self.uploads, &tool.manifest, &mut args).map_err(mcp::bad_argument)? {
             Ok(attached) => attached,
             Err(e) => return mcp::call_failure(CallFailure::Tool(e), version),
         };

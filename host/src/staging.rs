@@ -13,8 +13,7 @@ use serde_json::{Map, Value, json};
 use wasmtime_wasi::FsPerms;
 
 use crate::policy::Grant;
-use crate::protocol::jsonrpc::{Code, ErrorObject};
-use crate::tool::{ErrorCode, Manifest, ToolError};
+use crate::tool::{ArgumentError, ErrorCode, Manifest, ToolError};
 use crate::uploads::{STAGED_GUEST_DIR, Uploads};
 
 /// The host tool's name.
@@ -116,36 +115,32 @@ pub struct Attached {
 }
 
 /// Takes the upload arguments out of `args`, checks the upload and sets
-/// `staged`. Bad arguments are -32602; an upload that does not check out is the
-/// tool error the caller returns.
+/// `staged`. Bad arguments are the outer error; an upload that does not check
+/// out is the tool error the caller returns.
 pub fn attach(
     uploads: &Uploads,
     manifest: &Manifest,
     args: &mut Map<String, Value>,
-) -> Result<Result<Option<Attached>, ToolError>, ErrorObject> {
+) -> Result<Result<Option<Attached>, ToolError>, ArgumentError> {
     if args.contains_key("staged") {
-        return Err(ErrorObject::new(Code::InvalidParams, "`staged` is set by the server; pass `upload_id` instead"));
+        return Err(ArgumentError::Staged);
     }
     let Some(id) = args.remove("upload_id") else {
         for name in ["size", "sha256"] {
             if args.contains_key(name) && takes_uploads(manifest) {
-                return Err(ErrorObject::new(Code::InvalidParams, format!("`{name}` goes with `upload_id`")));
+                return Err(ArgumentError::WithoutUpload(name));
             }
         }
         return Ok(Ok(None));
     };
     if !takes_uploads(manifest) {
-        return Err(ErrorObject::new(Code::InvalidParams, format!("tool `{}` does not take uploads", manifest.name)));
+        return Err(ArgumentError::NoUploads { tool: manifest.name.clone() });
     }
-    let id =
-        id.as_str().ok_or_else(|| ErrorObject::new(Code::InvalidParams, "`upload_id` must be a string"))?.to_string();
+    let id = id.as_str().ok_or(ArgumentError::NotA { name: "upload_id", expected: "a string" })?.to_string();
     let size = args.remove("size").and_then(|v| v.as_u64());
     let sha256 = args.remove("sha256").and_then(|v| v.as_str().map(str::to_owned));
     let (Some(size), Some(sha256)) = (size, sha256) else {
-        return Err(ErrorObject::new(
-            Code::InvalidParams,
-            "`upload_id` needs `size` (bytes) and `sha256` to check the upload",
-        ));
+        return Err(ArgumentError::Unchecked);
     };
     let dir: PathBuf = match uploads.verified(&id, size, &sha256) {
         Ok(dir) => dir,

@@ -41,6 +41,36 @@ impl Manifest {
     }
 }
 
+/// An argument the host owns (paging, uploads) that is malformed; the call is
+/// refused before any tool runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ArgumentError {
+    /// `name` is not what it must be (`expected`).
+    NotA { name: &'static str, expected: &'static str },
+    /// `staged` is given, but only the server sets it.
+    Staged,
+    /// `name` (`size` or `sha256`) is given without `upload_id`.
+    WithoutUpload(&'static str),
+    /// An `upload_id` for a tool that takes none.
+    NoUploads { tool: String },
+    /// An `upload_id` without the `size` and `sha256` that check it.
+    Unchecked,
+}
+
+impl fmt::Display for ArgumentError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ArgumentError::NotA { name, expected } => write!(f, "`{name}` must be {expected}"),
+            ArgumentError::Staged => f.write_str("`staged` is set by the server; pass `upload_id` instead"),
+            ArgumentError::WithoutUpload(name) => write!(f, "`{name}` goes with `upload_id`"),
+            ArgumentError::NoUploads { tool } => write!(f, "tool `{tool}` does not take uploads"),
+            ArgumentError::Unchecked => {
+                f.write_str("`upload_id` needs `size` (bytes) and `sha256` to check the upload")
+            }
+        }
+    }
+}
+
 /// The WIT `error-code`, one to one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorCode {

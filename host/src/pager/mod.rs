@@ -22,10 +22,9 @@ use serde_json::{Map, Value};
 use sha2::Sha256;
 use sha2::digest::common::hazmat::{SerializableState, SerializedState};
 
-use crate::protocol::jsonrpc::{Code, ErrorObject};
 use crate::registry::Tool;
 use crate::runtime::{CallContext, CallFailure, LiveCall, Reclaim, Runtime};
-use crate::tool::{Budget, ErrorCode, Fingerprint, ToolError};
+use crate::tool::{ArgumentError, Budget, ErrorCode, Fingerprint, ToolError};
 use cursor::{Cursor, CursorError, CursorKey};
 use page::{Builder, Page};
 use parked::ParkedStreams;
@@ -76,10 +75,10 @@ pub struct Paging {
 
 impl Paging {
     /// Splits the host's paging options from the tool's own arguments.
-    pub fn split(arguments: &Value) -> Result<(Paging, Value), ErrorObject> {
+    pub fn split(arguments: &Value) -> Result<(Paging, Value), ArgumentError> {
         let mut args: Map<String, Value> = arguments.as_object().cloned().unwrap_or_default();
-        let bad = |name: &str, what: &str| ErrorObject::new(Code::InvalidParams, format!("`{name}` must be {what}"));
-        let count = |v: Option<Value>, name: &str| match v {
+        let bad = |name, expected| ArgumentError::NotA { name, expected };
+        let count = |v: Option<Value>, name: &'static str| match v {
             None | Some(Value::Null) => Ok(None),
             Some(Value::Number(n)) => {
                 n.as_u64().filter(|n| *n > 0).map(Some).ok_or_else(|| bad(name, "a positive integer"))
@@ -374,7 +373,7 @@ mod tests {
         for bad in
             [json!({"max_tokens": 0}), json!({"max_tokens": "9"}), json!({"page_size": -1}), json!({"cursor": 5})]
         {
-            assert_eq!(Paging::split(&bad).unwrap_err().code, Code::InvalidParams, "{bad}");
+            assert!(matches!(Paging::split(&bad), Err(ArgumentError::NotA { .. })), "{bad}");
         }
     }
 
