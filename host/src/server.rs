@@ -6,17 +6,17 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::ambient;
 use crate::installed::ToolsDir;
-use crate::pager::cursor::{CursorError, CursorKey};
+use crate::pager::cursor::CursorKey;
 use crate::pager::{PageError, PageLimits, Pager, Paging};
 use crate::policy::{DirSpec, Policy};
-use crate::protocol::jsonrpc::{Code, ErrorObject, Kind};
+use crate::protocol::jsonrpc::ErrorObject;
 use crate::protocol::mcp::Version;
 use crate::registry::{Origin, Registry, Source, Tool};
-use crate::results as mcp;
+use crate::results::{self as mcp, Fault};
 use crate::runtime::{CallContext, CallFailure, CallLimits, CallSignal, Capacity, LimitError, Runtime, Slots};
 use crate::staging::{self, UPLOAD_TOOL};
 use crate::tool::Access;
@@ -304,12 +304,14 @@ impl Server {
         }
         let deadline = Instant::now() + self.limits.call.wall_time;
         let tool = Arc::clone(self.registry().get(name).ok_or_else(|| self.not_offered(name))?);
-        let (paging, args) = Paging::split(arguments).map_err(mcp::bad_argument)?;
+        let (paging, args) = Paging::split(arguments).map_err(|e| Fault::BadArgument(e).to_error())?;
         let mut args = match args {
             Value::Object(map) => map,
             _ => Default::default(),
         };
-        let attached = match staging::attach(&self.uploads, &tool.manifest, &mut args).map_err(mcp::bad_argument)? {
+        let attached = match staging::attach(&self.uploads, &tool.manifest, &mut args)
+            .map_err(|e| Fault::BadArgument(e).to_error())?
+        {
             Ok(attached) => attached,
             Err(e) => return mcp::call_failure(CallFailure::Tool(e), version),
         };
@@ -338,7 +340,7 @@ impl Server {
                 Ok(mcp::call_result(page, version))
             }
             Err(PageError::Call(failure)) => mcp::call_failure(self.explain_denial(&tool, failure), version),
-            Err(PageError::Cursor(e)) => Err(invalid_cursor(&e)),
+            Err(PageError::Cursor(e)) => Err(Fault::Cursor(e).into()),
         }
     }
 }
@@ -383,11 +385,7 @@ impl Server {
     pub fn not_offered(&self, name: &str) -> ErrorObject {
         let exists = name == UPLOAD_TOOL || self.registry().get(name).is_some();
         if self.policy.read_only() && exists {
-            ErrorObject::new(
-                Code::InvalidParams,
-                format!("Tool `{name}` is not offered: this server runs read-only (`--read-only`), so nothing writes"),
-            )
-            .with_kind(Kind::ReadOnly, json!({ "name": name }))
+            Fault::ReadOnly { name: name.to_string() }.into()
         } else {
             mcp::unknown_tool(name)
         }
@@ -454,12 +452,6 @@ fn installed_sources(policy: &Policy, dir: &ToolsDir, lock_text: Option<String>)
         sources.push(Source::installed(verified, grants));
     }
     Ok(sources)
-}
-
-/// The -32602 answer to a refused cursor.
-fn invalid_cursor(e: &CursorError) -> ErrorObject {
-    ErrorObject::new(Code::InvalidParams, format!("Invalid cursor: {e}"))
-        .with_kind(Kind::InvalidCursor, json!({ "reason": e.reason() }))
 }
 
 #[cfg(test)]

@@ -23,10 +23,10 @@ use serde_json::{Value, json};
 use tokio::sync::{Semaphore, mpsc};
 
 use crate::framing::Frame;
-use crate::protocol::jsonrpc::{self, Code, ErrorObject, Id, Kind, Message};
+use crate::protocol::jsonrpc::{self, Code, ErrorObject, Id, Message};
 use crate::protocol::mcp::{LogLevel, Request, Version};
 use crate::protocol::modern::{self, Headers};
-use crate::results;
+use crate::results::{self, Fault};
 use crate::runtime::CallSignal;
 use crate::server::Server;
 use roots::ClientRoots;
@@ -188,21 +188,8 @@ impl Session {
     fn too_long(&self, observed: usize) -> ErrorObject {
         let limit = self.server.limits().max_line_bytes;
         // Base64 grows a chunk by a third; half the limit leaves room for the envelope.
-        let chunk = self.server.limits().uploads.max_chunk.min(limit / 2);
-        ErrorObject::new(
-            Code::InvalidRequest,
-            format!(
-                "message of at least {observed} bytes exceeds the limit of {limit} bytes per message; it was discarded. \
-                 To write more, stage the content with the `upload` tool in chunks of at most {chunk} bytes, then call \
-                 `write` with its `upload_id`"
-            ),
-        )
-        .with_kind(Kind::PayloadTooLarge, json!({
-            "limit_bytes": limit,
-            "observed_bytes": observed,
-            "max_chunk_bytes": chunk,
-            "use": "upload",
-        }))
+        let max_chunk = self.server.limits().uploads.max_chunk.min(limit / 2);
+        Fault::TooLong { observed, limit, max_chunk }.into()
     }
 
     fn notification(&self, method: &str, params: Option<Value>, out: &Outbox) {
@@ -272,11 +259,7 @@ impl Session {
                 }
                 (Request::Ping, _) => return reply(None, Ok(json!({}))),
                 (_, None) => {
-                    let error = ErrorObject::new(
-                        Code::NotInitialized,
-                        format!("Server not initialized: send `initialize` before `{method}`"),
-                    );
-                    return reply(None, Err(error));
+                    return reply(None, Err(Fault::NotInitialized { method: method.to_string() }.into()));
                 }
                 (_, Some(version)) => version,
             };
@@ -338,11 +321,7 @@ impl Session {
         {
             let mut inflight = self.inflight.lock().expect("inflight lock");
             if inflight.contains_key(&id) {
-                let error = ErrorObject::new(
-                    Code::InvalidRequest,
-                    "Invalid Request: this id is already used by a request in progress; ids must be unique",
-                );
-                return Handled::Now(Some(self.respond(&id, Err(error), ctx.version.is_modern())));
+                return Handled::Now(Some(self.respond(&id, Err(Fault::DuplicateId.into()), ctx.version.is_modern())));
             }
             inflight.insert(id.clone(), Arc::clone(&signal));
         }
@@ -380,7 +359,7 @@ impl Session {
             }
             let result = joined.unwrap_or_else(|e| {
                 tracing::error!("tool call thread failed: {e}");
-                Err(ErrorObject::new(Code::InternalError, "the call failed inside the server; the log has details"))
+                Err(Fault::CallThread.into())
             });
             log_outcome(&out, ctx.log_level, &guard.id, &result, elapsed);
             Some(guard.session.respond(&guard.id, stamped(ctx, result, false), ctx.version.is_modern()))
@@ -402,23 +381,8 @@ impl Session {
         // A page's payload can appear escaped and again in a footer: an eighth of
         // the limit fits. Never more than a call may ask for.
         let most = self.server.pager().limits().max_tokens as usize;
-        let tokens = (limit / 8 / crate::pager::BYTES_PER_TOKEN as usize).clamp(1, most.max(1));
-        let error = ErrorObject::new(
-            Code::InvalidRequest,
-            format!(
-                "the response would be {} bytes, over the limit of {limit} bytes per message; ask for a smaller \
-                 page, e.g. `max_tokens` of at most {tokens}",
-                line.len()
-            ),
-        )
-        .with_kind(
-            Kind::PayloadTooLarge,
-            json!({
-                "limit_bytes": limit,
-                "observed_bytes": line.len(),
-                "max_tokens": tokens,
-            }),
-        );
+        let max_tokens = Fault::tokens_that_fit(limit, most);
+        let error = Fault::ResponseTooLarge { size: line.len(), limit, max_tokens }.to_error();
         error_reply(Some(id), &error, modern)
     }
 }

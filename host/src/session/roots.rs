@@ -18,7 +18,8 @@ use serde_json::{Value, json};
 use tokio::sync::watch;
 
 use crate::ambient;
-use crate::protocol::jsonrpc::{self, Code, ErrorObject, Id, Kind};
+use crate::protocol::jsonrpc::{self, ErrorObject, Id};
+use crate::results::Fault;
 
 /// How long a call waits for the client's answer to `roots/list`.
 pub const ANSWER_WAIT: Duration = Duration::from_secs(10);
@@ -110,15 +111,7 @@ impl ClientRoots {
                 State::Client(roots) => Some(Arc::clone(roots)),
                 _ => None,
             }),
-            _ => Err(ErrorObject::new(
-                Code::InternalError,
-                format!(
-                    "the client declared the `roots` capability but did not answer `roots/list` within {} s; \
-                     calls are refused until it does, so that none runs outside the roots it allows",
-                    ANSWER_WAIT.as_secs()
-                ),
-            )
-            .with_kind(Kind::RootsUnanswered, json!({}))),
+            _ => Err(Fault::RootsUnanswered { waited_secs: ANSWER_WAIT.as_secs() }.into()),
         }
     }
 }

@@ -5,6 +5,9 @@
 
 use serde_json::{Map, Value, json};
 
+pub mod faults;
+pub use faults::Fault;
+
 use crate::pager::BYTES_PER_TOKEN;
 use crate::pager::page::{Block, Page};
 use crate::protocol::jsonrpc::{Code, ErrorObject, Kind};
@@ -12,7 +15,7 @@ use crate::protocol::mcp::Version;
 use crate::protocol::modern;
 use crate::registry::Tool;
 use crate::runtime::CallFailure;
-use crate::tool::{ArgumentError, Manifest};
+use crate::tool::Manifest;
 
 /// What the server offers, in either era: tools, log messages on request,
 /// and (empty) resources and prompts, so clients that list them get an answer.
@@ -443,11 +446,6 @@ pub fn call_failure(failure: CallFailure, version: Version) -> Result<Value, Err
     Ok(result)
 }
 
-/// The -32602 answer to a malformed argument the host owns (paging, uploads).
-pub fn bad_argument(e: ArgumentError) -> ErrorObject {
-    ErrorObject::new(Code::InvalidParams, e.to_string())
-}
-
 /// The error for a tools/call naming a tool that does not exist.
 pub fn unknown_tool(name: &str) -> ErrorObject {
     ErrorObject::new(Code::InvalidParams, format!("Unknown tool: `{name}`; tools/list shows the tools this server has"))
@@ -503,14 +501,6 @@ mod tests {
         assert_eq!(held["replacements"], 1);
         let more = structured_of(page(vec![(Payload::Item(answer.to_string()), false)], json!({"path": "f"})));
         assert_eq!(more["items"], json!([answer]), "an item with fields the info lacks is kept");
-    }
-
-    #[test]
-    fn a_malformed_argument_the_host_owns_is_invalid_params_with_its_sentence() {
-        let e = bad_argument(ArgumentError::NotA { name: "max_tokens", expected: "a positive integer" });
-        assert_eq!((e.code, e.message.as_str()), (Code::InvalidParams, "`max_tokens` must be a positive integer"));
-        let e = bad_argument(ArgumentError::NoUploads { tool: "grep".into() });
-        assert_eq!(e.message, "tool `grep` does not take uploads");
     }
 
     #[test]

@@ -1,0 +1,141 @@
+//! What can go wrong in a request before or around a tool call, typed, and
+//! the one place each becomes a JSON-RPC error object. (A call's own failure,
+//! `CallFailure`, becomes an `isError` result or an error in `call_failure`.)
+
+use std::fmt;
+
+use serde_json::json;
+
+use crate::pager::BYTES_PER_TOKEN;
+use crate::pager::cursor::CursorError;
+use crate::protocol::jsonrpc::{Code, ErrorObject, Kind};
+use crate::tool::ArgumentError;
+
+/// A request the server refuses, or could not answer.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Fault {
+    /// A message longer than `limit` bytes (at least `observed`) was discarded
+    /// unread; content that large goes through `upload` in `max_chunk` pieces.
+    TooLong { observed: usize, limit: usize, max_chunk: usize },
+    /// A response of `size` bytes would be over `limit`: a page of at most
+    /// `max_tokens` fits.
+    ResponseTooLarge { size: usize, limit: usize, max_tokens: usize },
+    /// A request other than `initialize` or `ping` before `initialize`.
+    NotInitialized { method: String },
+    /// A request whose id another request in progress has.
+    DuplicateId,
+    /// The thread running a call failed (the log has details).
+    CallThread,
+    /// An argument the host owns is malformed.
+    BadArgument(ArgumentError),
+    /// A cursor that was refused.
+    Cursor(CursorError),
+    /// A tool that writes, on a server that runs read-only.
+    ReadOnly { name: String },
+    /// The client declared roots but did not answer `roots/list` within
+    /// `waited_secs`.
+    RootsUnanswered { waited_secs: u64 },
+}
+
+impl Fault {
+    /// The largest `max_tokens` whose page fits a response of `limit` bytes
+    /// (JSON escaping can grow a page's text eightfold), at most `most`.
+    pub fn tokens_that_fit(limit: usize, most: usize) -> usize {
+        (limit / 8 / BYTES_PER_TOKEN as usize).clamp(1, most.max(1))
+    }
+
+    /// The JSON-RPC error object.
+    pub fn to_error(&self) -> ErrorObject {
+        let message = self.to_string();
+        match self {
+            Fault::TooLong { observed, limit, max_chunk } => ErrorObject::new(Code::InvalidRequest, message).with_kind(
+                Kind::PayloadTooLarge,
+                json!({ "limit_bytes": limit, "observed_bytes": observed, "max_chunk_bytes": max_chunk, "use": "upload" }),
+            ),
+            Fault::ResponseTooLarge { size, limit, max_tokens } => ErrorObject::new(Code::InvalidRequest, message)
+                .with_kind(
+                    Kind::PayloadTooLarge,
+                    json!({ "limit_bytes": limit, "observed_bytes": size, "max_tokens": max_tokens }),
+                ),
+            Fault::NotInitialized { .. } => ErrorObject::new(Code::NotInitialized, message),
+            Fault::DuplicateId => ErrorObject::new(Code::InvalidRequest, message),
+            Fault::CallThread => ErrorObject::new(Code::InternalError, message),
+            Fault::BadArgument(_) => ErrorObject::new(Code::InvalidParams, message),
+            Fault::Cursor(e) => {
+                ErrorObject::new(Code::InvalidParams, message).with_kind(Kind::InvalidCursor, json!({ "reason": e.reason() }))
+            }
+            Fault::ReadOnly { name } => {
+                ErrorObject::new(Code::InvalidParams, message).with_kind(Kind::ReadOnly, json!({ "name": name }))
+            }
+            Fault::RootsUnanswered { .. } => {
+                ErrorObject::new(Code::InternalError, message).with_kind(Kind::RootsUnanswered, json!({}))
+            }
+        }
+    }
+}
+
+impl From<Fault> for ErrorObject {
+    fn from(fault: Fault) -> ErrorObject {
+        fault.to_error()
+    }
+}
+
+impl fmt::Display for Fault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Fault::TooLong { observed, limit, max_chunk } => write!(
+                f,
+                "message of at least {observed} bytes exceeds the limit of {limit} bytes per message; it was discarded. \
+                 To write more, stage the content with the `upload` tool in chunks of at most {max_chunk} bytes, then \
+                 call `write` with its `upload_id`"
+            ),
+            Fault::ResponseTooLarge { size, limit, max_tokens } => write!(
+                f,
+                "the response would be {size} bytes, over the limit of {limit} bytes per message; ask for a smaller \
+                 page, e.g. `max_tokens` of at most {max_tokens}"
+            ),
+            Fault::NotInitialized { method } => {
+                write!(f, "Server not initialized: send `initialize` before `{method}`")
+            }
+            Fault::DuplicateId => {
+                f.write_str("Invalid Request: this id is already used by a request in progress; ids must be unique")
+            }
+            Fault::CallThread => f.write_str("the call failed inside the server; the log has details"),
+            Fault::BadArgument(e) => write!(f, "{e}"),
+            Fault::Cursor(e) => write!(f, "Invalid cursor: {e}"),
+            Fault::ReadOnly { name } => {
+                write!(f, "Tool `{name}` is not offered: this server runs read-only (`--read-only`), so nothing writes")
+            }
+            Fault::RootsUnanswered { waited_secs } => write!(
+                f,
+                "the client declared the `roots` capability but did not answer `roots/list` within {waited_secs} s; \
+                 calls are refused until it does, so that none runs outside the roots it allows"
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_fault_has_its_code_kind_and_sentence() {
+        let too_long = Fault::TooLong { observed: 9, limit: 8, max_chunk: 4 }.to_error();
+        assert_eq!(
+            (too_long.code, &too_long.data.as_ref().unwrap()["error"]),
+            (Code::InvalidRequest, &json!("payload_too_large"))
+        );
+        assert!(too_long.message.contains("chunks of at most 4 bytes"), "{}", too_long.message);
+        let cursor = Fault::Cursor(CursorError::Expired).to_error();
+        assert_eq!((cursor.code, &cursor.data.unwrap()["error"]), (Code::InvalidParams, &json!("invalid_cursor")));
+        let bad = Fault::BadArgument(ArgumentError::Staged).to_error();
+        assert_eq!((bad.code, bad.data), (Code::InvalidParams, None));
+        assert_eq!(Fault::NotInitialized { method: "tools/list".into() }.to_error().code, Code::NotInitialized);
+        assert_eq!(Fault::RootsUnanswered { waited_secs: 5 }.to_error().code, Code::InternalError);
+        assert_eq!(
+            (Fault::tokens_that_fit(4 << 20, 25_000), Fault::tokens_that_fit(64 << 10, 25_000)),
+            (25_000, 2_048)
+        );
+    }
+}
