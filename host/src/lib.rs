@@ -5,7 +5,8 @@
 //! vocabulary) → `server` (a tool call: the tool, `policy`'s grants, one
 //! `runtime::CallContext`) → `pager` (pulling a tool's chunks into pages) →
 //! `runtime` (wasmtime: engine, instance pool, cache, per-call store) → the
-//! tool component; `results` renders what comes back for the wire. `registry`
+//! tool component; `results` renders what comes back for the wire, and its
+//! `faults` is the one place a request's fault becomes a JSON-RPC error. `registry`
 //! knows which tools exist and `installed` the third-party ones added with
 //! `cordon tool add`; `staging` and `uploads` hold content staged for writes;
 //! `cli` is the front door and `config` its file; `cleanup` sweeps stray
