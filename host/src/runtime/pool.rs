@@ -94,7 +94,7 @@ impl Capacity {
     /// and memories of at most `memory_bytes`.
     pub(super) fn pool(self, memory_bytes: usize) -> Result<PoolingAllocationConfig, CapacityError> {
         self.validate()?;
-        let instances = u32::try_from(self.instances()).map_err(|_| CapacityError { capacity: self, fits: 0 })?;
+        let instances = u32::try_from(self.instances()).expect("a capacity that fits the address space fits a u32");
         let mut pool = PoolingAllocationConfig::default();
         pool.total_component_instances(instances)
             .total_core_instances(instances * CORE_INSTANCES_PER_INSTANCE)

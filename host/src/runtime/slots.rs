@@ -30,7 +30,6 @@ pub trait Reclaim: Send + Sync {
 }
 
 /// A fixed number of slots.
-#[derive(Clone)]
 pub struct Slots {
     inner: Arc<Inner>,
 }
@@ -68,12 +67,9 @@ impl Slots {
         *self.inner.reclaim.lock().expect("reclaim lock") = Some(reclaim);
     }
 
-    pub fn capacity(&self) -> usize {
-        self.inner.capacity
-    }
-
     /// Slots held now.
-    pub fn used(&self) -> usize {
+    #[cfg(test)]
+    fn used(&self) -> usize {
         *self.inner.used.lock().expect("slots lock")
     }
 
@@ -104,7 +100,7 @@ impl Slots {
     }
 
     /// A free slot, if there is one.
-    pub fn try_acquire(&self) -> Option<Slot> {
+    fn try_acquire(&self) -> Option<Slot> {
         let mut used = self.inner.used.lock().expect("slots lock");
         if *used >= self.inner.capacity {
             return None;
