@@ -20,7 +20,7 @@ fn main() {
     let manifest_dir = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").unwrap());
     let workspace = manifest_dir.parent().unwrap().to_path_buf();
     let out_dir = PathBuf::from(env::var_os("OUT_DIR").unwrap());
-    for watched in ["tools", "tests/tools", "wit", "Cargo.lock", "Cargo.toml", ".cargo/config.toml"] {
+    for watched in ["contract", "tools", "tests/tools", "wit", "Cargo.lock", "Cargo.toml", ".cargo/config.toml"] {
         println!("cargo:rerun-if-changed={}", workspace.join(watched).display());
     }
 

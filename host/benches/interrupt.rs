@@ -17,10 +17,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use cordon::limits::Limits;
 use cordon::policy::{DirSpec, Mode};
-use cordon::protocol::mcp::Version;
+use cordon::results::{Answer, tool_failure};
 use cordon::runtime::{CallSignal, MAX_STUCK_PER_TOOL};
-use cordon::server::{Config, Limits, Server};
+use cordon::server::{CallRequest, Config, Server};
 use serde_json::json;
 
 const HOSTILE: &str = env!("CORDON_HOSTILE_COMPONENT");
@@ -82,13 +83,16 @@ fn main() {
 fn lateness(server: &Arc<Server>, behaviour: &str, wall_time: Duration) -> Duration {
     let args = json!({ "behaviour": behaviour });
     let started = Instant::now();
-    let result = server.call_tool("hostile", &args, Version::LATEST, None, &Arc::new(CallSignal::new())).unwrap();
+    let signal = Arc::new(CallSignal::new());
+    let request = CallRequest { name: "hostile", arguments: &args, client_roots: None, signal: &signal };
+    let answer = server.call(request).unwrap();
     let answered = started.elapsed();
-    let error = &result["structuredContent"]["error"];
-    assert_eq!(error["code"], "timeout", "{result}");
+    let Answer::Failed(failure) = answer else { panic!("the hostile call was answered: {answer:?}") };
+    let failure = tool_failure(failure).unwrap();
+    assert_eq!(failure.code, "timeout", "{failure}");
     // The guest is stopped where this run measures: in wasm, or blocked in the host.
-    let in_host = error["message"].as_str().unwrap().contains("blocked in a host call");
-    assert_eq!(in_host, behaviour == "sleep-in-host", "{result}");
+    let in_host = failure.message.contains("blocked in a host call");
+    assert_eq!(in_host, behaviour == "sleep-in-host", "{failure}");
     answered.saturating_sub(wall_time)
 }
 

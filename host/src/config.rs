@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Deserializer};
 
 use crate::ambient;
+use crate::limits::Settings;
 use crate::policy::{DirSpec, Mode};
 
 /// What `cordon.toml` may say. Every key is optional.
@@ -39,8 +40,10 @@ pub struct FileConfig {
     pub tools_dir: Option<PathBuf>,
     /// Log at debug level.
     pub debug: Option<bool>,
+    /// `[limits]`: each key is the flag of the same name (see `limits`).
+    /// Sizes in bytes are a number or a string with a unit (`"8 MiB"`).
     #[serde(default)]
-    pub limits: FileLimits,
+    pub limits: Settings,
     #[serde(default)]
     pub serve: FileServe,
     /// Refused: secrets come from the environment.
@@ -49,36 +52,6 @@ pub struct FileConfig {
     /// Refused: secrets come from the environment.
     #[serde(default, deserialize_with = "secret")]
     pub cursor_key: Option<()>,
-}
-
-/// `[limits]`: each key is the flag of the same name. Sizes in bytes are a
-/// number or a string with a unit (`"8 MiB"`, `"512KiB"`, `"4GB"`).
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "kebab-case")]
-pub struct FileLimits {
-    pub max_line_bytes: Option<Bytes>,
-    pub max_response_bytes: Option<Bytes>,
-    pub max_concurrent_calls: Option<usize>,
-    pub max_calls_in_flight: Option<usize>,
-    pub page_tokens: Option<u32>,
-    pub max_page_tokens: Option<u32>,
-    pub max_page_items: Option<u32>,
-    #[serde(alias = "max-sessions")]
-    pub max_parked_streams: Option<usize>,
-    #[serde(alias = "session-ttl-secs")]
-    pub parked_ttl_secs: Option<u64>,
-    pub cursor_ttl_secs: Option<u64>,
-    pub max_upload_bytes: Option<Bytes>,
-    pub upload_ttl_secs: Option<u64>,
-    pub max_depth: Option<usize>,
-    pub memory_mib: Option<usize>,
-    pub timeout_secs: Option<f64>,
-    pub host_grace_ms: Option<u64>,
-    pub max_handles: Option<usize>,
-    pub max_output_chunk_bytes: Option<Bytes>,
-    pub max_info_bytes: Option<Bytes>,
-    pub max_table_elements: Option<usize>,
-    pub max_instances: Option<usize>,
 }
 
 /// `[serve]`: where `cordon serve` listens when no flag says.
@@ -132,46 +105,6 @@ impl RootEntry {
         };
         DirSpec { path: base.join(spec.path), mode: spec.mode }
     }
-}
-
-/// A size in bytes: a number, or a string with a unit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Bytes(pub u64);
-
-impl<'de> Deserialize<'de> for Bytes {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Bytes, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Raw {
-            Number(u64),
-            Text(String),
-        }
-        match Raw::deserialize(d).map_err(|_| {
-            serde::de::Error::custom("expected a size in bytes: a whole number, or a string such as \"8 MiB\"")
-        })? {
-            Raw::Number(n) => Ok(Bytes(n)),
-            Raw::Text(text) => parse_bytes(&text).map(Bytes).map_err(serde::de::Error::custom),
-        }
-    }
-}
-
-/// Reads a size: `1048576`, `"1 MiB"`, `"1MiB"`, `"1M"` (binary units: K,
-/// KiB, KB are all 1024).
-pub fn parse_bytes(text: &str) -> Result<u64, String> {
-    let text = text.trim();
-    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
-    let (digits, unit) = text.split_at(split);
-    let number: u64 =
-        digits.parse().map_err(|_| format!("`{text}` is not a size: it must start with a whole number"))?;
-    let shift = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 0,
-        "k" | "kb" | "kib" => 10,
-        "m" | "mb" | "mib" => 20,
-        "g" | "gb" | "gib" => 30,
-        "t" | "tb" | "tib" => 40,
-        other => return Err(format!("`{text}` has an unknown unit `{other}` (use B, KiB, MiB, GiB or TiB)")),
-    };
-    number.checked_mul(1 << shift).ok_or_else(|| format!("`{text}` is too large"))
 }
 
 /// Refuses a secret in the file, whatever its value.
@@ -243,6 +176,7 @@ pub fn parse(text: &str) -> Result<FileConfig, toml::de::Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::limits::{Bytes, parse_bytes};
 
     #[test]
     fn the_documented_example_parses() {
@@ -250,14 +184,14 @@ mod tests {
         let file = parse(text).unwrap_or_else(|e| panic!("cordon.example.toml: {e}"));
         assert!(file.roots.is_some_and(|r| r.len() == 2));
         assert!(file.deny.is_some_and(|d| d.iter().any(|r| r == ".git/**")));
-        assert_eq!(file.limits.max_line_bytes, Some(Bytes(8 << 20)));
-        assert_eq!((file.limits.max_parked_streams, file.limits.max_calls_in_flight), (Some(64), Some(16)));
+        assert_eq!(file.limits.max_line_bytes, Bytes(8 << 20));
+        assert_eq!((file.limits.max_parked_streams, file.limits.max_calls_in_flight), (64, 16));
     }
 
     #[test]
     fn parked_streams_keep_their_former_names_as_aliases() {
         let file = parse("[limits]\nmax-sessions = 3\nsession-ttl-secs = 9").unwrap();
-        assert_eq!((file.limits.max_parked_streams, file.limits.parked_ttl_secs), (Some(3), Some(9)));
+        assert_eq!((file.limits.max_parked_streams, file.limits.parked_ttl_secs), (3, 9));
     }
 
     #[test]

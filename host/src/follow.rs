@@ -4,11 +4,13 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use base64::Engine as _;
 use serde_json::Value;
 
+use crate::pager::page::Block;
+use crate::protocol::jsonrpc::ErrorObject;
 use crate::protocol::mcp::Version;
-use crate::server::Server;
+use crate::results::{self, Answer};
+use crate::server::{CallRequest, Server};
 
 /// Calls `tool` and every continuation. Without `jsonl` the payload is written
 /// raw (text as is, base64 blobs decoded), so stdout receives exactly the bytes
@@ -28,42 +30,48 @@ pub fn follow(
     }
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
+    let signal = std::sync::Arc::new(crate::runtime::CallSignal::new());
     loop {
-        let result = match server.call_tool(
-            tool,
-            &arguments,
-            Version::LATEST,
-            None,
-            &std::sync::Arc::new(crate::runtime::CallSignal::new()),
-        ) {
-            Ok(result) => result,
-            Err(error) => {
+        let request = CallRequest { name: tool, arguments: &arguments, client_roots: None, signal: &signal };
+        let page = match server.call(request) {
+            Ok(Answer::Page(page)) => page,
+            Ok(Answer::Host(value)) => {
+                // A host tool answers at once, in one piece.
+                writeln!(out, "{value}")?;
+                break;
+            }
+            Ok(Answer::Failed(failure)) => {
                 out.flush()?;
-                eprintln!("cordon: {}", serde_json::to_string(&error)?);
+                return Ok(match results::tool_failure(failure) {
+                    Ok(failure) => {
+                        eprintln!("cordon: {failure}");
+                        ExitCode::from(1)
+                    }
+                    Err(error) => {
+                        eprintln!("cordon: {}", serde_json::to_string(&error)?);
+                        ExitCode::from(2)
+                    }
+                });
+            }
+            Err(fault) => {
+                out.flush()?;
+                eprintln!("cordon: {}", serde_json::to_string(&ErrorObject::from(fault))?);
                 return Ok(ExitCode::from(2));
             }
         };
-        if result["isError"] == Value::Bool(true) {
-            out.flush()?;
-            eprintln!("cordon: {}", result["content"][0]["text"].as_str().unwrap_or("the call failed"));
-            return Ok(ExitCode::from(1));
-        }
-        let meta = &result["structuredContent"];
+        let next_cursor = page.next_cursor.clone();
         if jsonl {
-            serde_json::to_writer(&mut out, &result)?;
+            serde_json::to_writer(&mut out, &results::call_result(*page, Version::LATEST))?;
             out.write_all(b"\n")?;
         } else {
-            let page = &result["_meta"][crate::results::PAGE_META];
-            let blocks = page["blocks"].as_u64().unwrap_or(0) as usize;
-            for block in result["content"].as_array().into_iter().flatten().take(blocks) {
-                if let Some(text) = block["text"].as_str() {
-                    out.write_all(text.as_bytes())?;
-                } else if let Some(blob) = block["resource"]["blob"].as_str() {
-                    out.write_all(&base64::engine::general_purpose::STANDARD.decode(blob)?)?;
+            for block in &page.blocks {
+                match block {
+                    Block::Text(text) => out.write_all(text.as_bytes())?,
+                    Block::Bytes(raw) => out.write_all(raw)?,
                 }
             }
         }
-        match meta["next_cursor"].as_str() {
+        match next_cursor {
             Some(cursor) => {
                 let mut next = paging.clone();
                 next.insert("cursor".into(), cursor.into());

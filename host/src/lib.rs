@@ -2,25 +2,31 @@
 //!
 //! The data path: `transport` (byte streams) → `framing` (bounded lines) →
 //! `session` (the session core: requests parsed once into `protocol`'s typed
-//! vocabulary) → `server` (a tool call: the tool, `policy`'s grants, one
-//! `runtime::CallContext`) → `pager` (pulling a tool's chunks into pages) →
-//! `runtime` (wasmtime: engine, instance pool, cache, per-call store) → the
-//! tool component; `results` renders what comes back for the wire, and its
-//! `faults` is the one place a request's fault becomes a JSON-RPC error. `registry`
-//! knows which tools exist and `installed` the third-party ones added with
-//! `cordon tool add`; `staging` and `uploads` hold content staged for writes;
-//! `cli` is the front door and `config` its file; `cleanup` sweeps stray
-//! temporary files at start; `ambient` is the only module that opens paths
-//! with ambient authority. Each imports only modules below it: `protocol`,
-//! `tool`, `framing` and `ambient` import none (`tests/e2e/house.rs` checks).
+//! vocabulary) → `server` (one tool call: its `registry` entry, a component
+//! or a host tool; `args` splits the host's arguments from the tool's once;
+//! `policy`'s grants; one `runtime::CallContext`) → `pager` (pulling a tool's
+//! chunks into pages) → `runtime` (wasmtime: engine, instance pool, cache,
+//! per-call store) → the tool component. The server answers with a typed
+//! `results::Answer` or a `results::Fault`; `results` renders them for the
+//! wire, and its `faults` is the one place a request's fault becomes a
+//! JSON-RPC error. `limits` is the one table of limits (flags, configuration
+//! keys, defaults, validation); `installed` keeps the third-party tools added
+//! with `cordon tool add`; `staging` and `uploads` hold content staged for
+//! writes; `cli` is the front door and `config` its file; `cleanup` sweeps
+//! stray temporary files at start; `ambient` is the only module that opens
+//! paths with ambient authority. Each imports only modules below it:
+//! `protocol`, `tool`, `framing` and `ambient` import none, `args` only `tool`
+//! (`tests/e2e/house.rs` checks).
 
 pub mod ambient;
+pub mod args;
 pub mod cleanup;
 pub mod cli;
 pub mod config;
 pub mod follow;
 pub mod framing;
 pub mod installed;
+pub mod limits;
 pub mod pager;
 pub mod policy;
 pub mod protocol;

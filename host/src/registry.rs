@@ -5,7 +5,6 @@
 
 use std::sync::Arc;
 
-use anyhow::Context;
 use serde_json::Value;
 
 use crate::installed::Verified;
@@ -81,6 +80,108 @@ impl Tool {
     }
 }
 
+/// A tool the host serves itself, without a component.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostTool {
+    /// `upload`: stages content too large for one call (see `staging`).
+    Upload,
+}
+
+impl HostTool {
+    /// Every host tool, in the order `tools/list` shows them.
+    pub const ALL: [HostTool; 1] = [HostTool::Upload];
+
+    pub fn manifest(self) -> Manifest {
+        match self {
+            HostTool::Upload => crate::staging::upload_manifest(),
+        }
+    }
+}
+
+/// A tool the registry offers: a loaded component, or one the host serves.
+#[derive(Clone)]
+pub enum Entry {
+    Component(Arc<Tool>),
+    Host { tool: HostTool, manifest: Arc<Manifest> },
+}
+
+impl Entry {
+    pub fn manifest(&self) -> &Manifest {
+        match self {
+            Entry::Component(tool) => &tool.manifest,
+            Entry::Host { manifest, .. } => manifest,
+        }
+    }
+
+    /// What tells one version of an entry from another: the component's
+    /// digest and origin (a host tool is always the same).
+    fn identity(&self) -> (String, Option<(String, Origin)>) {
+        match self {
+            Entry::Component(t) => (t.manifest.name.clone(), Some((t.digest.clone(), t.origin.clone()))),
+            Entry::Host { manifest, .. } => (manifest.name.clone(), None),
+        }
+    }
+}
+
+/// Why the tools cannot be loaded.
+#[derive(Debug)]
+pub enum LoadError {
+    /// A component named on the command line could not be read.
+    Read { path: std::path::PathBuf, source: std::io::Error },
+    /// A component could not be compiled or linked.
+    Component { label: String, source: crate::runtime::RuntimeError },
+    /// A component's manifest is not one the host can offer.
+    Manifest { label: String, problem: ManifestProblem },
+    /// Two tools have the same name.
+    Duplicate(String),
+}
+
+/// What is wrong with a component's manifest.
+#[derive(Debug)]
+pub enum ManifestProblem {
+    /// The manifest itself is malformed (`RawManifest::check`'s sentence).
+    Malformed(String),
+    /// An installed component now gives another name than it was installed as.
+    Renamed { now: String, installed_as: String },
+    /// The name is a host tool's.
+    HostName(String),
+    /// The tool declares an argument the host owns.
+    Reserved { tool: String, argument: &'static str },
+    /// The input schema is not a valid JSON Schema.
+    Schema { tool: String, error: String },
+}
+
+impl std::fmt::Display for LoadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LoadError::Read { path, source } => write!(f, "read component {}: {source}", path.display()),
+            LoadError::Component { label, source } => write!(f, "load {label}: {source}"),
+            LoadError::Manifest { label, problem } => write!(f, "load {label}: {problem}"),
+            LoadError::Duplicate(name) => write!(f, "two tools are named `{name}`"),
+        }
+    }
+}
+
+impl std::fmt::Display for ManifestProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ManifestProblem::Malformed(why) => write!(f, "bad manifest: {why}"),
+            ManifestProblem::Renamed { now, installed_as } => {
+                write!(f, "the component now calls itself `{now}`, but it was installed as `{installed_as}`")
+            }
+            ManifestProblem::HostName(name) => write!(f, "the tool name `{name}` is the host's"),
+            ManifestProblem::Reserved { tool, argument } => {
+                write!(f, "tool `{tool}` declares the argument `{argument}`, which the host reserves for paging")
+            }
+            ManifestProblem::Schema { tool, error } => {
+                write!(f, "the input schema of `{tool}` is not a valid JSON Schema: {error}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for LoadError {}
+
 /// A component to load and where it came from.
 pub struct Source {
     pub bytes: std::borrow::Cow<'static, [u8]>,
@@ -117,8 +218,9 @@ impl Source {
     }
 
     /// A component named on the command line.
-    pub fn component(path: &std::path::Path) -> anyhow::Result<Source> {
-        let bytes = crate::ambient::read_file(path).with_context(|| format!("read component {}", path.display()))?;
+    pub fn component(path: &std::path::Path) -> Result<Source, LoadError> {
+        let bytes =
+            crate::ambient::read_file(path).map_err(|source| LoadError::Read { path: path.to_path_buf(), source })?;
         Ok(Source {
             digest: crate::installed::sha256_hex(&bytes),
             bytes: bytes.into(),
@@ -129,15 +231,15 @@ impl Source {
     }
 }
 
-/// The tools a server offers, in name order.
+/// The tools a server offers: the components in name order, then the host's.
 pub struct Registry {
-    tools: Vec<Arc<Tool>>,
+    entries: Vec<Entry>,
 }
 
 impl Registry {
     /// Loads every built-in tool and then `extra`, in parallel (each is a
     /// compile or a cache load).
-    pub fn load(runtime: &Runtime, extra: Vec<Source>) -> anyhow::Result<Registry> {
+    pub fn load(runtime: &Runtime, extra: Vec<Source>) -> Result<Registry, LoadError> {
         let builtins = builtin_names().filter_map(Source::builtin);
         let tools = load_all(runtime, builtins.chain(extra).collect())?;
         Registry::new(tools)
@@ -146,12 +248,12 @@ impl Registry {
     /// This registry with its installed tools replaced by `installed`: the
     /// others are kept, and so is an installed tool whose component and grants
     /// did not change (it is not loaded again).
-    pub fn with_installed(&self, runtime: &Runtime, installed: Vec<Source>) -> anyhow::Result<Registry> {
+    pub fn with_installed(&self, runtime: &Runtime, installed: Vec<Source>) -> Result<Registry, LoadError> {
         let mut tools: Vec<Arc<Tool>> =
-            self.tools.iter().filter(|t| !matches!(t.origin, Origin::Installed { .. })).cloned().collect();
+            self.components().filter(|t| !matches!(t.origin, Origin::Installed { .. })).cloned().collect();
         let mut fresh = Vec::new();
         for source in installed {
-            let same = self.tools.iter().find(|t| t.digest == source.digest && t.origin == source.origin);
+            let same = self.components().find(|t| t.digest == source.digest && t.origin == source.origin);
             match same {
                 Some(tool) => tools.push(Arc::clone(tool)),
                 None => fresh.push(source),
@@ -161,60 +263,71 @@ impl Registry {
         Registry::new(tools)
     }
 
-    fn new(mut tools: Vec<Arc<Tool>>) -> anyhow::Result<Registry> {
+    fn new(mut tools: Vec<Arc<Tool>>) -> Result<Registry, LoadError> {
         tools.sort_by(|a, b| a.manifest.name.cmp(&b.manifest.name));
         if let Some(pair) = tools.windows(2).find(|w| w[0].manifest.name == w[1].manifest.name) {
-            anyhow::bail!("two tools are named `{}`", pair[0].manifest.name);
+            return Err(LoadError::Duplicate(pair[0].manifest.name.clone()));
         }
-        Ok(Registry { tools })
+        let host = HostTool::ALL.into_iter().map(|tool| Entry::Host { tool, manifest: Arc::new(tool.manifest()) });
+        Ok(Registry { entries: tools.into_iter().map(Entry::Component).chain(host).collect() })
     }
 
-    pub fn get(&self, name: &str) -> Option<&Arc<Tool>> {
-        self.tools.iter().find(|t| t.manifest.name == name)
+    pub fn get(&self, name: &str) -> Option<&Entry> {
+        self.entries.iter().find(|e| e.manifest().name == name)
     }
 
-    pub fn tools(&self) -> &[Arc<Tool>] {
-        &self.tools
+    /// Every tool, components first.
+    pub fn entries(&self) -> &[Entry] {
+        &self.entries
+    }
+
+    /// The loaded components.
+    pub fn components(&self) -> impl Iterator<Item = &Arc<Tool>> {
+        self.entries.iter().filter_map(|e| match e {
+            Entry::Component(tool) => Some(tool),
+            Entry::Host { .. } => None,
+        })
+    }
+
+    /// Whether `other` offers the same tools, from the same components.
+    pub fn same_tools(&self, other: &Registry) -> bool {
+        self.entries.iter().map(Entry::identity).eq(other.entries.iter().map(Entry::identity))
     }
 }
 
 /// Loads `sources` on a thread each; the first failure fails them all.
-fn load_all(runtime: &Runtime, sources: Vec<Source>) -> anyhow::Result<Vec<Arc<Tool>>> {
-    let loaded: Vec<anyhow::Result<Tool>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = sources
-            .into_iter()
-            .map(|source| {
-                scope.spawn(move || {
-                    let label = source.label.clone();
-                    load(runtime, source).with_context(|| format!("load {label}"))
-                })
-            })
-            .collect();
+fn load_all(runtime: &Runtime, sources: Vec<Source>) -> Result<Vec<Arc<Tool>>, LoadError> {
+    let loaded: Vec<Result<Tool, LoadError>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = sources.into_iter().map(|source| scope.spawn(move || load(runtime, source))).collect();
         handles.into_iter().map(|h| h.join().expect("a tool loader panicked")).collect()
     });
     loaded.into_iter().map(|tool| tool.map(Arc::new)).collect()
 }
 
 /// Compiles (or loads from the cache), links and describes one component.
-pub fn load(runtime: &Runtime, source: Source) -> anyhow::Result<Tool> {
+pub fn load(runtime: &Runtime, source: Source) -> Result<Tool, LoadError> {
+    let label = source.label.clone();
+    let refused = |problem| LoadError::Manifest { label: label.clone(), problem };
     let started = std::time::Instant::now();
-    let loaded = runtime.load(&source.bytes, &source.digest)?;
+    let loaded = runtime
+        .load(&source.bytes, &source.digest)
+        .map_err(|source| LoadError::Component { label: label.clone(), source })?;
     let compiled = started.elapsed();
-    let manifest = runtime.describe(&loaded.pre).map_err(|e| anyhow::anyhow!("bad manifest: {e}"))?;
+    let manifest = runtime.describe(&loaded.pre).map_err(|e| refused(ManifestProblem::Malformed(e)))?;
     tracing::debug!(tool = %manifest.name, ?compiled, described = ?(started.elapsed() - compiled), "load timings");
     if let Some(expected) = &source.expect_name
         && *expected != manifest.name
     {
-        anyhow::bail!("the component now calls itself `{}`, but it was installed as `{expected}`", manifest.name);
+        return Err(refused(ManifestProblem::Renamed { now: manifest.name, installed_as: expected.clone() }));
     }
-    if manifest.name == crate::staging::UPLOAD_TOOL {
-        anyhow::bail!("the tool name `{}` is the host's", manifest.name);
+    if HostTool::ALL.iter().any(|host| host.manifest().name == manifest.name) {
+        return Err(refused(ManifestProblem::HostName(manifest.name)));
     }
-    if let Some(name) = manifest.reserved_argument() {
-        anyhow::bail!("tool `{}` declares the argument `{name}`, which the host reserves for paging", manifest.name);
+    if let Some(argument) = crate::args::reserved_argument(&manifest) {
+        return Err(refused(ManifestProblem::Reserved { tool: manifest.name, argument }));
     }
     let validator = jsonschema::validator_for(&manifest.input_schema)
-        .map_err(|e| anyhow::anyhow!("the input schema of `{}` is not a valid JSON Schema: {e}", manifest.name))?;
+        .map_err(|e| refused(ManifestProblem::Schema { tool: manifest.name.clone(), error: e.to_string() }))?;
     let world = runtime.world(&loaded.pre);
     tracing::info!(tool = %manifest.name, version = %manifest.version, cache = ?loaded.outcome, "loaded tool");
     Ok(Tool {
@@ -228,8 +341,12 @@ pub fn load(runtime: &Runtime, source: Source) -> anyhow::Result<Tool> {
     })
 }
 
-/// The names of the built-in tools' crates, which installed tools may not take
-/// (a built-in's name is its crate's).
+/// The names of the built-in tools' crates (a built-in's name is its crate's).
 pub fn builtin_names() -> impl Iterator<Item = &'static str> {
     BUILTIN_TOOLS.iter().map(|(crate_dir, _, _)| *crate_dir)
+}
+
+/// The names installed tools may not take: the built-in tools' and the host's.
+pub fn taken_names() -> impl Iterator<Item = String> {
+    builtin_names().map(str::to_string).chain(HostTool::ALL.iter().map(|t| t.manifest().name))
 }

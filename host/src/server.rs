@@ -5,22 +5,21 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
 use serde_json::Value;
 
 use crate::ambient;
-use crate::installed::ToolsDir;
-use crate::pager::cursor::CursorKey;
-use crate::pager::{PageError, PageLimits, Pager, Paging};
-use crate::policy::{DirSpec, Policy};
-use crate::protocol::jsonrpc::ErrorObject;
+use crate::installed::{InstallError, ToolsDir};
+use crate::limits::Limits;
+use crate::pager::cursor::{CursorKey, KeyError};
+use crate::pager::{PageError, Pager};
+use crate::policy::{DirSpec, Policy, PolicyError};
 use crate::protocol::mcp::Version;
-use crate::registry::{Origin, Registry, Source, Tool};
-use crate::results::{self as mcp, Fault};
-use crate::runtime::{CallContext, CallFailure, CallLimits, CallSignal, Capacity, LimitError, Runtime, Slots};
-use crate::staging::{self, UPLOAD_TOOL};
-use crate::tool::Access;
-use crate::uploads::{UploadLimits, Uploads};
+use crate::registry::{Entry, HostTool, LoadError, Origin, Registry, Source, Tool};
+use crate::results::{self, Answer, Fault};
+use crate::runtime::{CallContext, CallFailure, CallSignal, Capacity, LimitError, Runtime, RuntimeError, Slots};
+use crate::staging;
+use crate::tool::{Access, Manifest};
+use crate::uploads::Uploads;
 
 /// Everything needed to start a server.
 #[derive(Debug, Clone)]
@@ -43,73 +42,49 @@ pub struct Config {
     pub limits: Limits,
 }
 
-/// The server's limits; each fails closed.
-#[derive(Debug, Clone, Copy)]
-pub struct Limits {
-    /// The longest request line accepted, in bytes.
-    pub max_line_bytes: usize,
-    /// The longest response sent, in bytes; a longer one becomes an error.
-    pub max_response_bytes: usize,
-    /// Calls one session runs at once; more wait.
-    pub max_concurrent_calls: usize,
-    /// Tool calls being answered at once across every session and transport;
-    /// more wait for one to end, until their deadline.
-    pub max_calls_in_flight: usize,
-    pub call: CallLimits,
-    pub pages: PageLimits,
-    pub uploads: UploadLimits,
+/// Why a server (or a runtime alone) cannot start, or its installed tools
+/// not be reloaded.
+#[derive(Debug)]
+pub enum StartError {
+    /// The limits cannot be used.
+    Limits(LimitError),
+    /// The roots or deny rules cannot be used.
+    Policy(PolicyError),
+    /// A directory the server keeps state in cannot be opened or created.
+    Dir { what: &'static str, path: PathBuf, source: std::io::Error },
+    /// The cursor key given cannot be used.
+    CursorKey(KeyError),
+    /// The state directory's cursor key cannot be read or created.
+    CursorKeyFile(std::io::Error),
+    /// The wasm runtime cannot be built.
+    Runtime(RuntimeError),
+    /// A tool cannot be loaded.
+    Tools(LoadError),
+    /// The tools directory or its lockfile cannot be used.
+    Installed(InstallError),
+    /// An installed tool has a built-in tool's name.
+    BuiltinName(String),
 }
 
-impl Default for Limits {
-    fn default() -> Self {
-        Limits {
-            max_line_bytes: 8 * 1024 * 1024,
-            max_response_bytes: 4 * 1024 * 1024,
-            max_concurrent_calls: 8,
-            max_calls_in_flight: 16,
-            call: CallLimits {
-                memory_bytes: 256 * 1024 * 1024,
-                table_elements: 100_000,
-                instances: 64,
-                max_handles: 1024,
-                max_chunk_bytes: 4 * 1024 * 1024,
-                max_info_bytes: 64 * 1024,
-                wall_time: Duration::from_secs(30),
-                host_grace: Duration::from_secs(1),
-            },
-            pages: PageLimits::default(),
-            uploads: UploadLimits::default(),
+impl std::fmt::Display for StartError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StartError::Limits(e) => e.fmt(f),
+            StartError::Policy(e) => e.fmt(f),
+            StartError::Dir { what, path, source } => write!(f, "{what} {}: {source}", path.display()),
+            StartError::CursorKey(e) => write!(f, "the cursor key is unusable: {e}"),
+            StartError::CursorKeyFile(e) => write!(f, "load the cursor key: {e}"),
+            StartError::Runtime(e) => e.fmt(f),
+            StartError::Tools(e) => e.fmt(f),
+            StartError::Installed(e) => e.fmt(f),
+            StartError::BuiltinName(name) => {
+                write!(f, "the installed tool `{name}` has the name of a built-in tool; remove it")
+            }
         }
     }
 }
 
-impl Limits {
-    /// Refuses a limit that is zero (nothing runs unlimited, and a zero limit
-    /// would refuse everything) or out of range, and limits whose instance
-    /// pool cannot be reserved; the error names the limit.
-    pub fn validate(&self) -> Result<(), LimitError> {
-        self.call.validate()?;
-        let counts = [
-            ("max_line_bytes", self.max_line_bytes),
-            ("max_response_bytes", self.max_response_bytes),
-            ("max_concurrent_calls", self.max_concurrent_calls),
-            ("max_calls_in_flight", self.max_calls_in_flight),
-            ("page_tokens", self.pages.default_tokens as usize),
-            ("max_page_tokens", self.pages.max_tokens as usize),
-            ("max_page_items", self.pages.max_items as usize),
-        ];
-        if let Some((name, _)) = counts.iter().find(|(_, n)| *n == 0) {
-            return Err(LimitError::Zero(name));
-        }
-        self.capacity().validate().map_err(LimitError::Capacity)?;
-        Ok(())
-    }
-
-    /// The tool instances these limits keep alive at once.
-    pub fn capacity(&self) -> Capacity {
-        Capacity { parked: self.pages.parked, in_flight: self.max_calls_in_flight }
-    }
-}
+impl std::error::Error for StartError {}
 
 /// The state shared by every session: tools, policy, runtime.
 pub struct Server {
@@ -127,18 +102,16 @@ pub struct Server {
 
 impl Server {
     /// Resolves the roots, builds the runtime and loads the built-in tools.
-    pub fn start(config: &Config) -> anyhow::Result<Arc<Server>> {
-        config.limits.validate()?;
-        let policy = Policy::new(&config.roots, &config.deny, config.read_only)?;
+    pub fn start(config: &Config) -> Result<Arc<Server>, StartError> {
+        config.limits.validate().map_err(StartError::Limits)?;
+        let policy = Policy::new(&config.roots, &config.deny, config.read_only).map_err(StartError::Policy)?;
         // Stray temporary files older than this start, on a background thread.
         crate::cleanup::spawn(policy.roots(), std::time::SystemTime::now());
         let state = state_dir(config)?;
         let cache_dir = compile_cache(state.as_ref())?;
         let key = match (&config.cursor_key, &state) {
-            (Some(hex), _) => {
-                CursorKey::from_hex(hex).map_err(|e| anyhow::anyhow!("the cursor key is unusable: {e}"))?
-            }
-            (None, Some(state)) => CursorKey::load_or_create(state).context("load the cursor key")?,
+            (Some(hex), _) => CursorKey::from_hex(hex).map_err(StartError::CursorKey)?,
+            (None, Some(state)) => CursorKey::load_or_create(state).map_err(StartError::CursorKeyFile)?,
             (None, None) => {
                 tracing::warn!("no state directory or cursor key: cursors will not survive a restart");
                 CursorKey::random()
@@ -148,24 +121,30 @@ impl Server {
             Some(dir) => dir.join("uploads"),
             None => std::env::temp_dir().join(format!("cordon-uploads-{}", std::process::id())),
         };
+        let dir_error = |what, path: PathBuf| move |source| StartError::Dir { what, path, source };
         let uploads_dir = ambient::create_dir_handle(&uploads_path)
-            .with_context(|| format!("open the uploads directory {}", uploads_path.display()))?;
-        let uploads =
-            Uploads::new(uploads_path, uploads_dir, config.limits.uploads).context("clean the uploads directory")?;
-        let runtime = Runtime::new(config.limits.call, config.limits.capacity(), cache_dir, Arc::clone(policy.deny()))?;
+            .map_err(dir_error("open the uploads directory", uploads_path.clone()))?;
+        let uploads = Uploads::new(uploads_path.clone(), uploads_dir, config.limits.uploads)
+            .map_err(dir_error("clean the uploads directory", uploads_path.clone()))?;
+        let runtime = Runtime::new(config.limits.call, config.limits.capacity(), cache_dir, Arc::clone(policy.deny()))
+            .map_err(StartError::Runtime)?;
         let installed = Installed::new(config.tools_dir.clone());
-        let mut extra =
-            config.components.iter().map(|path| Source::component(path)).collect::<anyhow::Result<Vec<_>>>()?;
+        let mut extra = config
+            .components
+            .iter()
+            .map(|path| Source::component(path))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(StartError::Tools)?;
         let lock_text = match installed.dir()? {
             Some(dir) => {
-                let text = dir.lock_text()?;
+                let text = dir.lock_text().map_err(StartError::Installed)?;
                 extra.extend(installed_sources(&policy, &dir, text.clone())?);
                 text
             }
             None => None,
         };
         *installed.seen.lock().expect("seen lock") = lock_text;
-        let registry = RwLock::new(Arc::new(Registry::load(&runtime, extra)?));
+        let registry = RwLock::new(Arc::new(Registry::load(&runtime, extra).map_err(StartError::Tools)?));
         let pager = Pager::new(key, config.limits.pages);
         runtime.reclaim_with(pager.parked_streams());
         let calls = Slots::new("max_calls_in_flight", config.limits.max_calls_in_flight);
@@ -174,12 +153,13 @@ impl Server {
 
     /// A runtime alone, for commands that load a tool without serving (`cordon
     /// tool add`, `inspect`): the server's limits and compile cache, no roots.
-    pub fn runtime_only(config: &Config) -> anyhow::Result<Runtime> {
-        config.limits.validate()?;
+    pub fn runtime_only(config: &Config) -> Result<Runtime, StartError> {
+        config.limits.validate().map_err(StartError::Limits)?;
         let cache = compile_cache(state_dir(config)?.as_ref())?;
         // One instance at a time: a tool being loaded and asked what it is.
         let capacity = Capacity { parked: 0, in_flight: 1 };
         Runtime::new(config.limits.call, capacity, cache, Arc::new(crate::policy::Deny::none()))
+            .map_err(StartError::Runtime)
     }
 
     /// The tools as they are now.
@@ -189,26 +169,27 @@ impl Server {
 
     /// The tools clients may call: all of them, or, when the server runs
     /// read-only, those that do not write.
-    pub fn tools(&self) -> Vec<Arc<Tool>> {
-        self.registry().tools().iter().filter(|t| self.may_call(t)).cloned().collect()
+    pub fn tools(&self) -> Vec<Entry> {
+        self.registry().entries().iter().filter(|e| self.may_call(e.manifest())).cloned().collect()
     }
 
-    /// Whether clients may call the tool `name` (a tool, or the host's `upload`).
-    pub fn offers(&self, name: &str) -> bool {
-        if name == UPLOAD_TOOL {
-            return !self.policy.read_only();
+    /// The tool `name`, if clients may call it; else why not.
+    pub fn offered(&self, name: &str) -> Result<Entry, Fault> {
+        match self.registry().get(name) {
+            Some(entry) if self.may_call(entry.manifest()) => Ok(entry.clone()),
+            Some(_) => Err(Fault::ReadOnly { name: name.to_string() }),
+            None => Err(Fault::UnknownTool { name: name.to_string() }),
         }
-        self.registry().get(name).is_some_and(|t| self.may_call(t))
     }
 
-    /// Whether `tool` is offered: any tool, but none that writes on a read-only server.
-    fn may_call(&self, tool: &Tool) -> bool {
-        !(self.policy.read_only() && tool.manifest.access == Access::Write)
+    /// Whether a tool is offered: any tool, but none that writes on a read-only server.
+    fn may_call(&self, tool: &Manifest) -> bool {
+        !(self.policy.read_only() && tool.access == Access::Write)
     }
 
     /// The `tools/list` result.
     pub fn list_tools(&self, version: Version) -> Value {
-        mcp::list_tools_result(self.tools().iter().map(|t| &**t), !self.policy.read_only(), version)
+        results::list_tools_result(self.tools().iter(), version)
     }
 
     /// A receiver that sees a new value each time the tools change.
@@ -220,9 +201,9 @@ impl Server {
     /// last loaded; returns whether the offered tools changed. A lockfile or
     /// component that cannot be used leaves the tools as they were (the error
     /// says why), and is not tried again until the lockfile changes again.
-    pub fn reload_installed(&self) -> anyhow::Result<bool> {
+    pub fn reload_installed(&self) -> Result<bool, StartError> {
         let Some(dir) = self.installed.dir()? else { return Ok(false) };
-        let text = dir.lock_text()?;
+        let text = dir.lock_text().map_err(StartError::Installed)?;
         {
             let mut seen = self.installed.seen.lock().expect("seen lock");
             if *seen == text {
@@ -232,15 +213,12 @@ impl Server {
         }
         let sources = installed_sources(&self.policy, &dir, text)?;
         let current = self.registry();
-        let next = current.with_installed(&self.runtime, sources)?;
-        let offered = |r: &Registry| -> Vec<(String, String, Origin)> {
-            r.tools().iter().map(|t| (t.manifest.name.clone(), t.digest.clone(), t.origin.clone())).collect()
-        };
-        if offered(&current) == offered(&next) {
+        let next = current.with_installed(&self.runtime, sources).map_err(StartError::Tools)?;
+        if current.same_tools(&next) {
             return Ok(false);
         }
         tracing::info!(
-            tools = ?next.tools().iter().map(|t| t.manifest.name.as_str()).collect::<Vec<_>>(),
+            tools = ?next.entries().iter().map(|e| e.manifest().name.as_str()).collect::<Vec<_>>(),
             "the installed tools changed"
         );
         *self.registry.write().expect("registry lock") = Arc::new(next);
@@ -278,71 +256,71 @@ impl Server {
         &self.pager
     }
 
-    /// Runs one `tools/call`: one page of the tool's output, as an MCP result.
-    /// `client_roots` narrows the roots to the client's (canonical paths), when
-    /// it gave some. `signal` carries the request's cancellation and progress.
-    /// Blocks: call it from a thread that may block.
-    /// The guest runs on a thread of its own and the answer comes by the
-    /// wall-time limit plus the host grace, even from a guest blocked in a host
-    /// call.
-    pub fn call_tool(
-        self: &Arc<Self>,
-        name: &str,
-        arguments: &Value,
-        version: Version,
-        client_roots: Option<&[PathBuf]>,
-        signal: &Arc<CallSignal>,
-    ) -> Result<Value, ErrorObject> {
-        if !self.offers(name) {
-            return Err(self.not_offered(name));
-        }
-        if name == UPLOAD_TOOL {
-            return match staging::call_upload(&self.uploads, arguments) {
-                Ok(ack) => Ok(mcp::host_tool_result(ack, version)),
-                Err(e) => mcp::call_failure(CallFailure::Tool(e), version),
-            };
-        }
-        let deadline = Instant::now() + self.limits.call.wall_time;
-        let tool = Arc::clone(self.registry().get(name).ok_or_else(|| self.not_offered(name))?);
-        let (paging, args) = Paging::split(arguments).map_err(|e| Fault::BadArgument(e).to_error())?;
-        let mut args = match args {
-            Value::Object(map) => map,
-            _ => Default::default(),
+    /// Runs one `tools/call`: one page of a component tool's output, or a
+    /// host tool's answer; a call's own failure is an answer too, and what
+    /// refuses the request before or around the call is a `Fault`.
+    /// Blocks: call it from a thread that may block. The guest runs on a
+    /// thread of its own and the answer comes by the wall-time limit plus the
+    /// host grace, even from a guest blocked in a host call.
+    pub fn call(self: &Arc<Self>, request: CallRequest<'_>) -> Result<Answer, Fault> {
+        let tool = match self.offered(request.name)? {
+            Entry::Host { tool: HostTool::Upload, .. } => {
+                return Ok(match staging::call_upload(&self.uploads, request.arguments) {
+                    Ok(ack) => Answer::Host(ack),
+                    Err(e) => Answer::Failed(CallFailure::Tool(e)),
+                });
+            }
+            Entry::Component(tool) => tool,
         };
-        let attached = match staging::attach(&self.uploads, &tool.manifest, &mut args)
-            .map_err(|e| Fault::BadArgument(e).to_error())?
-        {
-            Ok(attached) => attached,
-            Err(e) => return mcp::call_failure(CallFailure::Tool(e), version),
+        let deadline = Instant::now() + self.limits.call.wall_time;
+        let (host, mut args) = crate::args::split(&tool.manifest, request.arguments).map_err(Fault::BadArgument)?;
+        let attached = match host.upload.as_ref().map(|upload| staging::attach(&self.uploads, upload, &mut args)) {
+            None => None,
+            Some(Ok(attached)) => Some(attached),
+            Some(Err(e)) => return Ok(Answer::Failed(CallFailure::Tool(e))),
         };
         let mut grants = match &tool.origin {
-            Origin::Builtin => self.policy.grants(tool.manifest.access, client_roots),
+            Origin::Builtin => self.policy.grants(tool.manifest.access, request.client_roots),
             Origin::Component(_) => Vec::new(),
-            Origin::Installed { grants } => self.policy.grants_within(tool.manifest.access, client_roots, Some(grants)),
+            Origin::Installed { grants } => {
+                self.policy.grants_within(tool.manifest.access, request.client_roots, Some(grants))
+            }
         };
         grants.extend(attached.as_ref().map(|a| a.grant.clone()));
         // Held until this call is answered (a guest left blocked past its
         // deadline keeps only its instance slot).
-        let _in_flight = match self.calls.acquire(deadline, signal) {
+        let _in_flight = match self.calls.acquire(deadline, request.signal) {
             Ok(slot) => slot,
-            Err(busy) => return mcp::call_failure(busy, version),
+            Err(busy) => return Ok(Answer::Failed(busy)),
         };
-        let ctx = CallContext { grants, signal: Arc::clone(signal), deadline };
+        let ctx = CallContext { grants, signal: Arc::clone(request.signal), deadline };
         let (server, called) = (Arc::clone(self), Arc::clone(&tool));
-        let page = self.runtime.bounded(name, deadline, signal, move || {
-            server.pager.page(&server.runtime, &ctx, &called, Value::Object(args), paging)
+        let page = self.runtime.bounded(request.name, deadline, request.signal, move || {
+            server.pager.page(&server.runtime, &ctx, &called, Value::Object(args), host.paging)
         });
         match page.map_err(PageError::Call).and_then(|page| page) {
             Ok(page) => {
                 if let Some(attached) = attached {
                     self.uploads.finish(&attached.id);
                 }
-                Ok(mcp::call_result(page, version))
+                Ok(Answer::Page(Box::new(page)))
             }
-            Err(PageError::Call(failure)) => mcp::call_failure(self.explain_denial(&tool, failure), version),
-            Err(PageError::Cursor(e)) => Err(Fault::Cursor(e).into()),
+            Err(PageError::Call(failure)) => Ok(Answer::Failed(self.explain_denial(&tool, failure))),
+            Err(PageError::Cursor(e)) => Err(Fault::Cursor(e)),
         }
     }
+}
+
+/// One `tools/call` as the server runs it.
+pub struct CallRequest<'a> {
+    pub name: &'a str,
+    /// The arguments as the client sent them, the host's own included.
+    pub arguments: &'a Value,
+    /// The client's roots (canonical paths), when it gave some: the call's
+    /// grants are narrowed to them.
+    pub client_roots: Option<&'a [PathBuf]>,
+    /// The request's cancellation and progress.
+    pub signal: &'a Arc<CallSignal>,
 }
 
 impl Server {
@@ -380,29 +358,21 @@ impl Server {
             other => other,
         }
     }
-
-    /// The -32602 answer to a call of a tool clients may not call.
-    pub fn not_offered(&self, name: &str) -> ErrorObject {
-        let exists = name == UPLOAD_TOOL || self.registry().get(name).is_some();
-        if self.policy.read_only() && exists {
-            Fault::ReadOnly { name: name.to_string() }.into()
-        } else {
-            mcp::unknown_tool(name)
-        }
-    }
 }
 
 /// The state directory, created if needed (none: nothing is kept).
-fn state_dir(config: &Config) -> anyhow::Result<Option<cap_std::fs::Dir>> {
+fn state_dir(config: &Config) -> Result<Option<cap_std::fs::Dir>, StartError> {
     let Some(dir) = &config.state_dir else { return Ok(None) };
-    Ok(Some(ambient::create_dir_handle(dir).with_context(|| format!("open {}", dir.display()))?))
+    let handle = ambient::create_dir_handle(dir);
+    Ok(Some(handle.map_err(|source| StartError::Dir { what: "open", path: dir.clone(), source })?))
 }
 
 /// The compile cache inside the state directory, created if needed.
-fn compile_cache(state: Option<&cap_std::fs::Dir>) -> anyhow::Result<Option<cap_std::fs::Dir>> {
+fn compile_cache(state: Option<&cap_std::fs::Dir>) -> Result<Option<cap_std::fs::Dir>, StartError> {
     let Some(state) = state else { return Ok(None) };
-    state.create_dir_all("compiled").context("create the compile cache")?;
-    Ok(Some(state.open_dir("compiled").context("open the compile cache")?))
+    let cache = state.create_dir_all("compiled").and_then(|()| state.open_dir("compiled"));
+    let path = PathBuf::from("<state-dir>/compiled");
+    Ok(Some(cache.map_err(|source| StartError::Dir { what: "open the compile cache", path, source })?))
 }
 
 /// How often the tools directory's lockfile is looked at while serving.
@@ -423,9 +393,9 @@ impl Installed {
     }
 
     /// The tools directory, if one is configured and exists.
-    fn dir(&self) -> anyhow::Result<Option<ToolsDir>> {
+    fn dir(&self) -> Result<Option<ToolsDir>, StartError> {
         match &self.path {
-            Some(path) => Ok(ToolsDir::open(path)?),
+            Some(path) => ToolsDir::open(path).map_err(StartError::Installed),
             None => Ok(None),
         }
     }
@@ -435,10 +405,10 @@ impl Installed {
 /// pin (one that fails refuses them all), with the grants that still apply
 /// here (a grant whose directory is gone or outside every root is dropped,
 /// with a warning).
-fn installed_sources(policy: &Policy, dir: &ToolsDir, lock_text: Option<String>) -> anyhow::Result<Vec<Source>> {
-    let lock = dir.parse(lock_text)?;
+fn installed_sources(policy: &Policy, dir: &ToolsDir, lock_text: Option<String>) -> Result<Vec<Source>, StartError> {
+    let lock = dir.parse(lock_text).map_err(StartError::Installed)?;
     let mut sources = Vec::new();
-    for verified in dir.verified(&lock)? {
+    for verified in dir.verified(&lock).map_err(StartError::Installed)? {
         let mut grants = Vec::new();
         for grant in &verified.entry.grants {
             match policy.resolve_grant(grant) {
@@ -447,39 +417,9 @@ fn installed_sources(policy: &Policy, dir: &ToolsDir, lock_text: Option<String>)
             }
         }
         if crate::registry::builtin_names().any(|b| b == verified.entry.name) {
-            anyhow::bail!("the installed tool `{}` has the name of a built-in tool; remove it", verified.entry.name);
+            return Err(StartError::BuiltinName(verified.entry.name));
         }
         sources.push(Source::installed(verified, grants));
     }
     Ok(sources)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_default_limits_are_valid_and_a_zero_server_or_call_limit_is_refused_by_name() {
-        let zero = |limits: Limits| limits.validate().unwrap_err();
-        assert_eq!(Limits::default().validate(), Ok(()));
-        assert_eq!(
-            zero(Limits { max_concurrent_calls: 0, ..Limits::default() }),
-            LimitError::Zero("max_concurrent_calls")
-        );
-        assert_eq!(
-            zero(Limits { max_calls_in_flight: 0, ..Limits::default() }),
-            LimitError::Zero("max_calls_in_flight")
-        );
-        let limits = Limits { call: CallLimits { max_handles: 0, ..Limits::default().call }, ..Limits::default() };
-        assert_eq!(zero(limits), LimitError::Zero("max_handles"));
-        let limits = Limits { pages: PageLimits { max_items: 0, ..PageLimits::default() }, ..Limits::default() };
-        assert_eq!(zero(limits), LimitError::Zero("max_page_items"));
-    }
-
-    #[test]
-    fn limits_whose_instance_pool_cannot_be_reserved_are_refused() {
-        let limits = Limits { pages: PageLimits { parked: 10_000_000, ..PageLimits::default() }, ..Limits::default() };
-        let err = limits.validate().unwrap_err();
-        assert!(matches!(err, LimitError::Capacity(e) if e.capacity == limits.capacity()), "{err}");
-    }
 }

@@ -2,8 +2,8 @@
 //! verified upload to a tool call that takes `upload_id`.
 //!
 //! A tool takes uploads when its input schema has a `staged` property (a
-//! string): the host hides `staged` from clients, offers `upload_id`, `size`
-//! and `sha256` instead, and on a call checks the upload, mounts its directory
+//! string): clients are shown `upload_id`, `size` and `sha256` instead (see
+//! `args`), and on a call the host checks the upload, mounts its directory
 //! read-only at `/.cordon-upload` and passes `staged: "/.cordon-upload/data"`.
 
 use std::path::PathBuf;
@@ -12,22 +12,27 @@ use base64::Engine as _;
 use serde_json::{Map, Value, json};
 use wasmtime_wasi::FsPerms;
 
+use crate::args::UploadRef;
 use crate::policy::Grant;
-use crate::tool::{ArgumentError, ErrorCode, Manifest, ToolError};
+use crate::tool::{Access, ErrorCode, Manifest, ToolError};
 use crate::uploads::{STAGED_GUEST_DIR, Uploads};
 
 /// The host tool's name.
 pub const UPLOAD_TOOL: &str = "upload";
 
-/// The `upload` tool as `tools/list` shows it.
-pub fn upload_tool(version_structured: bool) -> Value {
-    let mut tool = json!({
-        "name": UPLOAD_TOOL,
-        "description": "Stage content too large for one call, for `write` (or another tool taking `upload_id`). \
+/// The `upload` tool's manifest: a registry entry like any tool's, served by
+/// the host (it writes, so a read-only server does not offer it).
+pub fn upload_manifest() -> Manifest {
+    Manifest {
+        name: UPLOAD_TOOL.into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        title: "Stage an upload".into(),
+        description: "Stage content too large for one call, for `write` (or another tool taking `upload_id`). \
             action=start returns an upload_id and the largest chunk; action=chunk with upload_id, index (0, 1, …) and \
             data (utf8 text, or base64 with encoding=base64) appends one chunk and acknowledges the bytes so far and \
-            their sha256; then call `write` with upload_id, size and sha256 to commit, or action=abort. Idle uploads expire.",
-        "inputSchema": {
+            their sha256; then call `write` with upload_id, size and sha256 to commit, or action=abort. Idle uploads expire."
+            .into(),
+        input_schema: json!({
             "type": "object",
             "properties": {
                 "action": { "enum": ["start", "chunk", "abort"] },
@@ -38,12 +43,8 @@ pub fn upload_tool(version_structured: bool) -> Value {
             },
             "required": ["action"],
             "additionalProperties": false
-        },
-        "annotations": { "readOnlyHint": false, "destructiveHint": false, "idempotentHint": false, "openWorldHint": false }
-    });
-    if version_structured {
-        tool["title"] = "Stage an upload".into();
-        tool["outputSchema"] = json!({
+        }),
+        output_schema: json!({
             "type": "object",
             "properties": {
                 "upload_id": { "type": "string" },
@@ -54,9 +55,12 @@ pub fn upload_tool(version_structured: bool) -> Value {
                 "aborted": { "type": "boolean" }
             },
             "required": ["upload_id"]
-        });
+        }),
+        access: Access::Write,
+        read_only: false,
+        destructive: false,
+        idempotent: false,
     }
-    tool
 }
 
 /// Runs the `upload` tool.
@@ -85,68 +89,18 @@ pub fn call_upload(uploads: &Uploads, args: &Value) -> Result<Value, ToolError> 
     }
 }
 
-/// Whether a tool takes staged uploads.
-pub fn takes_uploads(m: &Manifest) -> bool {
-    m.input_schema["properties"].get("staged").is_some()
-}
-
-/// The tool's input schema as clients see it: `staged` replaced by the
-/// upload arguments.
-pub fn advertise(schema: &mut Value) {
-    let Some(props) = schema.get_mut("properties").and_then(Value::as_object_mut) else { return };
-    if props.remove("staged").is_none() {
-        return;
-    }
-    props.insert("upload_id".into(), json!({ "type": "string", "description": "Commit a staged upload (see the `upload` tool) instead of giving content." }));
-    props.insert(
-        "size".into(),
-        json!({ "type": "integer", "minimum": 0, "description": "With upload_id: the upload's total bytes, checked." }),
-    );
-    props.insert(
-        "sha256".into(),
-        json!({ "type": "string", "description": "With upload_id: the upload's SHA-256, checked." }),
-    );
-}
-
 /// An upload attached to a call.
 pub struct Attached {
     pub id: String,
     pub grant: Grant,
 }
 
-/// Takes the upload arguments out of `args`, checks the upload and sets
-/// `staged`. Bad arguments are the outer error; an upload that does not check
-/// out is the tool error the caller returns.
-pub fn attach(
-    uploads: &Uploads,
-    manifest: &Manifest,
-    args: &mut Map<String, Value>,
-) -> Result<Result<Option<Attached>, ToolError>, ArgumentError> {
-    if args.contains_key("staged") {
-        return Err(ArgumentError::Staged);
-    }
-    let Some(id) = args.remove("upload_id") else {
-        for name in ["size", "sha256"] {
-            if args.contains_key(name) && takes_uploads(manifest) {
-                return Err(ArgumentError::WithoutUpload(name));
-            }
-        }
-        return Ok(Ok(None));
-    };
-    if !takes_uploads(manifest) {
-        return Err(ArgumentError::NoUploads { tool: manifest.name.clone() });
-    }
-    let id = id.as_str().ok_or(ArgumentError::NotA { name: "upload_id", expected: "a string" })?.to_string();
-    let size = args.remove("size").and_then(|v| v.as_u64());
-    let sha256 = args.remove("sha256").and_then(|v| v.as_str().map(str::to_owned));
-    let (Some(size), Some(sha256)) = (size, sha256) else {
-        return Err(ArgumentError::Unchecked);
-    };
-    let dir: PathBuf = match uploads.verified(&id, size, &sha256) {
-        Ok(dir) => dir,
-        Err(e) => return Ok(Err(e)),
-    };
+/// Checks the upload a call names and sets the tool's `staged` argument to
+/// where the call sees it; an upload that does not check out is the tool
+/// error the call answers.
+pub fn attach(uploads: &Uploads, upload: &UploadRef, args: &mut Map<String, Value>) -> Result<Attached, ToolError> {
+    let dir: PathBuf = uploads.verified(&upload.id, upload.size, &upload.sha256)?;
     args.insert("staged".into(), Value::String(format!("{STAGED_GUEST_DIR}/data")));
     let grant = Grant { host: dir, guest: STAGED_GUEST_DIR.into(), perms: FsPerms::ReadOnly };
-    Ok(Ok(Some(Attached { id, grant })))
+    Ok(Attached { id: upload.id.clone(), grant })
 }

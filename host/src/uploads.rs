@@ -30,12 +30,6 @@ pub struct UploadLimits {
     pub ttl: Duration,
 }
 
-impl Default for UploadLimits {
-    fn default() -> Self {
-        UploadLimits { max_bytes: 4 << 30, max_chunk: 4 << 20, max_open: 16, ttl: Duration::from_secs(3600) }
-    }
-}
-
 struct Upload {
     next_index: u64,
     bytes: u64,

@@ -6,19 +6,19 @@ mod tool;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use serde_json::{Value, json};
 use tracing_subscriber::EnvFilter;
 
-use crate::config::{self, FileConfig, Loaded};
-use crate::pager::PageLimits;
+use crate::config::{FileConfig, Loaded};
+use crate::limits::Settings;
 use crate::policy::DirSpec;
+use crate::protocol::jsonrpc::ErrorObject;
 use crate::protocol::mcp::Version;
-use crate::server::{Config, Limits, Server};
-use crate::uploads::UploadLimits;
+use crate::results::Answer;
+use crate::server::{CallRequest, Config, Server};
 
 /// Cordon: an MCP file server whose tools run sandboxed in WebAssembly.
 #[derive(Parser, Debug)]
@@ -107,85 +107,15 @@ struct Common {
     /// Compile the tools at every start instead of caching them.
     #[arg(long)]
     no_cache: bool,
-    /// The longest request line accepted, in bytes.
-    #[arg(long, value_name = "BYTES", default_value_t = Limits::default().max_line_bytes, value_parser = size::<usize>)]
-    max_line_bytes: usize,
-    /// The longest response sent, in bytes; a longer one is replaced by a
-    /// `payload_too_large` error saying which page size would fit.
-    #[arg(long, value_name = "BYTES", default_value_t = Limits::default().max_response_bytes, value_parser = size::<usize>)]
-    max_response_bytes: usize,
-    /// Tool calls one session (connection) runs at once; more wait their turn.
-    #[arg(long, value_name = "N", default_value_t = Limits::default().max_concurrent_calls)]
-    max_concurrent_calls: usize,
-    /// Tool calls being answered at once across all sessions and transports;
-    /// more wait for one to end until their time limit, then are answered `busy`.
-    #[arg(long, value_name = "N", default_value_t = Limits::default().max_calls_in_flight)]
-    max_calls_in_flight: usize,
-    /// Page size, in estimated tokens (4 bytes each), when a call does not ask.
-    #[arg(long, value_name = "TOKENS", default_value_t = PageLimits::default().default_tokens)]
-    page_tokens: u32,
-    /// The largest page a call may ask for, in estimated tokens.
-    #[arg(long, value_name = "TOKENS", default_value_t = PageLimits::default().max_tokens)]
-    max_page_tokens: u32,
-    /// The most items (lines, for text) on one page.
-    #[arg(long, value_name = "N", default_value_t = PageLimits::default().max_items)]
-    max_page_items: u32,
-    /// Streams parked between pages, at most (least recently used given up first).
-    #[arg(long, alias = "max-sessions", value_name = "N", default_value_t = PageLimits::default().parked)]
-    max_parked_streams: usize,
-    /// How long a parked stream waits for its next page before it is dropped, in seconds.
-    #[arg(long, alias = "session-ttl-secs", value_name = "SECS", default_value_t = PageLimits::default().parked_ttl.as_secs())]
-    parked_ttl_secs: u64,
-    /// How long a cursor stays valid, in seconds.
-    #[arg(long, value_name = "SECS", default_value_t = PageLimits::default().cursor_ttl.as_secs())]
-    cursor_ttl_secs: u64,
-    /// The most bytes one staged upload may hold.
-    #[arg(long, value_name = "BYTES", default_value_t = UploadLimits::default().max_bytes, value_parser = size::<u64>)]
-    max_upload_bytes: u64,
-    /// How long an idle staged upload is kept before it is deleted, in seconds.
-    #[arg(long, value_name = "SECS", default_value_t = UploadLimits::default().ttl.as_secs())]
-    upload_ttl_secs: u64,
-    /// JSON items from tools nested deeper than this are truncated.
-    #[arg(long, value_name = "N", default_value_t = PageLimits::default().max_depth)]
-    max_depth: usize,
+    #[command(flatten)]
+    limits: Settings,
     /// The cursor signing key, hex (at least 16 bytes); give replicas the same one
     /// [default: <state-dir>/cursor.key, created on first use].
     #[arg(long, env = "CORDON_CURSOR_KEY", value_name = "HEX", hide_env_values = true)]
     cursor_key: Option<String>,
-    /// Linear memory one call may use, in MiB.
-    #[arg(long, value_name = "MIB", default_value_t = Limits::default().call.memory_bytes >> 20)]
-    memory_mib: usize,
-    /// Wall time one call may take, in seconds.
-    #[arg(long, value_name = "SECS", default_value_t = Limits::default().call.wall_time.as_secs_f64())]
-    timeout_secs: f64,
-    /// How long past the wall time the host waits for a tool stuck in a host
-    /// call (which cannot be interrupted) before answering without it, in ms.
-    #[arg(long, value_name = "MS", default_value_t = Limits::default().call.host_grace.as_millis() as u64)]
-    host_grace_ms: u64,
-    /// Resources one call may hold at once (open files, directory streams, ...).
-    #[arg(long, value_name = "N", default_value_t = Limits::default().call.max_handles)]
-    max_handles: usize,
-    /// The most payload bytes one chunk from a tool may carry.
-    #[arg(long, value_name = "BYTES", default_value_t = Limits::default().call.max_chunk_bytes, value_parser = size::<usize>)]
-    max_output_chunk_bytes: usize,
-    /// The most bytes of metadata, a summary or a message a tool may return at once.
-    #[arg(long, value_name = "BYTES", default_value_t = Limits::default().call.max_info_bytes, value_parser = size::<usize>)]
-    max_info_bytes: usize,
-    /// Table elements one call may use, summed over its tables.
-    #[arg(long, value_name = "N", default_value_t = Limits::default().call.table_elements)]
-    max_table_elements: usize,
-    /// Core and component instances one call may create.
-    #[arg(long, value_name = "N", default_value_t = Limits::default().call.instances)]
-    max_instances: usize,
     /// Log at debug level (to stderr; RUST_LOG overrides).
     #[arg(long)]
     debug: bool,
-}
-
-/// A size flag: bytes, or a number with a unit (`8MiB`).
-fn size<T: TryFrom<u64>>(text: &str) -> Result<T, String> {
-    let bytes = config::parse_bytes(text)?;
-    T::try_from(bytes).map_err(|_| format!("`{text}` is too large"))
 }
 
 impl Common {
@@ -218,99 +148,12 @@ impl Common {
         self.read_only = flag("read_only", self.read_only, read_only);
         self.no_cache = flag("no_cache", self.no_cache, no_cache);
         self.debug = flag("debug", self.debug, debug);
-        macro_rules! take {
-            ($($field:ident $(as $convert:expr)?),* $(,)?) => {$(
-                if let (false, Some(value)) = (given(stringify!($field)), limits.$field) {
-                    self.$field = take!(@convert value $(, $convert)?);
-                }
-            )*};
-            (@convert $value:ident) => { $value };
-            (@convert $value:ident, $convert:expr) => { $convert($value)? };
-        }
-        let usize_bytes = |b: config::Bytes| {
-            usize::try_from(b.0).map_err(|_| anyhow::anyhow!("{} bytes is too large for this machine", b.0))
-        };
-        let u64_bytes = |b: config::Bytes| anyhow::Ok(b.0);
-        take!(
-            max_line_bytes as usize_bytes,
-            max_response_bytes as usize_bytes,
-            max_upload_bytes as u64_bytes,
-            max_concurrent_calls,
-            max_calls_in_flight,
-            page_tokens,
-            max_page_tokens,
-            max_page_items,
-            max_parked_streams,
-            parked_ttl_secs,
-            cursor_ttl_secs,
-            upload_ttl_secs,
-            max_depth,
-            memory_mib,
-            timeout_secs,
-            host_grace_ms,
-            max_handles,
-            max_output_chunk_bytes as usize_bytes,
-            max_info_bytes as usize_bytes,
-            max_table_elements,
-            max_instances,
-        );
+        self.limits.merge(limits, given);
         Ok(Some(loaded))
     }
 
     fn config(&self) -> anyhow::Result<Config> {
-        if !(self.timeout_secs > 0.0 && self.timeout_secs.is_finite()) {
-            anyhow::bail!("--timeout-secs must be a positive number of seconds");
-        }
-        let counts = [
-            self.memory_mib,
-            self.max_line_bytes,
-            self.max_response_bytes,
-            self.max_concurrent_calls,
-            self.max_calls_in_flight,
-            self.max_page_items as usize,
-            self.page_tokens as usize,
-        ];
-        if counts.contains(&0) || self.max_page_tokens == 0 || self.cursor_ttl_secs == 0 || self.parked_ttl_secs == 0 {
-            anyhow::bail!("limits must be positive: a zero limit would refuse everything");
-        }
-        if self.page_tokens > self.max_page_tokens {
-            anyhow::bail!("--page-tokens ({}) is above --max-page-tokens ({})", self.page_tokens, self.max_page_tokens);
-        }
-        let pages = PageLimits {
-            default_tokens: self.page_tokens,
-            max_tokens: self.max_page_tokens,
-            max_items: self.max_page_items,
-            max_depth: self.max_depth,
-            cursor_ttl: Duration::from_secs(self.cursor_ttl_secs),
-            parked: self.max_parked_streams,
-            parked_ttl: Duration::from_secs(self.parked_ttl_secs),
-        };
-        if self.max_upload_bytes == 0 || self.upload_ttl_secs == 0 {
-            anyhow::bail!("upload limits must be positive");
-        }
-        let uploads = UploadLimits {
-            max_bytes: self.max_upload_bytes,
-            ttl: Duration::from_secs(self.upload_ttl_secs),
-            ..UploadLimits::default()
-        };
-        let mut limits = Limits {
-            max_line_bytes: self.max_line_bytes,
-            max_response_bytes: self.max_response_bytes,
-            max_concurrent_calls: self.max_concurrent_calls,
-            max_calls_in_flight: self.max_calls_in_flight,
-            pages,
-            uploads,
-            ..Limits::default()
-        };
-        limits.call.memory_bytes =
-            self.memory_mib.checked_mul(1 << 20).ok_or_else(|| anyhow::anyhow!("--memory-mib is too large"))?;
-        limits.call.wall_time = Duration::from_secs_f64(self.timeout_secs);
-        limits.call.host_grace = Duration::from_millis(self.host_grace_ms);
-        limits.call.max_handles = self.max_handles;
-        limits.call.max_chunk_bytes = self.max_output_chunk_bytes;
-        limits.call.max_info_bytes = self.max_info_bytes;
-        limits.call.table_elements = self.max_table_elements;
-        limits.call.instances = self.max_instances;
+        let limits = self.limits.limits()?;
         let state_dir = self.state_dir.clone().or_else(default_state_dir);
         let tools_dir = self.tools_dir.clone().or_else(|| state_dir.as_ref().map(|dir| dir.join("tools")));
         Ok(Config {
@@ -430,18 +273,14 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         }
         Command::Tools { common, json } => {
             let server = Server::start(&common.config()?)?;
-            let listed = server.list_tools(Version::LATEST);
             if json {
-                println!("{}", serde_json::to_string_pretty(&listed)?);
+                println!("{}", serde_json::to_string_pretty(&server.list_tools(Version::LATEST))?);
             } else {
-                for tool in listed["tools"].as_array().into_iter().flatten() {
-                    println!(
-                        "{}\n  {}",
-                        tool["name"].as_str().unwrap_or_default(),
-                        tool["description"].as_str().unwrap_or_default()
-                    );
-                    println!("  input:  {}", tool["inputSchema"]);
-                    println!("  output: {}\n", tool["outputSchema"]);
+                for entry in server.tools() {
+                    let (input, output) = crate::results::schemas(&entry);
+                    println!("{}\n  {}", entry.manifest().name, entry.manifest().description);
+                    println!("  input:  {input}");
+                    println!("  output: {output}\n");
                 }
             }
             Ok(ExitCode::SUCCESS)
@@ -457,16 +296,14 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             if all {
                 return crate::follow::follow(&server, &tool, arguments, jsonl);
             }
-            match server.call_tool(
-                &tool,
-                &arguments,
-                Version::LATEST,
-                None,
-                &std::sync::Arc::new(crate::runtime::CallSignal::new()),
-            ) {
+            let signal = std::sync::Arc::new(crate::runtime::CallSignal::new());
+            let request = CallRequest { name: &tool, arguments: &arguments, client_roots: None, signal: &signal };
+            let answer = server.call(request).map_err(ErrorObject::from);
+            let failed = matches!(answer, Ok(Answer::Failed(_)));
+            match answer.and_then(|answer| crate::results::answer(answer, Version::LATEST)) {
                 Ok(result) => {
                     println!("{}", serde_json::to_string_pretty(&result)?);
-                    Ok(if result["isError"] == json!(true) { ExitCode::from(1) } else { ExitCode::SUCCESS })
+                    Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
                 }
                 Err(error) => {
                     println!("{}", serde_json::to_string_pretty(&json!({ "error": error }))?);

@@ -117,7 +117,7 @@ fn add(component: &std::path::Path, grants: Vec<DirSpec>, common: &Common) -> an
     if !lock::valid_name(&name) {
         anyhow::bail!("the tool's name `{name}` cannot be installed: use 1-64 of [a-z0-9_-], not starting with `-`");
     }
-    if registry::builtin_names().any(|builtin| builtin == name) || name == crate::staging::UPLOAD_TOOL {
+    if registry::taken_names().any(|taken| taken == name) {
         anyhow::bail!("`{name}` is the name of a built-in tool; give the tool another name in its manifest");
     }
     let mut resolved = Vec::new();

@@ -36,19 +36,39 @@ impl fmt::Debug for CursorKey {
     }
 }
 
+/// Why a cursor key cannot be used.
+#[derive(Debug, Clone, PartialEq)]
+pub enum KeyError {
+    /// The text is not hex.
+    NotHex(hex::FromHexError),
+    /// Fewer than 16 bytes.
+    Short(usize),
+}
+
+impl fmt::Display for KeyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            KeyError::NotHex(e) => write!(f, "a cursor key must be hex: {e}"),
+            KeyError::Short(n) => write!(f, "a cursor key needs at least 16 bytes, got {n}"),
+        }
+    }
+}
+
+impl std::error::Error for KeyError {}
+
 impl CursorKey {
     /// At least 16 bytes of secret.
-    pub fn new(key: Vec<u8>) -> Result<CursorKey, String> {
+    pub fn new(key: Vec<u8>) -> Result<CursorKey, KeyError> {
         if key.len() < 16 {
-            return Err(format!("a cursor key needs at least 16 bytes, got {}", key.len()));
+            return Err(KeyError::Short(key.len()));
         }
         let id = hex::encode(&Sha256::digest(&key)[..4]);
         Ok(CursorKey { key, id })
     }
 
     /// A key from hex text (as in `CORDON_CURSOR_KEY` or the key file).
-    pub fn from_hex(text: &str) -> Result<CursorKey, String> {
-        let bytes = hex::decode(text.trim()).map_err(|e| format!("a cursor key must be hex: {e}"))?;
+    pub fn from_hex(text: &str) -> Result<CursorKey, KeyError> {
+        let bytes = hex::decode(text.trim()).map_err(KeyError::NotHex)?;
         CursorKey::new(bytes)
     }
 
@@ -66,7 +86,7 @@ impl CursorKey {
     pub fn load_or_create(dir: &cap_std::fs::Dir) -> std::io::Result<CursorKey> {
         use std::io::{Read, Write};
         const NAME: &str = "cursor.key";
-        let invalid = |e: String| std::io::Error::new(std::io::ErrorKind::InvalidData, format!("{NAME}: {e}"));
+        let invalid = |e: KeyError| std::io::Error::new(std::io::ErrorKind::InvalidData, format!("{NAME}: {e}"));
         let read = || {
             let mut text = String::new();
             dir.open(NAME)?.read_to_string(&mut text)?;

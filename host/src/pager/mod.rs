@@ -22,9 +22,10 @@ use serde_json::{Map, Value};
 use sha2::Sha256;
 use sha2::digest::common::hazmat::{SerializableState, SerializedState};
 
+use crate::args::Paging;
 use crate::registry::Tool;
 use crate::runtime::{CallContext, CallFailure, LiveCall, Reclaim, Runtime};
-use crate::tool::{ArgumentError, Budget, ErrorCode, Fingerprint, ToolError};
+use crate::tool::{Budget, ErrorCode, Fingerprint, ToolError};
 use cursor::{Cursor, CursorError, CursorKey};
 use page::{Builder, Page};
 use parked::ParkedStreams;
@@ -49,51 +50,6 @@ pub struct PageLimits {
     pub parked: usize,
     /// How long a parked stream waits for its next page.
     pub parked_ttl: Duration,
-}
-
-impl Default for PageLimits {
-    fn default() -> Self {
-        PageLimits {
-            default_tokens: 6_000,
-            max_tokens: 25_000,
-            max_items: 10_000,
-            max_depth: 16,
-            cursor_ttl: Duration::from_secs(24 * 3600),
-            parked: 64,
-            parked_ttl: Duration::from_secs(600),
-        }
-    }
-}
-
-/// The paging options of one call, taken out of its arguments.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Paging {
-    pub cursor: Option<String>,
-    pub max_tokens: Option<u64>,
-    pub page_size: Option<u64>,
-}
-
-impl Paging {
-    /// Splits the host's paging options from the tool's own arguments.
-    pub fn split(arguments: &Value) -> Result<(Paging, Value), ArgumentError> {
-        let mut args: Map<String, Value> = arguments.as_object().cloned().unwrap_or_default();
-        let bad = |name, expected| ArgumentError::NotA { name, expected };
-        let count = |v: Option<Value>, name: &'static str| match v {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::Number(n)) => {
-                n.as_u64().filter(|n| *n > 0).map(Some).ok_or_else(|| bad(name, "a positive integer"))
-            }
-            Some(_) => Err(bad(name, "a positive integer")),
-        };
-        let cursor = match args.remove("cursor") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(s)) => Some(s),
-            Some(_) => return Err(bad("cursor", "a string (as returned in next_cursor)")),
-        };
-        let max_tokens = count(args.remove("max_tokens"), "max_tokens")?;
-        let page_size = count(args.remove("page_size"), "page_size")?;
-        Ok((Paging { cursor, max_tokens, page_size }, Value::Object(args)))
-    }
 }
 
 /// Why no page came back.
@@ -354,33 +310,12 @@ fn stale(tool: &Tool, what: &str) -> CallFailure {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
-
     use super::*;
 
     #[test]
-    fn paging_options_are_split_from_the_tools_arguments() {
-        let (paging, args) =
-            Paging::split(&json!({"path": "a", "cursor": "c1.x", "max_tokens": 10, "page_size": 3})).unwrap();
-        assert_eq!(paging, Paging { cursor: Some("c1.x".into()), max_tokens: Some(10), page_size: Some(3) });
-        assert_eq!(args, json!({"path": "a"}));
-        let (paging, _) = Paging::split(&json!({"cursor": null})).unwrap();
-        assert_eq!(paging, Paging::default());
-    }
-
-    #[test]
-    fn bad_paging_options_are_invalid_params() {
-        for bad in
-            [json!({"max_tokens": 0}), json!({"max_tokens": "9"}), json!({"page_size": -1}), json!({"cursor": 5})]
-        {
-            assert!(matches!(Paging::split(&bad), Err(ArgumentError::NotA { .. })), "{bad}");
-        }
-    }
-
-    #[test]
     fn budgets_default_and_clamp_to_the_server_limits() {
-        let pager = Pager::new(CursorKey::random(), PageLimits::default());
-        let limits = PageLimits::default();
+        let limits = crate::limits::Limits::default().pages;
+        let pager = Pager::new(CursorKey::random(), limits);
         let default = pager.budget(&Paging::default());
         assert_eq!(default, Budget { bytes: limits.default_tokens * BYTES_PER_TOKEN, items: limits.max_items });
         let huge = pager.budget(&Paging { max_tokens: Some(u64::MAX), page_size: Some(u64::MAX), cursor: None });

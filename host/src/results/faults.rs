@@ -6,10 +6,10 @@ use std::fmt;
 
 use serde_json::json;
 
+use crate::args::ArgumentError;
 use crate::pager::BYTES_PER_TOKEN;
 use crate::pager::cursor::CursorError;
 use crate::protocol::jsonrpc::{Code, ErrorObject, Kind};
-use crate::tool::ArgumentError;
 
 /// A request the server refuses, or could not answer.
 #[derive(Debug, Clone, PartialEq)]
@@ -32,6 +32,8 @@ pub enum Fault {
     Cursor(CursorError),
     /// A tool that writes, on a server that runs read-only.
     ReadOnly { name: String },
+    /// A call of a tool that does not exist.
+    UnknownTool { name: String },
     /// The client declared roots but did not answer `roots/list` within
     /// `waited_secs`.
     RootsUnanswered { waited_secs: u64 },
@@ -70,6 +72,9 @@ impl Fault {
             Fault::RootsUnanswered { .. } => {
                 ErrorObject::new(Code::InternalError, message).with_kind(Kind::RootsUnanswered, json!({}))
             }
+            Fault::UnknownTool { name } => {
+                ErrorObject::new(Code::InvalidParams, message).with_kind(Kind::NotFound, json!({ "tool": name }))
+            }
         }
     }
 }
@@ -105,6 +110,9 @@ impl fmt::Display for Fault {
             Fault::Cursor(e) => write!(f, "Invalid cursor: {e}"),
             Fault::ReadOnly { name } => {
                 write!(f, "Tool `{name}` is not offered: this server runs read-only (`--read-only`), so nothing writes")
+            }
+            Fault::UnknownTool { name } => {
+                write!(f, "Unknown tool: `{name}`; tools/list shows the tools this server has")
             }
             Fault::RootsUnanswered { waited_secs } => write!(
                 f,

@@ -13,7 +13,7 @@ use crate::pager::page::{Block, Page};
 use crate::protocol::jsonrpc::{Code, ErrorObject, Kind};
 use crate::protocol::mcp::Version;
 use crate::protocol::modern;
-use crate::registry::Tool;
+use crate::registry::Entry;
 use crate::runtime::CallFailure;
 use crate::tool::Manifest;
 
@@ -60,19 +60,36 @@ pub fn unknown_prompt(name: &str) -> ErrorObject {
         .with_data(json!({ "name": name }))
 }
 
-/// The `tools/list` result: the component tools, then the host's `upload`
-/// when the server writes.
-pub fn list_tools_result<'a>(tools: impl Iterator<Item = &'a Tool>, upload: bool, version: Version) -> Value {
-    let mut tools: Vec<Value> = tools.map(|t| describe_tool(&t.manifest, version)).collect();
-    if upload {
-        tools.push(crate::staging::upload_tool(version.structured()));
-    }
+/// The `tools/list` result.
+pub fn list_tools_result<'a>(tools: impl Iterator<Item = &'a Entry>, version: Version) -> Value {
+    let tools: Vec<Value> = tools.map(|t| describe_tool(t, version)).collect();
     json!({ "tools": tools })
+}
+
+/// What one `tools/call` comes back with, before it is rendered for the wire.
+#[derive(Debug)]
+pub enum Answer {
+    /// A page of a component tool's output.
+    Page(Box<Page>),
+    /// A host tool's small JSON answer.
+    Host(Value),
+    /// The call failed.
+    Failed(CallFailure),
+}
+
+/// A call's answer as an MCP result, or, for a failure that is the server's
+/// and not the call's, a JSON-RPC error (see `call_failure`).
+pub fn answer(answer: Answer, version: Version) -> Result<Value, ErrorObject> {
+    match answer {
+        Answer::Page(page) => Ok(call_result(*page, version)),
+        Answer::Host(value) => Ok(host_tool_result(value, version)),
+        Answer::Failed(failure) => call_failure(failure, version),
+    }
 }
 
 /// The result of a tool the host serves itself: its small JSON answer as text
 /// and as structured content.
-pub fn host_tool_result(answer: Value, version: Version) -> Value {
+fn host_tool_result(answer: Value, version: Version) -> Value {
     let mut result = json!({ "content": [{ "type": "text", "text": answer.to_string() }], "isError": false });
     if version.structured() {
         result["structuredContent"] = answer;
@@ -80,11 +97,22 @@ pub fn host_tool_result(answer: Value, version: Version) -> Value {
     result
 }
 
-fn describe_tool(m: &Manifest, version: Version) -> Value {
+/// A tool's input and output schemas as clients see them: a component's with
+/// the host's arguments (`args`) and page fields added; a host tool's as is.
+pub fn schemas(entry: &Entry) -> (Value, Value) {
+    match entry {
+        Entry::Component(tool) => (crate::args::advertise(&tool.manifest), output_schema(&tool.manifest)),
+        Entry::Host { manifest, .. } => (manifest.input_schema.clone(), manifest.output_schema.clone()),
+    }
+}
+
+fn describe_tool(entry: &Entry, version: Version) -> Value {
+    let m = entry.manifest();
+    let (input, output) = schemas(entry);
     let mut tool = Map::new();
     tool.insert("name".into(), m.name.clone().into());
     tool.insert("description".into(), m.description.clone().into());
-    tool.insert("inputSchema".into(), input_schema(m));
+    tool.insert("inputSchema".into(), input);
     let mut annotations = json!({
         "readOnlyHint": m.read_only,
         "destructiveHint": m.destructive,
@@ -93,33 +121,11 @@ fn describe_tool(m: &Manifest, version: Version) -> Value {
     });
     if version.structured() {
         tool.insert("title".into(), m.title.clone().into());
-        tool.insert("outputSchema".into(), output_schema(m));
+        tool.insert("outputSchema".into(), output);
         annotations["title"] = m.title.clone().into();
     }
     tool.insert("annotations".into(), annotations);
     Value::Object(tool)
-}
-
-/// The tool's input schema with the host's paging options added.
-pub fn input_schema(m: &Manifest) -> Value {
-    let mut schema = m.input_schema.clone();
-    let extra = json!({
-        "cursor": {
-            "type": "string",
-            "description": "Continue a result: the `next_cursor` of the previous page. Other arguments may be left out."
-        },
-        "max_tokens": {
-            "type": "integer", "minimum": 1,
-            "description": "Page size in estimated tokens (4 bytes each); clamped by the server."
-        },
-        "page_size": {
-            "type": "integer", "minimum": 1,
-            "description": "Most items (lines, for text) per page; clamped by the server."
-        }
-    });
-    merge_properties(&mut schema, extra);
-    crate::staging::advertise(&mut schema);
-    schema
 }
 
 /// The fields the host adds to every result's structured content.
@@ -154,7 +160,7 @@ fn page_properties() -> Value {
 }
 
 /// The tool's output schema with the host's page fields added.
-pub fn output_schema(m: &Manifest) -> Value {
+fn output_schema(m: &Manifest) -> Value {
     let mut schema = m.output_schema.clone();
     merge_properties(&mut schema, page_properties());
     if let Some(obj) = schema.as_object_mut() {
@@ -201,11 +207,11 @@ pub fn call_result(page: Page, version: Version) -> Value {
     if content.is_empty() {
         content.push(json!({ "type": "text", "text": "" }));
     }
-    let payload_blocks = content.len();
+    debug_assert_eq!(content.len(), payload_blocks(&page));
     if let Some(footer) = footer {
         content.push(json!({ "type": "text", "text": footer }));
     }
-    let meta = page_meta(&page, payload_blocks);
+    let meta = page_meta(&page);
     let mut result = json!({ "content": content, "isError": false, "_meta": { PAGE_META: meta } });
     if version.structured() {
         result["structuredContent"] = structured(page);
@@ -213,18 +219,30 @@ pub fn call_result(page: Page, version: Version) -> Value {
     result
 }
 
+/// The content blocks a page's payload takes: one per block, and one empty
+/// text block for an empty page.
+fn payload_blocks(page: &Page) -> usize {
+    page.blocks.len().max(1)
+}
+
 /// What a program checks a page with.
-fn page_meta(page: &Page, payload_blocks: usize) -> Value {
+fn page_meta(page: &Page) -> Value {
+    let mut meta = page_log(page);
+    meta["chunks"] = chunks(page);
+    meta
+}
+
+/// A page's metadata without its chunks, as the session logs an answered call.
+pub fn page_log(page: &Page) -> Value {
     let mut meta = json!({
         "index": page.index,
         "items": page.items,
         "bytes": page.bytes,
         "estimated_tokens": page.bytes.div_ceil(u64::from(BYTES_PER_TOKEN)),
-        "blocks": payload_blocks,
+        "blocks": payload_blocks(page),
         "continued": page.continued,
         "max_tokens": page.budget.bytes / BYTES_PER_TOKEN,
         "page_size": page.budget.items,
-        "chunks": chunks(page),
     });
     if let Some(sha) = &page.sha256 {
         meta["payload_sha256"] = sha.clone().into();
@@ -406,11 +424,25 @@ fn content_block(block: &Block) -> Value {
     }
 }
 
-/// A failed call, as a result the model can read (`isError`), or, for failures
-/// that are the server's and not the call's, a JSON-RPC error. A timeout or a
-/// busy server names the limit in `structuredContent.error.limit`; an internal error says what
+/// A failed call the model reads about: a code (the tool's, or `timeout`,
+/// `cancelled`, `busy`), a sentence, and the limit it hit, if one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolFailure {
+    pub code: &'static str,
+    pub message: String,
+    pub limit: Option<&'static str>,
+}
+
+impl std::fmt::Display for ToolFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.code, self.message)
+    }
+}
+
+/// A failed call as the model reads it, or, for failures that are the
+/// server's and not the call's, a JSON-RPC error: an internal error says what
 /// kind of failure it was in `data.error`, and a limit's name and value.
-pub fn call_failure(failure: CallFailure, version: Version) -> Result<Value, ErrorObject> {
+pub fn tool_failure(failure: CallFailure) -> Result<ToolFailure, ErrorObject> {
     let limit = failure.limit_name();
     let internal = |kind: Kind, data: Value, message: String| {
         Err(ErrorObject::new(Code::InternalError, message).with_kind(kind, data))
@@ -430,26 +462,30 @@ pub fn call_failure(failure: CallFailure, version: Version) -> Result<Value, Err
         CallFailure::Trapped { ref tool } => {
             return internal(Kind::Trapped, json!({ "tool": tool }), failure.to_string());
         }
-        CallFailure::Contract(what) => return internal(Kind::ContractViolation, json!({}), what),
-        CallFailure::Host(what) => return internal(Kind::Host, json!({}), what),
+        CallFailure::Contract { ref tool, .. } => {
+            return internal(Kind::ContractViolation, json!({ "tool": tool }), failure.to_string());
+        }
+        CallFailure::Host(ref fault) => return internal(Kind::Host, json!({}), fault.to_string()),
     };
+    Ok(ToolFailure { code, message, limit })
+}
+
+/// A failed call, as a result the model can read (`isError`; a timeout or a
+/// busy server names the limit in `structuredContent.error.limit`), or a
+/// JSON-RPC error (see `tool_failure`).
+fn call_failure(failure: CallFailure, version: Version) -> Result<Value, ErrorObject> {
+    let failure = tool_failure(failure)?;
     let mut result = json!({
-        "content": [{ "type": "text", "text": format!("{code}: {message}") }],
+        "content": [{ "type": "text", "text": failure.to_string() }],
         "isError": true,
     });
     if version.structured() {
-        result["structuredContent"] = json!({ "error": { "code": code, "message": message } });
-        if let Some(limit) = limit {
+        result["structuredContent"] = json!({ "error": { "code": failure.code, "message": failure.message } });
+        if let Some(limit) = failure.limit {
             result["structuredContent"]["error"]["limit"] = limit.into();
         }
     }
     Ok(result)
-}
-
-/// The error for a tools/call naming a tool that does not exist.
-pub fn unknown_tool(name: &str) -> ErrorObject {
-    ErrorObject::new(Code::InvalidParams, format!("Unknown tool: `{name}`; tools/list shows the tools this server has"))
-        .with_kind(Kind::NotFound, json!({ "tool": name }))
 }
 
 fn base64_encode(bytes: &[u8]) -> String {

@@ -1,5 +1,5 @@
 //! The one module that holds `bindgen!` output, and its conversion into the
-//! host's own types (`crate::tool`).
+//! contract's types (`cordon_contract`, named `crate::tool` in the host).
 
 use crate::tool::{self, Access, Budget, Chunk, ErrorCode, Fingerprint, Payload, Span, Summary, ToolError};
 
@@ -21,19 +21,12 @@ pub use self::cordon::tool::host_files::Host as HostFiles;
 pub use self::cordon::tool::types::Error as WitError;
 pub use self::cordon::tool::types::ErrorCode as WitErrorCode;
 
+/// By position: both enums list the codes in WIT declaration order (the
+/// generated one is `#[repr(u8)]` with implicit discriminants; the contract
+/// checks its `ALL` against `wit/tool.wit`, the test below the generated enum).
 impl From<wit::ErrorCode> for ErrorCode {
     fn from(code: wit::ErrorCode) -> Self {
-        match code {
-            wit::ErrorCode::InvalidArgument => ErrorCode::InvalidArgument,
-            wit::ErrorCode::NotFound => ErrorCode::NotFound,
-            wit::ErrorCode::PermissionDenied => ErrorCode::PermissionDenied,
-            wit::ErrorCode::Conflict => ErrorCode::Conflict,
-            wit::ErrorCode::TooLarge => ErrorCode::TooLarge,
-            wit::ErrorCode::Stale => ErrorCode::Stale,
-            wit::ErrorCode::Io => ErrorCode::Io,
-            wit::ErrorCode::Unsupported => ErrorCode::Unsupported,
-            wit::ErrorCode::Internal => ErrorCode::Internal,
-        }
+        ErrorCode::ALL[code as usize]
     }
 }
 
@@ -85,14 +78,14 @@ impl From<Budget> for wit::Budget {
 }
 
 impl TryFrom<wit::Summary> for Summary {
-    type Error = String;
+    type Error = super::failure::Violation;
 
-    fn try_from(s: wit::Summary) -> Result<Self, String> {
+    fn try_from(s: wit::Summary) -> Result<Self, Self::Error> {
         match serde_json::from_str::<serde_json::Value>(&s.totals) {
             Ok(totals @ serde_json::Value::Object(_)) => {
                 Ok(Summary { totals, exact: s.exact, suggestions: s.suggestions })
             }
-            _ => Err("summary totals are not a JSON object".into()),
+            _ => Err(super::failure::Violation::SummaryTotals),
         }
     }
 }
@@ -130,5 +123,42 @@ impl RawManifest {
             destructive: m.destructive,
             idempotent: m.idempotent,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_wit_error_code_converts_to_the_code_of_the_same_name() {
+        use wit::ErrorCode as W;
+        let generated = [
+            W::InvalidArgument,
+            W::NotFound,
+            W::PermissionDenied,
+            W::Conflict,
+            W::TooLarge,
+            W::Stale,
+            W::Io,
+            W::Unsupported,
+            W::Internal,
+        ];
+        assert_eq!(generated.len(), ErrorCode::ALL.len());
+        for (i, wit) in generated.into_iter().enumerate() {
+            assert_eq!(wit as usize, i);
+            // `ErrorCode::TooLarge` (the generated Debug) → `too_large`.
+            let debug = format!("{wit:?}");
+            let camel = debug.rsplit("::").next().unwrap().trim_end_matches(|c: char| !c.is_alphanumeric());
+            let snake: String = camel
+                .chars()
+                .enumerate()
+                .flat_map(|(j, c)| {
+                    let sep = (j > 0 && c.is_uppercase()).then_some('_');
+                    sep.into_iter().chain(c.to_lowercase())
+                })
+                .collect();
+            assert_eq!(ErrorCode::from(wit).as_str(), snake, "{debug}");
+        }
     }
 }

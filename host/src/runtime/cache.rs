@@ -10,7 +10,6 @@
 use std::hash::{Hash, Hasher};
 use std::io::{Read, Write};
 
-use anyhow::Context;
 use cap_std::fs::Dir;
 use sha2::{Digest, Sha256};
 use wasmtime::Engine;
@@ -54,7 +53,7 @@ impl CompileCache {
     }
 
     /// Returns the compiled component, from the cache when it holds it.
-    pub fn load(&self, engine: &Engine, bytes: &[u8], digest: &str) -> anyhow::Result<(Component, Outcome)> {
+    pub fn load(&self, engine: &Engine, bytes: &[u8], digest: &str) -> wasmtime::Result<(Component, Outcome)> {
         let Some(dir) = &self.dir else {
             return Ok((Component::new(engine, bytes)?, Outcome::Uncached));
         };
@@ -72,7 +71,7 @@ impl CompileCache {
         // SAFETY: produced just above by this engine.
         let component = unsafe { Component::deserialize(engine, &artifact)? };
         if let Err(e) = write_atomically(dir, &name, &artifact) {
-            tracing::warn!(artifact = %name, "could not store compiled artifact: {e:#}");
+            tracing::warn!(artifact = %name, "could not store compiled artifact: {e}");
         }
         Ok((component, Outcome::Compiled))
     }
@@ -123,14 +122,14 @@ fn process_alive(pid: i32) -> bool {
     sent == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
 }
 
-fn write_atomically(dir: &Dir, name: &str, artifact: &[u8]) -> anyhow::Result<()> {
+fn write_atomically(dir: &Dir, name: &str, artifact: &[u8]) -> std::io::Result<()> {
     let tmp = format!(".{name}.{}.tmp", std::process::id());
     let result = (|| {
-        let mut file = dir.create(&tmp).context("create temporary artifact")?;
+        let mut file = dir.create(&tmp)?;
         file.write_all(artifact)?;
         file.write_all(&Sha256::digest(artifact))?;
         file.sync_all()?;
-        dir.rename(&tmp, dir, name).context("rename artifact into place")
+        dir.rename(&tmp, dir, name)
     })();
     if result.is_err() {
         let _ = dir.remove_file(&tmp);

@@ -10,7 +10,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::Runtime;
 use super::bindings::{CordonTool, CordonToolPre, RawManifest};
-use super::failure::{CallFailure, Seen};
+use super::failure::{CallFailure, HostFault, Seen, Violation};
 use super::limits::{CallLimiter, CallLimits, Limit};
 use super::signal::{CallSignal, Interrupted};
 use super::slots::Slot;
@@ -85,8 +85,9 @@ impl Runtime {
         let mut wasi = WasiCtx::builder();
         wasi.allow_blocking_current_thread(true);
         for grant in grants {
-            wasi.preopened_dir(&grant.host, &grant.guest, grant.perms)
-                .map_err(|e| CallFailure::Host(format!("cannot preopen {}: {e}", grant.host.display())))?;
+            wasi.preopened_dir(&grant.host, &grant.guest, grant.perms).map_err(|e| {
+                CallFailure::Host(HostFault::Preopen { dir: grant.host.clone(), reason: e.to_string() })
+            })?;
         }
         let mut table = ResourceTable::new();
         table.set_max_capacity(self.limits.max_handles);
@@ -259,10 +260,7 @@ impl LiveCall {
         let Some(chunk) = chunk else { return Ok(None) };
         let (bytes, items) = (chunk.payload.len(), chunk.budget_items());
         if bytes > budget.bytes as usize || items > budget.items || (bytes == 0 && !chunk.continued) {
-            return Err(CallFailure::Contract(format!(
-                "tool `{}` returned a chunk of {bytes} bytes and {items} items for a budget of {} bytes and {} items",
-                self.name, budget.bytes, budget.items
-            )));
+            return Err(self.broke(Violation::OverBudget { bytes, items, budget }));
         }
         if chunk.resume.len() > self.limits.max_info_bytes {
             return Err(CallFailure::Limit {
@@ -272,10 +270,7 @@ impl LiveCall {
         }
         self.empty_run = if bytes == 0 { self.empty_run + 1 } else { 0 };
         if self.empty_run >= MAX_EMPTY_CHUNKS {
-            return Err(CallFailure::Contract(format!(
-                "tool `{}` returned {MAX_EMPTY_CHUNKS} empty chunks in a row; a stream must make progress",
-                self.name
-            )));
+            return Err(self.broke(Violation::NoProgress { chunks: MAX_EMPTY_CHUNKS }));
         }
         Ok(Some(chunk))
     }
@@ -285,7 +280,7 @@ impl LiveCall {
         self.store.set_hostcall_fuel(self.limits.max_info_bytes);
         let raw = self.instance.cordon_tool_tool().chunk_stream().call_summary(&mut self.store, self.stream);
         let raw = raw.map_err(|e| self.trap(e, Limit::InfoBytes(self.limits.max_info_bytes)))?;
-        Summary::try_from(raw).map_err(|e| CallFailure::Contract(format!("tool `{}`: {e}", self.name)))
+        Summary::try_from(raw).map_err(|violation| self.broke(violation))
     }
 
     /// The tool's `info` object about the whole output; one over
@@ -296,7 +291,7 @@ impl LiveCall {
         let text = text.map_err(|e| self.trap(e, Limit::InfoBytes(self.limits.max_info_bytes)))?;
         match serde_json::from_str::<serde_json::Value>(&text) {
             Ok(value @ serde_json::Value::Object(_)) => Ok(value),
-            _ => Err(CallFailure::Contract(format!("tool `{}` returned an info that is not a JSON object", self.name))),
+            _ => Err(self.broke(Violation::InfoNotObject)),
         }
     }
 
@@ -309,6 +304,11 @@ impl LiveCall {
             Ok(f) => Ok(f.map(Fingerprint::from)),
             Err(e) => Err(tool_error(&self.name, &self.limits, e.into())),
         }
+    }
+
+    /// The failure of a tool that broke the contract.
+    fn broke(&self, broke: Violation) -> CallFailure {
+        CallFailure::Contract { tool: self.name.clone(), broke }
     }
 
     fn trap(&self, err: wasmtime::Error, output: Limit) -> CallFailure {

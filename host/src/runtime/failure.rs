@@ -38,10 +38,88 @@ pub enum CallFailure {
     /// past their deadline. Parked streams were given up first.
     Busy { limit: &'static str, capacity: usize },
     /// The tool broke a rule of the contract (e.g. a chunk over its budget).
-    Contract(String),
-    /// The host could not set the call up.
-    Host(String),
+    Contract { tool: String, broke: Violation },
+    /// The host could not set the call up or see it through.
+    Host(HostFault),
 }
+
+/// A rule of the contract a tool broke.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Violation {
+    /// A chunk larger than the budget it was asked for, or an empty chunk
+    /// that does not continue an item.
+    OverBudget { bytes: usize, items: u32, budget: crate::tool::Budget },
+    /// Too many empty chunks in a row: the stream makes no progress.
+    NoProgress { chunks: u32 },
+    /// A summary whose totals are not a JSON object.
+    SummaryTotals,
+    /// An `info` that is not a JSON object.
+    InfoNotObject,
+}
+
+/// What kept the host from setting a call up or seeing it through.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HostFault {
+    /// A granted directory could not be preopened (`reason`: wasmtime's words).
+    Preopen { dir: std::path::PathBuf, reason: String },
+    /// No thread could be started for the call.
+    Thread { reason: String },
+    /// The call's thread ended without an answer.
+    NoAnswer,
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Violation::OverBudget { bytes, items, budget } => write!(
+                f,
+                "returned a chunk of {bytes} bytes and {items} items for a budget of {} bytes and {} items",
+                budget.bytes, budget.items
+            ),
+            Violation::NoProgress { chunks } => {
+                write!(f, "returned {chunks} empty chunks in a row; a stream must make progress")
+            }
+            Violation::SummaryTotals => f.write_str("returned summary totals that are not a JSON object"),
+            Violation::InfoNotObject => f.write_str("returned an info that is not a JSON object"),
+        }
+    }
+}
+
+impl fmt::Display for HostFault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HostFault::Preopen { dir, reason } => write!(f, "cannot preopen {}: {reason}", dir.display()),
+            HostFault::Thread { reason } => write!(f, "cannot start a thread for the call: {reason}"),
+            HostFault::NoAnswer => f.write_str("the call's thread ended without an answer"),
+        }
+    }
+}
+
+/// Why the runtime could not start, or not load a component.
+#[derive(Debug)]
+pub enum RuntimeError {
+    /// The limits cannot be used.
+    Limits(super::LimitError),
+    /// The engine or its linker could not be built (wasmtime's error).
+    Engine(wasmtime::Error),
+    /// The component could not be compiled (wasmtime's error).
+    Compile(wasmtime::Error),
+    /// The component cannot be linked: it imports what the host does not provide.
+    Link(wasmtime::Error),
+}
+
+impl fmt::Display for RuntimeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RuntimeError::Limits(e) => e.fmt(f),
+            RuntimeError::Engine(e) => write!(f, "the wasm engine could not be built: {e:#}"),
+            RuntimeError::Compile(e) => write!(f, "{e:#}"),
+            RuntimeError::Link(e) => write!(f, "{e:#}"),
+        }
+    }
+}
+
+impl std::error::Error for RuntimeError {}
 
 /// The limit `Busy` names when the instance pool is full.
 pub const INSTANCE_SLOTS: &str = "instance_slots";
@@ -144,8 +222,8 @@ impl fmt::Display for CallFailure {
                 "the server is busy: {capacity} tool calls are in flight, its limit (`{limit}`), and none ended \
                  before this call's time limit; try again shortly"
             ),
-            CallFailure::Contract(what) => write!(f, "{what}"),
-            CallFailure::Host(what) => write!(f, "{what}"),
+            CallFailure::Contract { tool, broke } => write!(f, "tool `{tool}` {broke}"),
+            CallFailure::Host(fault) => fault.fmt(f),
         }
     }
 }

@@ -43,6 +43,8 @@ pub struct CallLimits {
 pub enum LimitError {
     /// The limit is zero, which would refuse every call.
     Zero(&'static str),
+    /// A time in seconds that is not a finite number above zero.
+    NotSeconds(&'static str),
     /// The limit is above what the host can represent.
     AboveMaximum { name: &'static str, max: u64 },
     /// The instance pool these limits need cannot be reserved.
@@ -53,7 +55,10 @@ impl fmt::Display for LimitError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             LimitError::Zero(name) => {
-                write!(f, "the limit `{name}` is zero; every limit must be positive (nothing runs unlimited)")
+                write!(f, "the limit `{name}` is zero: limits must be positive (nothing runs unlimited)")
+            }
+            LimitError::NotSeconds(name) => {
+                write!(f, "--{} must be a positive number of seconds (`{name}`)", name.replace('_', "-"))
             }
             LimitError::AboveMaximum { name, max } => write!(f, "the limit `{name}` is above its maximum of {max}"),
             LimitError::Capacity(e) => e.fmt(f),
@@ -221,7 +226,7 @@ mod tests {
 
     #[test]
     fn the_default_limits_are_valid_and_every_zero_limit_is_refused_by_name() {
-        assert_eq!(crate::server::Limits::default().call.validate(), Ok(()));
+        assert_eq!(crate::limits::Limits::default().call.validate(), Ok(()));
         type Zero = fn(&mut CallLimits);
         let zeroed: [(&str, Zero); 8] = [
             ("memory_bytes", |l| l.memory_bytes = 0),
@@ -234,17 +239,17 @@ mod tests {
             ("host_grace", |l| l.host_grace = Duration::ZERO),
         ];
         for (name, zero) in zeroed {
-            let mut limits = crate::server::Limits::default().call;
+            let mut limits = crate::limits::Limits::default().call;
             zero(&mut limits);
             assert_eq!(limits.validate(), Err(LimitError::Zero(name)));
         }
-        let huge = CallLimits { max_chunk_bytes: u32::MAX as usize + 1, ..crate::server::Limits::default().call };
+        let huge = CallLimits { max_chunk_bytes: u32::MAX as usize + 1, ..crate::limits::Limits::default().call };
         assert!(matches!(huge.validate(), Err(LimitError::AboveMaximum { name: "max_chunk_bytes", .. })));
     }
 
     #[test]
     fn the_limiter_caps_memory_summed_over_memories_and_remembers_the_refusal() {
-        let limits = CallLimits { memory_bytes: 100, ..crate::server::Limits::default().call };
+        let limits = CallLimits { memory_bytes: 100, ..crate::limits::Limits::default().call };
         let mut limiter = CallLimiter::new(limits);
         assert!(limiter.memory_growing(0, 60, None).unwrap());
         assert_eq!(limiter.refused(), None);

@@ -18,13 +18,12 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
-use anyhow::Context;
 use wasmtime::component::{Component, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy};
 
 pub use call::{CallContext, CallState, LiveCall, Target};
-pub use failure::CallFailure;
 pub use failure::INSTANCE_SLOTS;
+pub use failure::{CallFailure, HostFault, RuntimeError, Violation};
 pub use limits::{CallLimits, Limit, LimitError};
 pub use pool::{Capacity, CapacityError};
 pub use signal::{CallSignal, PROGRESS_INTERVAL, ProgressSink};
@@ -71,9 +70,9 @@ impl Runtime {
         capacity: Capacity,
         cache_dir: Option<cap_std::fs::Dir>,
         deny: Arc<Deny>,
-    ) -> anyhow::Result<Runtime> {
-        limits.validate()?;
-        let pool = capacity.pool(limits.memory_bytes)?;
+    ) -> Result<Runtime, RuntimeError> {
+        limits.validate().map_err(RuntimeError::Limits)?;
+        let pool = capacity.pool(limits.memory_bytes).map_err(|e| RuntimeError::Limits(LimitError::Capacity(e)))?;
         let mut config = Config::new();
         config
             .wasm_component_model(true)
@@ -82,14 +81,14 @@ impl Runtime {
             .memory_reservation(pool::MEMORY_RESERVATION)
             .memory_guard_size(pool::MEMORY_GUARD)
             .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
-        let engine = Engine::new(&config).map_err(anyhow::Error::from).context("create the wasm engine")?;
+        let engine = Engine::new(&config).map_err(RuntimeError::Engine)?;
         let mut linker = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(anyhow::Error::from)?;
+        wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(RuntimeError::Engine)?;
         bindings::CordonFileTool::add_to_linker::<CallState, wasmtime::component::HasSelf<CallState>>(
             &mut linker,
             |state| state,
         )
-        .map_err(anyhow::Error::from)?;
+        .map_err(RuntimeError::Engine)?;
         start_epoch_clock(&engine);
         let cache = CompileCache::new(cache_dir, &engine);
         let slots = Slots::new(INSTANCE_SLOTS, capacity.instances());
@@ -97,10 +96,11 @@ impl Runtime {
     }
 
     /// Compiles (or loads from the cache) a component and links it.
-    pub fn load(&self, bytes: &[u8], digest: &str) -> anyhow::Result<Loaded> {
-        let (component, outcome): (Component, Outcome) = self.cache.load(&self.engine, bytes, digest)?;
-        let instance_pre = self.linker.instantiate_pre(&component).map_err(anyhow::Error::from)?;
-        let pre = CordonToolPre::new(instance_pre).map_err(anyhow::Error::from)?;
+    pub fn load(&self, bytes: &[u8], digest: &str) -> Result<Loaded, RuntimeError> {
+        let (component, outcome): (Component, Outcome) =
+            self.cache.load(&self.engine, bytes, digest).map_err(RuntimeError::Compile)?;
+        let instance_pre = self.linker.instantiate_pre(&component).map_err(RuntimeError::Link)?;
+        let pre = CordonToolPre::new(instance_pre).map_err(RuntimeError::Link)?;
         Ok(Loaded { pre, outcome })
     }
 

@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use super::failure::CallFailure;
+use super::failure::{CallFailure, HostFault};
 use super::signal::CallSignal;
 
 /// Calls of one tool that may be left blocked in host calls at once.
@@ -147,7 +147,7 @@ impl Watchdog {
         };
         self.workers
             .execute(Box::new(worker))
-            .map_err(|e| CallFailure::Host(format!("cannot start a thread for the call: {e}")))?;
+            .map_err(|e| CallFailure::Host(HostFault::Thread { reason: e.to_string() }))?;
         loop {
             let give_up = signal.cancelled_at().map_or(deadline, |at| at.min(deadline)) + grace;
             let now = Instant::now();
@@ -158,7 +158,7 @@ impl Watchdog {
             match rx.recv_timeout((give_up - now).min(CANCEL_POLL)) {
                 Ok(result) => return Ok(result),
                 Err(mpsc::RecvTimeoutError::Disconnected) => {
-                    return Err(CallFailure::Host("the call's thread ended without an answer".into()));
+                    return Err(CallFailure::Host(HostFault::NoAnswer));
                 }
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
             }
@@ -167,7 +167,7 @@ impl Watchdog {
         if *phase == Phase::Done {
             drop(phase);
             // Finished as the wait ended: its result is on the way.
-            return rx.recv().map_err(|_| CallFailure::Host("the call's thread ended without an answer".into()));
+            return rx.recv().map_err(|_| CallFailure::Host(HostFault::NoAnswer));
         }
         *phase = Phase::Abandoned;
         let mut stuck = self.stuck.lock().expect("stuck lock");

@@ -26,9 +26,9 @@ use crate::framing::Frame;
 use crate::protocol::jsonrpc::{self, Code, ErrorObject, Id, Message};
 use crate::protocol::mcp::{LogLevel, Request, Version};
 use crate::protocol::modern::{self, Headers};
-use crate::results::{self, Fault};
+use crate::results::{self, Answer, Fault};
 use crate::runtime::CallSignal;
-use crate::server::Server;
+use crate::server::{CallRequest, Server};
 use roots::ClientRoots;
 
 /// What handling a frame gives: an answer now, or a call to run.
@@ -314,9 +314,8 @@ impl Session {
             }
             None => CallSignal::new(),
         });
-        if !self.server.offers(&name) {
-            let error = self.server.not_offered(&name);
-            return Handled::Now(Some(self.respond(&id, Err(error), ctx.version.is_modern())));
+        if let Err(fault) = self.server.offered(&name) {
+            return Handled::Now(Some(self.respond(&id, Err(fault.into()), ctx.version.is_modern())));
         }
         {
             let mut inflight = self.inflight.lock().expect("inflight lock");
@@ -347,7 +346,8 @@ impl Session {
             let started = Instant::now();
             let (server, signal) = (Arc::clone(&guard.session.server), Arc::clone(&guard.signal));
             let joined = tokio::task::spawn_blocking(move || {
-                server.call_tool(&name, &arguments, ctx.version, client_roots.as_deref().map(Vec::as_slice), &signal)
+                let client_roots = client_roots.as_deref().map(Vec::as_slice);
+                server.call(CallRequest { name: &name, arguments: &arguments, client_roots, signal: &signal })
             })
             .await;
             guard.done = true;
@@ -357,11 +357,12 @@ impl Session {
                 tracing::info!(id = ?guard.id, "cancelled call stopped {stop_ms:.1} ms after the cancellation");
                 return None;
             }
-            let result = joined.unwrap_or_else(|e| {
+            let answer = joined.unwrap_or_else(|e| {
                 tracing::error!("tool call thread failed: {e}");
-                Err(Fault::CallThread.into())
+                Err(Fault::CallThread)
             });
-            log_outcome(&out, ctx.log_level, &guard.id, &result, elapsed);
+            log_outcome(&out, ctx.log_level, &guard.id, &answer, elapsed);
+            let result = answer.map_err(ErrorObject::from).and_then(|answer| results::answer(answer, ctx.version));
             Some(guard.session.respond(&guard.id, stamped(ctx, result, false), ctx.version.is_modern()))
         }))
     }
@@ -414,30 +415,34 @@ fn log_outcome(
     out: &Outbox,
     wanted: Option<LogLevel>,
     id: &Id,
-    result: &Result<Value, ErrorObject>,
+    answer: &Result<Answer, Fault>,
     elapsed: std::time::Duration,
 ) {
     let ms = elapsed.as_millis() as u64;
-    match result {
-        Ok(value) if value["isError"] == json!(true) => {
-            let text = value["content"][0]["text"].clone();
-            log(
+    let failed = |level, message: String| {
+        log(out, wanted, level, json!({ "event": "failed", "request": id, "error": message, "ms": ms }));
+    };
+    match answer {
+        Ok(Answer::Failed(failure)) => match results::tool_failure(failure.clone()) {
+            Ok(failure) => log(
                 out,
                 wanted,
                 LogLevel::Warning,
-                json!({ "event": "tool_error", "request": id, "error": text, "ms": ms }),
-            );
-        }
-        Ok(value) => {
-            let mut page = value["_meta"][results::PAGE_META].clone();
-            if let Some(fields) = page.as_object_mut() {
-                fields.remove("chunks");
-            }
+                json!({ "event": "tool_error", "request": id, "error": failure.to_string(), "ms": ms }),
+            ),
+            Err(error) => failed(LogLevel::Error, error.message),
+        },
+        Ok(answer) => {
+            let page = match answer {
+                Answer::Page(page) => results::page_log(page),
+                _ => Value::Null,
+            };
             log(out, wanted, LogLevel::Debug, json!({ "event": "answered", "request": id, "page": page, "ms": ms }));
         }
-        Err(error) => {
+        Err(fault) => {
+            let error = fault.to_error();
             let level = if error.code == Code::InternalError { LogLevel::Error } else { LogLevel::Warning };
-            log(out, wanted, level, json!({ "event": "failed", "request": id, "error": error.message, "ms": ms }));
+            failed(level, error.message);
         }
     }
 }

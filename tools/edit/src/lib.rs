@@ -17,10 +17,10 @@ use std::fs::File;
 use std::io::{Read, Write};
 use std::path::Path;
 
-use cordon_sdk::atomic::{self, Options};
+use cordon_sdk::atomic::{self, Options, Target};
 use cordon_sdk::outcome::Done;
-use cordon_sdk::{Context, Error, ErrorCode, Manifest, grant, paths};
-use serde::Deserialize;
+use cordon_sdk::{Error, ErrorCode, Manifest};
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
@@ -94,8 +94,8 @@ pub fn output_schema() -> Value {
     })
 }
 
-/// What an edit did, the tool's one output item.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What an edit did: the tool's one output item (and `info`), as JSON.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Outcome {
     /// The file's absolute path.
     pub path: String,
@@ -111,29 +111,12 @@ pub struct Outcome {
     pub diff: String,
 }
 
-impl Outcome {
-    /// The outcome as the tool's item (and `info`).
-    pub fn to_json(&self) -> Value {
-        json!({
-            "path": self.path,
-            "replacements": self.replacements,
-            "crlf": self.crlf,
-            "sha256": self.sha256,
-            "size": self.size,
-            "diff": self.diff,
-        })
-    }
-}
-
 /// Does the edit described by `args` (a JSON text) under `roots`.
 pub fn edit(roots: &[String], args: &str) -> Result<Outcome, Error> {
-    let args: Args = serde_json::from_str(args)
-        .map_err(|e| Error::new(ErrorCode::InvalidArgument, format!("invalid arguments: {e}")))?;
-    let path = paths::resolve(roots, &args.path)?;
-    let shown = path.display().to_string();
-    grant::require_writable(roots, &path, &shown)?;
+    let args: Args = cordon_sdk::parse_args(args)?;
     let options = Options { allow_hardlinks: args.allow_hardlinks };
-    if !atomic::check_target(&path, options)? {
+    let Target { path, shown, exists } = Target::resolve(roots, &args.path, options)?;
+    if !exists {
         return Err(Error::new(
             ErrorCode::NotFound,
             format!("`{shown}` does not exist; create it with the write tool"),
@@ -198,22 +181,16 @@ fn hex(bytes: &[u8]) -> String {
 /// The tool, as the SDK exports it.
 pub struct EditTool;
 
-impl cordon_sdk::Tool for EditTool {
-    fn manifest() -> Manifest {
-        Manifest::writer("edit", VERSION, "Edit file", DESCRIPTION, true, false)
-            .with_schemas(input_schema(), output_schema())
-    }
-
-    fn open(ctx: &Context, args: &str, resume: Option<&str>) -> Result<Box<dyn cordon_sdk::Stream>, Error> {
-        // The edit happens when the call is first opened, never on a resume: the
-        // resume positions carry the result.
-        let perform = || edit(&ctx.roots, args).map(|outcome| outcome.to_json());
+cordon_sdk::export_tool!(EditTool {
+    manifest: Manifest::writer("edit", VERSION, "Edit file", DESCRIPTION, true, false)
+        .with_schemas(input_schema(), output_schema()),
+    // The edit happens when the call is first opened, never on a resume: the
+    // resume positions carry the result.
+    open: |roots, args, resume| {
         let totals = |r: &Value| json!({ "replacements": r["replacements"], "bytes": r["size"] });
-        Ok(Box::new(Done::open(resume, perform, totals)?))
-    }
-}
-
-cordon_sdk::export_tool!(EditTool);
+        Done::open(resume, || edit(roots, args).map(|outcome| json!(outcome)), totals)
+    },
+});
 
 #[cfg(test)]
 mod tests;

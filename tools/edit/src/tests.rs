@@ -1,6 +1,6 @@
 //! The edit tool natively, on a temporary root.
 
-use cordon_sdk::{Access, Budget, Tool as _};
+use cordon_sdk::{Access, Budget, Context, Tool as _};
 use serde_json::json;
 
 use super::*;

@@ -8,8 +8,8 @@ pub mod walk;
 
 use std::path::PathBuf;
 
-use cordon_sdk::items::{ItemSource, Items, Start};
-use cordon_sdk::{Budget, Chunk, Context, Error, ErrorCode, Manifest, Summary, paths};
+use cordon_sdk::items::{ItemSource, ItemStream, Items, Start};
+use cordon_sdk::{Error, ErrorCode, Manifest, Summary, paths};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -128,14 +128,6 @@ pub struct Args {
     pub sort: Sort,
 }
 
-impl Args {
-    /// Parses the arguments' JSON text.
-    pub fn parse(json: &str) -> Result<Args, Error> {
-        serde_json::from_str(json)
-            .map_err(|e| Error::new(ErrorCode::InvalidArgument, format!("invalid arguments: {e}")))
-    }
-}
-
 /// The entries in the order asked for, with their positions.
 pub enum Source {
     /// Path order: the walk itself.
@@ -194,7 +186,7 @@ pub struct Glob {
 impl Glob {
     /// Resolves the directory, checks it, and starts the walk at `resume`.
     pub fn open(roots: &[String], args: &str, resume: Option<&str>) -> Result<Glob, Error> {
-        let args = Args::parse(args)?;
+        let args: Args = cordon_sdk::parse_args(args)?;
         let root = match &args.path {
             Some(path) => paths::resolve(roots, path)?,
             None => paths::resolve(roots, ".")?,
@@ -232,16 +224,24 @@ impl Glob {
         };
         Ok(Glob { root: shown, sort: args.sort, items: Items::new(source, start)? })
     }
+}
+
+impl ItemStream for Glob {
+    type Source = Source;
+
+    fn items(&mut self) -> &mut Items<Source> {
+        &mut self.items
+    }
 
     /// The `info` object: matches `output_schema`.
-    pub fn info(&self) -> serde_json::Value {
+    fn info(&self) -> serde_json::Value {
         let counts = self.items.source().counts();
         json!({ "root": self.root, "matched": counts.matched, "visited": counts.visited, "errors": counts.errors })
     }
 
     /// What is known so far: lower bounds in path order, the exact number of
     /// matches once newest-first order has collected them.
-    pub fn summary(&self) -> Summary {
+    fn summary(&self) -> Summary {
         let counts = self.items.source().counts();
         let mut suggestions = vec![
             "Narrow `path` to a subdirectory, or make `pattern` more specific (e.g. \"src/**/*.rs\").".to_string(),
@@ -270,31 +270,11 @@ impl Glob {
 /// The tool, as the SDK exports it.
 pub struct GlobTool;
 
-impl cordon_sdk::Tool for GlobTool {
-    fn manifest() -> Manifest {
-        Manifest::reader(NAME, VERSION, "Find files by glob", DESCRIPTION).with_schemas(input_schema(), output_schema())
-    }
-
-    fn open(ctx: &Context, args: &str, resume: Option<&str>) -> Result<Box<dyn cordon_sdk::Stream>, Error> {
-        Ok(Box::new(Glob::open(&ctx.roots, args, resume)?))
-    }
-}
-
-impl cordon_sdk::Stream for Glob {
-    fn next(&mut self, budget: Budget) -> Result<Option<Chunk>, Error> {
-        self.items.next(budget)
-    }
-
-    fn info(&self) -> serde_json::Value {
-        Glob::info(self)
-    }
-
-    fn summary(&self) -> Summary {
-        Glob::summary(self)
-    }
-}
-
-cordon_sdk::export_tool!(GlobTool);
+cordon_sdk::export_tool!(GlobTool {
+    manifest: Manifest::reader(NAME, VERSION, "Find files by glob", DESCRIPTION)
+        .with_schemas(input_schema(), output_schema()),
+    open: Glob::open,
+});
 
 #[cfg(test)]
 mod tests;

@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
+use cordon_sdk::items::ItemStream;
 use cordon_sdk::{Budget, ErrorCode};
 
 use crate::Glob;

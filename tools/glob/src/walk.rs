@@ -11,12 +11,12 @@
 use std::cmp::Reverse;
 use std::path::{Path, PathBuf};
 
+use cordon_sdk::paths::Entry;
 use cordon_sdk::policy::Denied;
 use cordon_sdk::progress::Walked;
-use cordon_sdk::{Error, ErrorCode, paths};
+use cordon_sdk::{Error, ErrorCode};
 use ignore::overrides::{Override, OverrideBuilder};
 use ignore::{DirEntry, Walk, WalkBuilder};
-use serde::Serialize;
 
 /// The most entries `sort: "mtime"` collects and sorts; past it the call fails
 /// with too-large.
@@ -37,20 +37,6 @@ pub struct Options {
     pub include_dirs: bool,
     /// The server's deny rules, when it has any: matching entries are skipped.
     pub denied: Option<Denied>,
-}
-
-/// A filesystem entry as the tool reports it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Entry {
-    /// The absolute path.
-    pub path: String,
-    /// `file`, `dir`, `symlink` or `other`.
-    #[serde(rename = "type")]
-    pub kind: &'static str,
-    /// The size in bytes (a symlink's own size: it is not followed).
-    pub size: u64,
-    /// The modification time in nanoseconds since the Unix epoch.
-    pub mtime_ns: u64,
 }
 
 /// A matching entry and its path relative to the root searched.
@@ -178,12 +164,7 @@ impl Walker {
                 continue;
             };
             self.counts.matched += 1;
-            let entry = Entry {
-                path: entry.path().to_string_lossy().into_owned(),
-                kind: paths::kind(&meta),
-                size: meta.len(),
-                mtime_ns: paths::mtime_ns(&meta),
-            };
+            let entry = Entry::new(entry.path(), &meta);
             return Ok(Some(Found { rel: rel.to_path_buf(), entry }));
         }
         Ok(None)

@@ -90,7 +90,7 @@ fn invalid(message: String) -> Error {
 impl Args {
     /// Parses the arguments' JSON text and checks what the schema cannot.
     pub fn parse(json: &str) -> Result<Args, Error> {
-        let args: Args = serde_json::from_str(json).map_err(|e| invalid(format!("invalid arguments: {e}")))?;
+        let args: Args = cordon_sdk::parse_args(json)?;
         if args.context_before > MAX_CONTEXT || args.context_after > MAX_CONTEXT {
             return Err(invalid(format!("`context_before` and `context_after` are at most {MAX_CONTEXT}")));
         }

@@ -16,8 +16,8 @@ pub mod walk;
 
 use std::path::Path;
 
-use cordon_sdk::items::{Items, Start};
-use cordon_sdk::{Budget, Chunk, Context, Error, ErrorCode, Manifest, Summary, paths};
+use cordon_sdk::items::{ItemStream, Items, Start};
+use cordon_sdk::{Error, ErrorCode, Manifest, Summary, paths};
 use serde_json::json;
 
 use args::{Args, MAX_CONTEXT, OutputMode};
@@ -182,9 +182,17 @@ impl Grep {
         let items = Items::new(GrepSource::new(plan, walker, position), start)?;
         Ok(Grep { root: shown, items })
     }
+}
+
+impl ItemStream for Grep {
+    type Source = GrepSource;
+
+    fn items(&mut self) -> &mut Items<GrepSource> {
+        &mut self.items
+    }
 
     /// The `info` object: matches `output_schema`.
-    pub fn info(&self) -> serde_json::Value {
+    fn info(&self) -> serde_json::Value {
         let c = self.items.source().counts();
         json!({
             "root": self.root,
@@ -197,7 +205,7 @@ impl Grep {
     }
 
     /// The counts so far (final once the search is done), and ways to narrow.
-    pub fn summary(&self) -> Summary {
+    fn summary(&self) -> Summary {
         let source = self.items.source();
         let c = source.counts();
         Summary {
@@ -220,32 +228,11 @@ impl Grep {
 /// The tool, as the SDK exports it.
 pub struct GrepTool;
 
-impl cordon_sdk::Tool for GrepTool {
-    fn manifest() -> Manifest {
-        Manifest::reader(NAME, VERSION, "Search file contents", DESCRIPTION)
-            .with_schemas(input_schema(), output_schema())
-    }
-
-    fn open(ctx: &Context, args: &str, resume: Option<&str>) -> Result<Box<dyn cordon_sdk::Stream>, Error> {
-        Ok(Box::new(Grep::open(&ctx.roots, args, resume)?))
-    }
-}
-
-impl cordon_sdk::Stream for Grep {
-    fn next(&mut self, budget: Budget) -> Result<Option<Chunk>, Error> {
-        self.items.next(budget)
-    }
-
-    fn info(&self) -> serde_json::Value {
-        Grep::info(self)
-    }
-
-    fn summary(&self) -> Summary {
-        Grep::summary(self)
-    }
-}
-
-cordon_sdk::export_tool!(GrepTool);
+cordon_sdk::export_tool!(GrepTool {
+    manifest: Manifest::reader(NAME, VERSION, "Search file contents", DESCRIPTION)
+        .with_schemas(input_schema(), output_schema()),
+    open: Grep::open,
+});
 
 #[cfg(test)]
 mod tests;

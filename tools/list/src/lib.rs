@@ -8,8 +8,8 @@ pub mod walk;
 
 use std::path::PathBuf;
 
-use cordon_sdk::items::{ItemSource, Items, Start};
-use cordon_sdk::{Budget, Chunk, Context, Error, ErrorCode, Manifest, Summary, paths};
+use cordon_sdk::items::{ItemSource, ItemStream, Items, Start};
+use cordon_sdk::{Error, ErrorCode, Manifest, Summary, paths};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -82,8 +82,7 @@ pub struct Args {
 impl Args {
     /// Parses the arguments' JSON text.
     pub fn parse(json: &str) -> Result<Args, Error> {
-        let args: Args = serde_json::from_str(json)
-            .map_err(|e| Error::new(ErrorCode::InvalidArgument, format!("invalid arguments: {e}")))?;
+        let args: Args = cordon_sdk::parse_args(json)?;
         if args.depth.is_some_and(|d| !(1..=MAX_DEPTH).contains(&d)) {
             return Err(Error::new(ErrorCode::InvalidArgument, format!("`depth` must be between 1 and {MAX_DEPTH}")));
         }
@@ -129,15 +128,23 @@ impl List {
         let lister = Lister::new(&dir, depth, args.hidden.unwrap_or(true), start.source.map(PathBuf::from), denied)?;
         Ok(List { path: shown, depth, items: Items::new(Source(lister), start)? })
     }
+}
+
+impl ItemStream for List {
+    type Source = Source;
+
+    fn items(&mut self) -> &mut Items<Source> {
+        &mut self.items
+    }
 
     /// The `info` object: matches `output_schema`.
-    pub fn info(&self) -> serde_json::Value {
+    fn info(&self) -> serde_json::Value {
         let counts = self.items.source().0.counts;
         json!({ "path": self.path, "depth": self.depth, "listed": counts.listed, "errors": counts.errors })
     }
 
     /// Lower bounds: the entries listed so far.
-    pub fn summary(&self) -> Summary {
+    fn summary(&self) -> Summary {
         let counts = self.items.source().0.counts;
         let mut suggestions = vec![
             "List a subdirectory with `path`, or fewer levels with a smaller `depth`.".to_string(),
@@ -153,31 +160,11 @@ impl List {
 /// The tool, as the SDK exports it.
 pub struct ListTool;
 
-impl cordon_sdk::Tool for ListTool {
-    fn manifest() -> Manifest {
-        Manifest::reader(NAME, VERSION, "List directory", DESCRIPTION).with_schemas(input_schema(), output_schema())
-    }
-
-    fn open(ctx: &Context, args: &str, resume: Option<&str>) -> Result<Box<dyn cordon_sdk::Stream>, Error> {
-        Ok(Box::new(List::open(&ctx.roots, args, resume)?))
-    }
-}
-
-impl cordon_sdk::Stream for List {
-    fn next(&mut self, budget: Budget) -> Result<Option<Chunk>, Error> {
-        self.items.next(budget)
-    }
-
-    fn info(&self) -> serde_json::Value {
-        List::info(self)
-    }
-
-    fn summary(&self) -> Summary {
-        List::summary(self)
-    }
-}
-
-cordon_sdk::export_tool!(ListTool);
+cordon_sdk::export_tool!(ListTool {
+    manifest: Manifest::reader(NAME, VERSION, "List directory", DESCRIPTION)
+        .with_schemas(input_schema(), output_schema()),
+    open: List::open,
+});
 
 #[cfg(test)]
 mod tests;

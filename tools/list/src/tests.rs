@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use cordon_sdk::items::ItemStream;
 use cordon_sdk::{Budget, ErrorCode};
 use serde_json::Value;
 

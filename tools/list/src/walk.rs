@@ -18,18 +18,13 @@ use serde::Serialize;
 /// The deepest `depth` a listing may ask for.
 pub const MAX_DEPTH: u32 = 32;
 
-/// An entry as the tool reports it.
+/// An entry as the tool reports it: the SDK's [`paths::Entry`] and where it
+/// sits in the listing.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Entry {
-    /// The absolute path.
-    pub path: String,
-    /// `file`, `dir`, `symlink` or `other`, of the entry itself (not followed).
-    #[serde(rename = "type")]
-    pub kind: &'static str,
-    /// The size in bytes (a symlink's own size).
-    pub size: u64,
-    /// The modification time in nanoseconds since the Unix epoch.
-    pub mtime_ns: u64,
+    /// The path, type, size and time.
+    #[serde(flatten)]
+    pub entry: paths::Entry,
     /// 1 for the listed directory's own entries, 2 for theirs, and so on.
     pub depth: u32,
     /// Why the directory's contents are missing, when it could not be read.
@@ -130,14 +125,7 @@ impl Lister {
                 continue;
             }
             self.counts.listed += 1;
-            let entry = Entry {
-                path: path.to_string_lossy().into_owned(),
-                kind: paths::kind(&meta),
-                size: meta.len(),
-                mtime_ns: paths::mtime_ns(&meta),
-                depth,
-                error,
-            };
+            let entry = Entry { entry: paths::Entry::new(&path, &meta), depth, error };
             return Some((rel, entry));
         }
     }

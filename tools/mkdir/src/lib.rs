@@ -7,7 +7,7 @@
 
 pub mod create;
 
-use cordon_sdk::{Context, Error, ErrorCode, Manifest, paths};
+use cordon_sdk::{Error, ErrorCode, Manifest, paths};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -88,14 +88,6 @@ fn yes() -> bool {
     true
 }
 
-impl Args {
-    /// Parses the arguments' JSON text.
-    pub fn parse(json: &str) -> Result<Args, Error> {
-        serde_json::from_str(json)
-            .map_err(|e| Error::new(ErrorCode::InvalidArgument, format!("invalid arguments: {e}")))
-    }
-}
-
 /// Creates the directory `args` names, inside `roots`, and returns the result
 /// object: `{"path", "created", "created_count", "existed"}`.
 pub fn mkdir(roots: &[String], args: &Args) -> Result<Value, Error> {
@@ -119,21 +111,14 @@ pub fn mkdir(roots: &[String], args: &Args) -> Result<Value, Error> {
 /// The tool, as the SDK exports it.
 pub struct MkdirTool;
 
-impl cordon_sdk::Tool for MkdirTool {
-    fn manifest() -> Manifest {
-        Manifest::writer(NAME, VERSION, "Create directory", DESCRIPTION, false, true)
-            .with_schemas(input_schema(), output_schema())
-    }
-
-    fn open(ctx: &Context, args: &str, resume: Option<&str>) -> Result<Box<dyn cordon_sdk::Stream>, Error> {
-        let args = Args::parse(args)?;
-        let done =
-            Done::open(resume, || mkdir(&ctx.roots, &args), |result| json!({ "created": result["created_count"] }))?;
-        Ok(Box::new(done))
-    }
-}
-
-cordon_sdk::export_tool!(MkdirTool);
+cordon_sdk::export_tool!(MkdirTool {
+    manifest: Manifest::writer(NAME, VERSION, "Create directory", DESCRIPTION, false, true)
+        .with_schemas(input_schema(), output_schema()),
+    open: |roots, args, resume| {
+        let args: Args = cordon_sdk::parse_args(args)?;
+        Done::open(resume, || mkdir(roots, &args), |result| json!({ "created": result["created_count"] }))
+    },
+});
 
 #[cfg(test)]
 mod tests;

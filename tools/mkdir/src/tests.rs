@@ -37,7 +37,7 @@ impl Drop for Scratch {
 }
 
 fn call(dir: &Scratch, args: Value) -> Result<Value, cordon_sdk::Error> {
-    mkdir(&dir.roots(), &Args::parse(&args.to_string())?)
+    mkdir(&dir.roots(), &cordon_sdk::parse_args::<Args>(&args.to_string())?)
 }
 
 fn abs(dir: &Scratch, rel: &str) -> String {

@@ -7,7 +7,7 @@
 
 pub mod rename;
 
-use cordon_sdk::{Context, Error, ErrorCode, Manifest, paths};
+use cordon_sdk::{Error, Manifest, paths};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -80,14 +80,6 @@ pub struct Args {
     pub overwrite: bool,
 }
 
-impl Args {
-    /// Parses the arguments' JSON text.
-    pub fn parse(json: &str) -> Result<Args, Error> {
-        serde_json::from_str(json)
-            .map_err(|e| Error::new(ErrorCode::InvalidArgument, format!("invalid arguments: {e}")))
-    }
-}
-
 /// Resolves one path argument, naming it in errors.
 fn resolve(roots: &[String], which: &str, input: &str) -> Result<std::path::PathBuf, Error> {
     paths::resolve(roots, input).map_err(|e| Error::new(e.code, format!("`{which}`: {}", e.message)))
@@ -110,24 +102,14 @@ pub fn move_path(roots: &[String], args: &Args) -> Result<Value, Error> {
 /// The tool, as the SDK exports it.
 pub struct MoveTool;
 
-impl cordon_sdk::Tool for MoveTool {
-    fn manifest() -> Manifest {
-        Manifest::writer(NAME, VERSION, "Move or rename", DESCRIPTION, true, false)
-            .with_schemas(input_schema(), output_schema())
-    }
-
-    fn open(ctx: &Context, args: &str, resume: Option<&str>) -> Result<Box<dyn cordon_sdk::Stream>, Error> {
-        let args = Args::parse(args)?;
-        let done = Done::open(
-            resume,
-            || move_path(&ctx.roots, &args),
-            |result| json!({ "moved": 1, "overwrote": result["overwrote"] }),
-        )?;
-        Ok(Box::new(done))
-    }
-}
-
-cordon_sdk::export_tool!(MoveTool);
+cordon_sdk::export_tool!(MoveTool {
+    manifest: Manifest::writer(NAME, VERSION, "Move or rename", DESCRIPTION, true, false)
+        .with_schemas(input_schema(), output_schema()),
+    open: |roots, args, resume| {
+        let args: Args = cordon_sdk::parse_args(args)?;
+        Done::open(resume, || move_path(roots, &args), |result| json!({ "moved": 1, "overwrote": result["overwrote"] }))
+    },
+});
 
 #[cfg(test)]
 mod tests;

@@ -39,7 +39,7 @@ impl Drop for Scratch {
 }
 
 fn call(roots: &[String], args: Value) -> Result<Value, cordon_sdk::Error> {
-    move_path(roots, &Args::parse(&args.to_string())?)
+    move_path(roots, &cordon_sdk::parse_args::<Args>(&args.to_string())?)
 }
 
 fn abs(dir: &Scratch, rel: &str) -> String {

@@ -10,7 +10,7 @@ use std::fs::File;
 use std::path::PathBuf;
 
 use cordon_sdk::{
-    Budget, Chunk, Context, Error, ErrorCode, Fingerprint, Manifest, Payload, Span, Summary, paths, progress,
+    Budget, Chunk, Error, ErrorCode, Fingerprint, Manifest, Payload, Span, Stream, Summary, paths, progress,
 };
 use serde::Deserialize;
 use serde_json::json;
@@ -93,12 +93,6 @@ pub struct Args {
 }
 
 impl Args {
-    /// Parses the arguments' JSON text.
-    pub fn parse(json: &str) -> Result<Args, Error> {
-        serde_json::from_str(json)
-            .map_err(|e| Error::new(ErrorCode::InvalidArgument, format!("invalid arguments: {e}")))
-    }
-
     /// The part of the file the arguments ask for: lines or bytes, not both.
     pub fn selection(&self) -> Result<Selection, Error> {
         let by_line = self.start_line.is_some() || self.end_line.is_some();
@@ -132,7 +126,7 @@ impl Read {
     /// Resolves the path against `roots`, checks it is a regular file and opens it
     /// at the resume position or the start of the requested range.
     pub fn open(roots: &[String], args: &str, resume: Option<&str>) -> Result<Read, Error> {
-        let args = Args::parse(args)?;
+        let args: Args = cordon_sdk::parse_args(args)?;
         let selection = args.selection()?;
         let resolved = paths::resolve(roots, &args.path)?;
         let shown = resolved.display().to_string();
@@ -157,60 +151,15 @@ impl Read {
         Ok(Read { path: shown, resolved, size, range, stream })
     }
 
-    /// The `info` object: matches `output_schema`.
-    pub fn info(&self) -> serde_json::Value {
-        json!({ "path": self.path, "size": self.size })
-    }
-
-    /// The totals known without reading: the file's size, and for a byte range
-    /// its length and end offset.
-    pub fn summary(&self) -> Summary {
-        let mut totals = json!({ "bytes": self.size });
-        if let Some((start, end)) = self.range {
-            totals["range_bytes"] = (end - start).into();
-            totals["range_end"] = end.into();
-        }
-        Summary {
-            totals,
-            exact: true,
-            suggestions: vec![
-                "Read a range of lines with start_line and end_line (1-based, inclusive).".into(),
-                "Read a byte range with start_byte (inclusive) and end_byte (exclusive).".into(),
-            ],
-        }
-    }
-
     /// The progress after a chunk ending at byte `end`: `end` of the file's
     /// size (the range's end for a byte range), and a message saying so.
     pub fn progress(&self, end: u64) -> (u64, u64, String) {
         let total = self.range.map_or(self.size, |(_, range_end)| range_end).max(end);
         (end, total, format!("{} of {} read", progress::format_bytes(end), progress::format_bytes(total)))
     }
-
-    /// The file's fingerprint, read afresh by path: a file deleted since gives
-    /// not-found, one replaced by another gives a different identity.
-    pub fn fingerprint(&self) -> Result<Fingerprint, Error> {
-        let shown = &self.path;
-        let meta = std::fs::metadata(&self.resolved).map_err(|e| Error::io(&format!("`{shown}`"), &e))?;
-        let identity = paths::identity(&self.resolved, &meta, shown)?;
-        Ok(Fingerprint { size: meta.len(), mtime_ns: paths::mtime_ns(&meta), identity })
-    }
 }
 
-/// The tool, as the SDK exports it.
-pub struct ReadTool;
-
-impl cordon_sdk::Tool for ReadTool {
-    fn manifest() -> Manifest {
-        Manifest::reader(NAME, VERSION, "Read file", DESCRIPTION).with_schemas(input_schema(), output_schema())
-    }
-
-    fn open(ctx: &Context, args: &str, resume: Option<&str>) -> Result<Box<dyn cordon_sdk::Stream>, Error> {
-        Ok(Box::new(Read::open(&ctx.roots, args, resume)?))
-    }
-}
-
-impl cordon_sdk::Stream for Read {
+impl Stream for Read {
     fn next(&mut self, budget: Budget) -> Result<Option<Chunk>, Error> {
         let Some(chunk) = self.stream.next(budget.bytes as usize, budget.items as usize)? else { return Ok(None) };
         let (done, total, message) = self.progress(chunk.next.byte);
@@ -230,20 +179,46 @@ impl cordon_sdk::Stream for Read {
         }))
     }
 
+    /// The `info` object: matches `output_schema`.
     fn info(&self) -> serde_json::Value {
-        Read::info(self)
+        json!({ "path": self.path, "size": self.size })
     }
 
+    /// The totals known without reading: the file's size, and for a byte range
+    /// its length and end offset.
     fn summary(&self) -> Summary {
-        Read::summary(self)
+        let mut totals = json!({ "bytes": self.size });
+        if let Some((start, end)) = self.range {
+            totals["range_bytes"] = (end - start).into();
+            totals["range_end"] = end.into();
+        }
+        Summary {
+            totals,
+            exact: true,
+            suggestions: vec![
+                "Read a range of lines with start_line and end_line (1-based, inclusive).".into(),
+                "Read a byte range with start_byte (inclusive) and end_byte (exclusive).".into(),
+            ],
+        }
     }
 
+    /// The file's fingerprint, read afresh by path: a file deleted since gives
+    /// not-found, one replaced by another gives a different identity.
     fn fingerprint(&self) -> Result<Option<Fingerprint>, Error> {
-        Read::fingerprint(self).map(Some)
+        let shown = &self.path;
+        let meta = std::fs::metadata(&self.resolved).map_err(|e| Error::io(&format!("`{shown}`"), &e))?;
+        let identity = paths::identity(&self.resolved, &meta, shown)?;
+        Ok(Some(Fingerprint { size: meta.len(), mtime_ns: paths::mtime_ns(&meta), identity }))
     }
 }
 
-cordon_sdk::export_tool!(ReadTool);
+/// The tool, as the SDK exports it.
+pub struct ReadTool;
+
+cordon_sdk::export_tool!(ReadTool {
+    manifest: Manifest::reader(NAME, VERSION, "Read file", DESCRIPTION).with_schemas(input_schema(), output_schema()),
+    open: Read::open,
+});
 
 #[cfg(test)]
 mod tests;

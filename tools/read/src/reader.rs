@@ -8,7 +8,7 @@
 
 use std::io::{Read, Seek, SeekFrom};
 
-use cordon_sdk::error::{Error, ErrorCode};
+use cordon_sdk::{Error, ErrorCode};
 
 /// How many bytes to ask the file for at a time.
 const READ_AHEAD: usize = 64 * 1024;

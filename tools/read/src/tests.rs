@@ -6,7 +6,8 @@ use std::io::Cursor;
 use std::path::PathBuf;
 
 use crate::reader::{Chunk, Piece, Position, ReadStream, Selection};
-use cordon_sdk::error::ErrorCode;
+use cordon_sdk::ErrorCode;
+use cordon_sdk::Stream as _;
 
 type Stream = ReadStream<Cursor<Vec<u8>>>;
 
@@ -352,20 +353,20 @@ fn fingerprints_are_read_afresh_from_the_path() {
     let path = dir.0.join("f.txt");
     std::fs::write(&path, "one\n").unwrap();
     let read = crate::Read::open(&dir.roots(), r#"{"path":"f.txt"}"#, None).unwrap();
-    let first = read.fingerprint().unwrap();
+    let first = read.fingerprint().unwrap().unwrap();
     assert_eq!(first.size, 4);
     assert_ne!(first.identity, 0);
-    assert_eq!(read.fingerprint().unwrap(), first);
+    assert_eq!(read.fingerprint().unwrap(), Some(first));
 
     std::fs::write(&path, "one two\n").unwrap();
-    let grown = read.fingerprint().unwrap();
+    let grown = read.fingerprint().unwrap().unwrap();
     assert_eq!((grown.size, grown.identity), (8, first.identity));
 
     // Replaced by another file: a new identity, even at the same size.
     let other = dir.0.join("g.txt");
     std::fs::write(&other, "one two\n").unwrap();
     std::fs::rename(&other, &path).unwrap();
-    assert_ne!(read.fingerprint().unwrap().identity, first.identity);
+    assert_ne!(read.fingerprint().unwrap().unwrap().identity, first.identity);
 
     std::fs::remove_file(&path).unwrap();
     assert_eq!(read.fingerprint().unwrap_err().code, ErrorCode::NotFound);

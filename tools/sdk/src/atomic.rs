@@ -9,8 +9,8 @@ use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::error::{Error, ErrorCode};
-use crate::{host, paths};
+use crate::{Error, ErrorCode};
+use crate::{grant, host, paths};
 
 /// The prefix of every temporary file this module creates.
 pub const TEMP_PREFIX: &str = ".cordon-";
@@ -29,6 +29,31 @@ pub struct Options {
 pub struct Replaced {
     /// Whether a file was there (and kept its permissions).
     pub existed: bool,
+}
+
+/// The file a write tool is asked to replace, checked before anything is
+/// read or written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// The absolute path, resolved inside the roots.
+    pub path: PathBuf,
+    /// The path as messages show it.
+    pub shown: String,
+    /// Whether a file is there now.
+    pub exists: bool,
+}
+
+impl Target {
+    /// Resolves the client's `input` inside `roots` ([`paths::resolve`]),
+    /// requires its root to be read-write ([`grant::require_writable`]) and
+    /// checks that it can be replaced ([`check_target`]), in that order.
+    pub fn resolve(roots: &[String], input: &str, options: Options) -> Result<Target, Error> {
+        let path = paths::resolve(roots, input)?;
+        let shown = path.display().to_string();
+        grant::require_writable(roots, &path, &shown)?;
+        let exists = check_target(&path, options)?;
+        Ok(Target { path, shown, exists })
+    }
 }
 
 /// Checks that `path` can be replaced: not a directory or symlink, and not a

@@ -1,10 +1,10 @@
 //! The WIT exports, generated once here; `export_tool!` wires a `Tool` to them.
+//! The one guest place that converts between `wit_bindgen` output and the
+//! contract's types.
 
 use std::cell::RefCell;
 
-use crate::error::{Error, ErrorCode};
-use crate::tool::{Context, Stream, Tool};
-use crate::types::{Access, Budget, Payload};
+use crate::{Access, Budget, Context, Error, ErrorCode, Payload, Stream, Tool};
 
 wit_bindgen::generate!({
     path: "../../wit",
@@ -87,22 +87,16 @@ impl wit::GuestChunkStream for StreamAdapter {
     }
 }
 
-/// A WIT error as the SDK's.
+/// A WIT error as the SDK's. By position: the generated enum is `#[repr(u8)]`
+/// with the codes in WIT declaration order, the order of `ErrorCode::ALL`
+/// (which the contract's tests check against `wit/tool.wit`).
 pub fn from_wit(err: t::Error) -> Error {
-    let code = match err.code {
-        t::ErrorCode::InvalidArgument => ErrorCode::InvalidArgument,
-        t::ErrorCode::NotFound => ErrorCode::NotFound,
-        t::ErrorCode::PermissionDenied => ErrorCode::PermissionDenied,
-        t::ErrorCode::Conflict => ErrorCode::Conflict,
-        t::ErrorCode::TooLarge => ErrorCode::TooLarge,
-        t::ErrorCode::Stale => ErrorCode::Stale,
-        t::ErrorCode::Io => ErrorCode::Io,
-        t::ErrorCode::Unsupported => ErrorCode::Unsupported,
-        t::ErrorCode::Internal => ErrorCode::Internal,
-    };
-    Error::new(code, err.message)
+    Error::new(ErrorCode::ALL[err.code as usize], err.message)
 }
 
+/// The SDK's error in WIT form, its message bounded. A table, not a position:
+/// the generated enum can be built from a number only through its `unsafe`
+/// `_lift`, and this match is checked exhaustive by the compiler.
 fn to_wit(err: Error) -> wit::Error {
     let code = match err.code {
         ErrorCode::InvalidArgument => t::ErrorCode::InvalidArgument,

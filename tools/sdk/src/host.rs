@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use crate::error::Error;
+use crate::Error;
 
 /// Gives `target` the permission bits of `source` (both absolute, inside the
 /// granted roots, `target` under a read-write one).

@@ -4,9 +4,12 @@
 //!
 //! A tool supplies an `ItemSource`: items in a deterministic order, each with
 //! the source's own position after it, and a way to reopen at such a position.
+//! Its call implements `ItemStream` (the pager, `info`, `summary`), which makes
+//! it a [`Stream`].
 
-use crate::error::{Error, ErrorCode};
-use crate::types::{Budget, Chunk, Payload};
+use serde_json::Value;
+
+use crate::{Budget, Chunk, Error, ErrorCode, Fingerprint, Payload, Stream, Summary};
 
 /// Items in a deterministic order.
 pub trait ItemSource {
@@ -122,6 +125,51 @@ impl<S: ItemSource> Items<S> {
         let resume = format!("m{end}:{}", self.before);
         self.partial = Some((item, after, end));
         Ok(Some(Chunk { payload: Payload::Item(piece), span: None, continued: true, resume }))
+    }
+}
+
+/// A call whose output is the items of one [`Items`] pager: implement this
+/// rather than [`Stream`]; every `ItemStream` is a `Stream` whose `next` pages
+/// [`ItemStream::items`] and whose other methods are these.
+pub trait ItemStream {
+    /// Where the items come from.
+    type Source: ItemSource;
+
+    /// The call's pager.
+    fn items(&mut self) -> &mut Items<Self::Source>;
+
+    /// What the tool says about the output ([`Stream::info`]).
+    fn info(&self) -> Value;
+
+    /// Cheap totals and suggestions ([`Stream::summary`]); by default nothing
+    /// is known.
+    fn summary(&self) -> Summary {
+        Summary::default()
+    }
+
+    /// The fingerprint of the file paged, read afresh ([`Stream::fingerprint`]);
+    /// by default none.
+    fn fingerprint(&self) -> Result<Option<Fingerprint>, Error> {
+        Ok(None)
+    }
+}
+
+/// An [`ItemStream`] pages its items.
+impl<T: ItemStream> Stream for T {
+    fn next(&mut self, budget: Budget) -> Result<Option<Chunk>, Error> {
+        self.items().next(budget)
+    }
+
+    fn info(&self) -> Value {
+        ItemStream::info(self)
+    }
+
+    fn summary(&self) -> Summary {
+        ItemStream::summary(self)
+    }
+
+    fn fingerprint(&self) -> Result<Option<Fingerprint>, Error> {
+        ItemStream::fingerprint(self)
     }
 }
 

@@ -4,14 +4,15 @@
 //! budget, with exact resume positions), then call [`export_tool!`]. The crate
 //! provides the WIT bindings, the conversion of errors and chunks, resolving a
 //! client's path inside the granted roots ([`paths`]), and [`items::Items`],
-//! which pages a sequence of JSON items (splitting large ones) for item tools,
-//! [`progress`] reports for long calls, and the server's deny rules ([`policy`]).
+//! which pages a sequence of JSON items (splitting large ones) for item tools
+//! (whose calls implement [`items::ItemStream`]), [`progress`] reports for
+//! long calls, and the server's deny rules ([`policy`]).
 //!
-//! The logic of a tool stays plain Rust, testable natively; only
-//! `export_tool!` is specific to `wasm32`.
+//! The contract's types ([`Manifest`], [`Chunk`], [`Error`], …) are
+//! `cordon-contract`'s, the same the host uses. The logic of a tool stays
+//! plain Rust, testable natively; only `export_tool!` is specific to `wasm32`.
 
 pub mod atomic;
-pub mod error;
 pub mod grant;
 pub mod host;
 pub mod items;
@@ -20,20 +21,48 @@ pub mod paths;
 pub mod policy;
 pub mod progress;
 pub mod tool;
-pub mod types;
 
 #[cfg(target_arch = "wasm32")]
 #[doc(hidden)]
 pub mod component;
 
-pub use error::{Error, ErrorCode};
-pub use tool::{Context, Stream, Tool};
-pub use types::{Access, Budget, Chunk, Fingerprint, Manifest, Payload, Span, Summary};
+/// A failed call: a code and a sentence (the contract's `ToolError`; messages
+/// longer than [`MAX_MESSAGE_BYTES`] are cut on the way to the host).
+pub use cordon_contract::ToolError as Error;
+pub use cordon_contract::{
+    Access, Budget, Chunk, ErrorCode, Fingerprint, MAX_MESSAGE_BYTES, Manifest, Payload, Span, Summary,
+};
+pub use tool::{Context, Stream, Tool, open_stream, parse_args};
 
-/// Exports `$tool` (a type implementing [`Tool`]) as the component's `tool`
-/// interface. Expands to nothing on targets other than `wasm32`.
+/// Exports a tool as the component's `tool` interface. Expands to nothing (but
+/// the `Tool` impl of the second form) on targets other than `wasm32`.
+///
+/// - `export_tool!(MyTool)`: `MyTool` implements [`Tool`] by hand.
+/// - `export_tool!(MyTool { manifest: EXPR, open: F })`: also implements
+///   [`Tool`] for the unit struct `MyTool`, whose `manifest()` is `EXPR` and
+///   whose `open` boxes the stream `F(&roots, args, resume)` returns (see
+///   [`open_stream`]); `F` is a function or closure taking the granted roots
+///   (`&[String]`), the arguments (`&str`) and the resume position
+///   (`Option<&str>`), returning `Result<S, Error>` for a [`Stream`] `S`.
 #[macro_export]
 macro_rules! export_tool {
+    ($tool:ident { manifest: $manifest:expr, open: $open:expr $(,)? }) => {
+        impl $crate::Tool for $tool {
+            fn manifest() -> $crate::Manifest {
+                $manifest
+            }
+
+            fn open(
+                ctx: &$crate::Context,
+                args: &str,
+                resume: ::std::option::Option<&str>,
+            ) -> ::std::result::Result<::std::boxed::Box<dyn $crate::Stream>, $crate::Error> {
+                $crate::open_stream(ctx, args, resume, $open)
+            }
+        }
+
+        $crate::export_tool!($tool);
+    };
     ($tool:ty) => {
         #[cfg(target_arch = "wasm32")]
         const _: () = {

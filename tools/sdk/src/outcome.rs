@@ -12,8 +12,8 @@
 //! The pager's positions are then `m<offset>:r<json>` inside the item and
 //! `bd<json>` after it.
 
-use crate::items::{ItemSource, Items, Start};
-use crate::{Budget, Chunk, Error, ErrorCode, Stream, Summary};
+use crate::items::{ItemSource, ItemStream, Items, Start};
+use crate::{Error, ErrorCode, Summary};
 use serde_json::Value;
 
 /// The one item of a finished write call.
@@ -87,9 +87,11 @@ impl Done {
     }
 }
 
-impl Stream for Done {
-    fn next(&mut self, budget: Budget) -> Result<Option<Chunk>, Error> {
-        self.items.next(budget)
+impl ItemStream for Done {
+    type Source = Outcome;
+
+    fn items(&mut self) -> &mut Items<Outcome> {
+        &mut self.items
     }
 
     fn info(&self) -> Value {
@@ -104,10 +106,11 @@ impl Stream for Done {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{Budget, Chunk};
     use serde_json::json;
 
     fn drain(done: &mut Done, bytes: u32) -> Vec<Chunk> {
-        std::iter::from_fn(|| done.next(Budget { bytes, items: 1 }).unwrap()).collect()
+        std::iter::from_fn(|| crate::Stream::next(done, Budget { bytes, items: 1 }).unwrap()).collect()
     }
 
     fn text(chunks: &[Chunk]) -> String {

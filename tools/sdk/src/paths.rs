@@ -8,7 +8,7 @@
 
 use std::path::{Component, Path, PathBuf};
 
-use crate::error::{Error, ErrorCode};
+use crate::{Error, ErrorCode};
 
 /// Resolves `input` against `roots` (absolute paths, first one the default).
 ///
@@ -161,6 +161,34 @@ pub fn mtime_ns(meta: &std::fs::Metadata) -> u64 {
         .ok()
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
         .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
+/// A filesystem entry as the walking tools (`list`, `glob`) report it: the
+/// JSON object `{path, type, size, mtime_ns}`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Entry {
+    /// The absolute path.
+    pub path: String,
+    /// `file`, `dir`, `symlink` or `other` ([`kind`]), of the entry itself:
+    /// symlinks are not followed.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// The size in bytes (a symlink's own size).
+    pub size: u64,
+    /// The modification time in nanoseconds since the Unix epoch ([`mtime_ns`]).
+    pub mtime_ns: u64,
+}
+
+impl Entry {
+    /// The entry at `path`, described by its own (unfollowed) metadata.
+    pub fn new(path: &Path, meta: &std::fs::Metadata) -> Entry {
+        Entry {
+            path: path.to_string_lossy().into_owned(),
+            kind: kind(meta),
+            size: meta.len(),
+            mtime_ns: mtime_ns(meta),
+        }
+    }
 }
 
 /// Applies `.` and `..` lexically; `..` at the top stays at the top.

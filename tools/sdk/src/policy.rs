@@ -9,7 +9,7 @@
 use std::path::Path;
 use std::sync::OnceLock;
 
-use crate::error::{Error, ErrorCode};
+use crate::{Error, ErrorCode};
 
 /// Whether the server has deny rules, asked of the host once per instance.
 fn active() -> bool {

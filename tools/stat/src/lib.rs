@@ -8,8 +8,8 @@ pub mod describe;
 
 use std::path::PathBuf;
 
-use cordon_sdk::items::{ItemSource, Items, Start};
-use cordon_sdk::{Budget, Chunk, Context, Error, ErrorCode, Fingerprint, Manifest, Summary, paths};
+use cordon_sdk::items::{ItemSource, ItemStream, Items, Start};
+use cordon_sdk::{Error, ErrorCode, Fingerprint, Manifest, Summary, paths};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -89,8 +89,7 @@ pub struct Stat {
 impl Stat {
     /// Resolves the path and describes it, unless `resume` is past the item.
     pub fn open(roots: &[String], args: &str, resume: Option<&str>) -> Result<Stat, Error> {
-        let args: Args = serde_json::from_str(args)
-            .map_err(|e| Error::new(ErrorCode::InvalidArgument, format!("invalid arguments: {e}")))?;
+        let args: Args = cordon_sdk::parse_args(args)?;
         let resolved = paths::resolve(roots, &args.path)?;
         let shown = resolved.display().to_string();
         let start = Start::decode(resume)?;
@@ -108,22 +107,11 @@ impl Stat {
     }
 }
 
-/// The tool, as the SDK exports it.
-pub struct StatTool;
+impl ItemStream for Stat {
+    type Source = Single;
 
-impl cordon_sdk::Tool for StatTool {
-    fn manifest() -> Manifest {
-        Manifest::reader(NAME, VERSION, "Describe a path", DESCRIPTION).with_schemas(input_schema(), output_schema())
-    }
-
-    fn open(ctx: &Context, args: &str, resume: Option<&str>) -> Result<Box<dyn cordon_sdk::Stream>, Error> {
-        Ok(Box::new(Stat::open(&ctx.roots, args, resume)?))
-    }
-}
-
-impl cordon_sdk::Stream for Stat {
-    fn next(&mut self, budget: Budget) -> Result<Option<Chunk>, Error> {
-        self.items.next(budget)
+    fn items(&mut self) -> &mut Items<Single> {
+        &mut self.items
     }
 
     fn info(&self) -> serde_json::Value {
@@ -148,7 +136,14 @@ impl cordon_sdk::Stream for Stat {
     }
 }
 
-cordon_sdk::export_tool!(StatTool);
+/// The tool, as the SDK exports it.
+pub struct StatTool;
+
+cordon_sdk::export_tool!(StatTool {
+    manifest: Manifest::reader(NAME, VERSION, "Describe a path", DESCRIPTION)
+        .with_schemas(input_schema(), output_schema()),
+    open: Stat::open,
+});
 
 #[cfg(test)]
 mod tests;

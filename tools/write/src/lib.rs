@@ -11,10 +11,10 @@ use std::fs::File;
 use std::io::{self, Read, Write};
 use std::path::Path;
 
-use cordon_sdk::atomic::{self, Options};
+use cordon_sdk::atomic::{self, Options, Target};
 use cordon_sdk::outcome::Done;
-use cordon_sdk::{Context, Error, ErrorCode, Manifest, grant, paths};
-use serde::Deserialize;
+use cordon_sdk::{Error, ErrorCode, Manifest};
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
@@ -22,7 +22,7 @@ use sha2::{Digest, Sha256};
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// How the content is combined with what is there.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     /// The file must not exist yet.
@@ -95,38 +95,22 @@ pub fn output_schema() -> Value {
     })
 }
 
-/// What a write did, the tool's one output item.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What a write did: the tool's one output item (and `info`), as JSON.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Outcome {
     pub path: String,
+    pub mode: Mode,
     pub created: bool,
     pub bytes_written: u64,
     pub size: u64,
     pub sha256: String,
 }
 
-impl Outcome {
-    fn to_json(&self, mode: Mode) -> Value {
-        json!({
-            "path": self.path,
-            "mode": match mode { Mode::Create => "create", Mode::Overwrite => "overwrite", Mode::Append => "append" },
-            "created": self.created,
-            "bytes_written": self.bytes_written,
-            "size": self.size,
-            "sha256": self.sha256,
-        })
-    }
-}
-
 /// Does the write described by `args` (a JSON text) under `roots`.
-pub fn write(roots: &[String], args: &str) -> Result<(Outcome, Mode), Error> {
-    let args: Args = serde_json::from_str(args)
-        .map_err(|e| Error::new(ErrorCode::InvalidArgument, format!("invalid arguments: {e}")))?;
-    let path = paths::resolve(roots, &args.path)?;
-    let shown = path.display().to_string();
-    grant::require_writable(roots, &path, &shown)?;
+pub fn write(roots: &[String], args: &str) -> Result<Outcome, Error> {
+    let args: Args = cordon_sdk::parse_args(args)?;
     let options = Options { allow_hardlinks: args.allow_hardlinks };
-    let exists = atomic::check_target(&path, options)?;
+    let Target { path, shown, exists } = Target::resolve(roots, &args.path, options)?;
     match (args.mode, exists) {
         (Mode::Create, true) => {
             return Err(Error::new(ErrorCode::Conflict, format!("`{shown}` already exists (mode create)")));
@@ -163,7 +147,7 @@ pub fn write(roots: &[String], args: &str) -> Result<(Outcome, Mode), Error> {
         Ok(())
     })?;
     let sha256 = hex(&hasher.finalize());
-    Ok((Outcome { path: shown, created: !exists, bytes_written: written, size, sha256 }, args.mode))
+    Ok(Outcome { path: shown, mode: args.mode, created: !exists, bytes_written: written, size, sha256 })
 }
 
 /// Where the new bytes come from.
@@ -248,30 +232,24 @@ fn decode_base64(text: &str) -> Result<Vec<u8>, Error> {
 /// The tool, as the SDK exports it.
 pub struct WriteTool;
 
-impl cordon_sdk::Tool for WriteTool {
-    fn manifest() -> Manifest {
-        Manifest::writer(
-            "write",
-            VERSION,
-            "Write file",
-            "Create, overwrite or append to a file under a read-write root, atomically (a temporary \
-                file is renamed over the target, so the file is never partly written; its permissions are kept). \
-                `expected_sha256` makes the write conditional on the file's current content. For large content, \
-                stage it with the `upload` tool and pass `upload_id`, `size` and `sha256` here instead of `content`.",
-            true,
-            false,
-        )
-        .with_schemas(input_schema(), output_schema())
-    }
-
-    fn open(ctx: &Context, args: &str, resume: Option<&str>) -> Result<Box<dyn cordon_sdk::Stream>, Error> {
-        // The write happens when the call is first opened, never on a resume.
-        let perform = || write(&ctx.roots, args).map(|(outcome, mode)| outcome.to_json(mode));
-        Ok(Box::new(Done::open(resume, perform, |r| json!({ "bytes": r["size"] }))?))
-    }
-}
-
-cordon_sdk::export_tool!(WriteTool);
+cordon_sdk::export_tool!(WriteTool {
+    manifest: Manifest::writer(
+        "write",
+        VERSION,
+        "Write file",
+        "Create, overwrite or append to a file under a read-write root, atomically (a temporary \
+            file is renamed over the target, so the file is never partly written; its permissions are kept). \
+            `expected_sha256` makes the write conditional on the file's current content. For large content, \
+            stage it with the `upload` tool and pass `upload_id`, `size` and `sha256` here instead of `content`.",
+        true,
+        false,
+    )
+    .with_schemas(input_schema(), output_schema()),
+    // The write happens when the call is first opened, never on a resume.
+    open: |roots, args, resume| {
+        Done::open(resume, || write(roots, args).map(|outcome| json!(outcome)), |r| json!({ "bytes": r["size"] }))
+    },
+});
 
 #[cfg(test)]
 mod tests;

@@ -12,7 +12,7 @@ fn root() -> (std::path::PathBuf, Vec<String>) {
 }
 
 fn run(roots: &[String], args: serde_json::Value) -> Result<Outcome, Error> {
-    write(roots, &args.to_string()).map(|(o, _)| o)
+    write(roots, &args.to_string())
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! What a search finds: items, order, filters, context, binary files, errors.
 
 use cordon_sdk::ErrorCode;
+use cordon_sdk::items::ItemStream;
 use serde_json::json;
 
 use super::{Tree, error, items, lines, paths};

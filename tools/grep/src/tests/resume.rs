@@ -3,6 +3,7 @@
 //! file (small batches) never shows in the output.
 
 use cordon_sdk::ErrorCode;
+use cordon_sdk::items::ItemStream;
 use serde_json::{Value, json};
 
 use super::{Tree, chunks};

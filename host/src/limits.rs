@@ -1,0 +1,360 @@
+//! The server's limits, in one table: each limit once, with its meaning, its
+//! default and its name, which is both the flag (`--max-line-bytes`) and the
+//! key in the configuration file's `[limits]` (`max-line-bytes`). The table
+//! ([`Settings`]) becomes the typed [`Limits`] in one place, which validates
+//! them once; each layer then gets its own part (`runtime::CallLimits`,
+//! `pager::PageLimits`, `uploads::UploadLimits`).
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use serde::{Deserialize, Deserializer};
+
+use crate::pager::PageLimits;
+use crate::runtime::{CallLimits, Capacity, LimitError};
+use crate::uploads::UploadLimits;
+
+/// Declares [`Settings`] from one table: per limit its doc (the flag's help),
+/// name, type, default, the flag's value name, any older name it keeps, and
+/// `may_be 0` where zero means "none" rather than refusing everything.
+macro_rules! limit_table {
+    ($(
+        $(#[doc = $doc:literal])*
+        $name:ident: $ty:ty = $default:expr, $value:literal $(, alias $alias:literal)? $(, may_be $zero:literal)?;
+    )*) => {
+        /// Every limit, as the command line and the configuration file give it.
+        #[derive(clap::Args, Deserialize, Debug, Clone, PartialEq)]
+        #[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
+        pub struct Settings {
+            $(
+                $(#[doc = $doc])*
+                #[arg(long, value_name = $value, default_value_t = $default $(, alias = $alias)?)]
+                $(#[serde(alias = $alias)])?
+                pub $name: $ty,
+            )*
+        }
+
+        impl Default for Settings {
+            fn default() -> Self {
+                Settings { $($name: $default),* }
+            }
+        }
+
+        impl Settings {
+            /// Takes from `file` every limit for which `given(name)` (the
+            /// command line named it) is false.
+            pub fn merge(&mut self, file: &Settings, given: impl Fn(&str) -> bool) {
+                $(if !given(stringify!($name)) {
+                    self.$name = file.$name.clone();
+                })*
+            }
+
+            /// The first limit that is not positive (unless it may be zero).
+            fn not_positive(&self) -> Option<LimitError> {
+                $(
+                    let may_be_zero = false $(|| $zero == 0)?;
+                    if !may_be_zero && let Some(refused) = Positive::refused(&self.$name, stringify!($name)) {
+                        return Some(refused);
+                    }
+                )*
+                None
+            }
+        }
+    };
+}
+
+limit_table! {
+    /// The longest request line accepted, in bytes.
+    max_line_bytes: Bytes = Bytes(8 << 20), "BYTES";
+    /// The longest response sent, in bytes; a longer one is replaced by a
+    /// `payload_too_large` error saying which page size would fit.
+    max_response_bytes: Bytes = Bytes(4 << 20), "BYTES";
+    /// Tool calls one session (connection) runs at once; more wait their turn.
+    max_concurrent_calls: usize = 8, "N";
+    /// Tool calls being answered at once across all sessions and transports;
+    /// more wait for one to end until their time limit, then are answered `busy`.
+    max_calls_in_flight: usize = 16, "N";
+    /// Page size, in estimated tokens (4 bytes each), when a call does not ask.
+    page_tokens: u32 = 6_000, "TOKENS";
+    /// The largest page a call may ask for, in estimated tokens.
+    max_page_tokens: u32 = 25_000, "TOKENS";
+    /// The most items (lines, for text) on one page.
+    max_page_items: u32 = 10_000, "N";
+    /// Streams parked between pages, at most (least recently used given up first).
+    /// Zero parks none: every page reopens its stream.
+    max_parked_streams: usize = 64, "N", alias "max-sessions", may_be 0;
+    /// How long a parked stream waits for its next page before it is dropped, in seconds.
+    parked_ttl_secs: u64 = 600, "SECS", alias "session-ttl-secs";
+    /// How long a cursor stays valid, in seconds.
+    cursor_ttl_secs: u64 = 24 * 3600, "SECS";
+    /// The most bytes one staged upload may hold.
+    max_upload_bytes: Bytes = Bytes(4 << 30), "BYTES";
+    /// How long an idle staged upload is kept before it is deleted, in seconds.
+    upload_ttl_secs: u64 = 3600, "SECS";
+    /// JSON items from tools nested deeper than this are truncated.
+    max_depth: usize = 16, "N", may_be 0;
+    /// Linear memory one call may use, in MiB.
+    memory_mib: usize = 256, "MIB";
+    /// Wall time one call may take, in seconds.
+    timeout_secs: f64 = 30.0, "SECS";
+    /// How long past the wall time the host waits for a tool stuck in a host
+    /// call (which cannot be interrupted) before answering without it, in ms.
+    host_grace_ms: u64 = 1000, "MS";
+    /// Resources one call may hold at once (open files, directory streams, ...).
+    max_handles: usize = 1024, "N";
+    /// The most payload bytes one chunk from a tool may carry.
+    max_output_chunk_bytes: Bytes = Bytes(4 << 20), "BYTES";
+    /// The most bytes of metadata, a summary or a message a tool may return at once.
+    max_info_bytes: Bytes = Bytes(64 << 10), "BYTES";
+    /// Table elements one call may use, summed over its tables.
+    max_table_elements: usize = 100_000, "N";
+    /// Core and component instances one call may create.
+    max_instances: usize = 64, "N";
+}
+
+/// The decoded bytes of one upload chunk, at most (not a setting: a message
+/// carries a chunk, so `max_line_bytes` bounds it first).
+const UPLOAD_CHUNK_BYTES: usize = 4 << 20;
+/// Uploads open at once (not a setting).
+const UPLOADS_OPEN: usize = 16;
+
+/// The server's limits, typed, each layer's part apart; each fails closed.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// The longest request line accepted, in bytes.
+    pub max_line_bytes: usize,
+    /// The longest response sent, in bytes; a longer one becomes an error.
+    pub max_response_bytes: usize,
+    /// Calls one session runs at once; more wait.
+    pub max_concurrent_calls: usize,
+    /// Tool calls being answered at once across every session and transport;
+    /// more wait for one to end, until their deadline.
+    pub max_calls_in_flight: usize,
+    pub call: CallLimits,
+    pub pages: PageLimits,
+    pub uploads: UploadLimits,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Settings::default().limits().expect("the default limits are valid")
+    }
+}
+
+impl Settings {
+    /// The typed limits, validated.
+    pub fn limits(&self) -> Result<Limits, LimitError> {
+        if let Some(refused) = self.not_positive() {
+            return Err(refused);
+        }
+        let too_large = |name: &'static str| LimitError::AboveMaximum { name, max: usize::MAX as u64 };
+        let size = |name, b: Bytes| usize::try_from(b.0).map_err(|_| too_large(name));
+        let limits = Limits {
+            max_line_bytes: size("max_line_bytes", self.max_line_bytes)?,
+            max_response_bytes: size("max_response_bytes", self.max_response_bytes)?,
+            max_concurrent_calls: self.max_concurrent_calls,
+            max_calls_in_flight: self.max_calls_in_flight,
+            call: CallLimits {
+                memory_bytes: self.memory_mib.checked_mul(1 << 20).ok_or(too_large("memory_mib"))?,
+                table_elements: self.max_table_elements,
+                instances: self.max_instances,
+                max_handles: self.max_handles,
+                max_chunk_bytes: size("max_output_chunk_bytes", self.max_output_chunk_bytes)?,
+                max_info_bytes: size("max_info_bytes", self.max_info_bytes)?,
+                wall_time: Duration::try_from_secs_f64(self.timeout_secs).map_err(|_| too_large("timeout_secs"))?,
+                host_grace: Duration::from_millis(self.host_grace_ms),
+            },
+            pages: PageLimits {
+                default_tokens: self.page_tokens,
+                max_tokens: self.max_page_tokens,
+                max_items: self.max_page_items,
+                max_depth: self.max_depth,
+                cursor_ttl: Duration::from_secs(self.cursor_ttl_secs),
+                parked: self.max_parked_streams,
+                parked_ttl: Duration::from_secs(self.parked_ttl_secs),
+            },
+            uploads: UploadLimits {
+                max_bytes: self.max_upload_bytes.0,
+                max_chunk: UPLOAD_CHUNK_BYTES,
+                max_open: UPLOADS_OPEN,
+                ttl: Duration::from_secs(self.upload_ttl_secs),
+            },
+        };
+        limits.validate()?;
+        Ok(limits)
+    }
+}
+
+impl Limits {
+    /// Refuses limits that cannot work together, whoever built them: a zero
+    /// limit (nothing runs unlimited, and a zero limit would refuse
+    /// everything), a default page above the largest, a chunk above what a
+    /// budget carries, and limits whose instance pool cannot be reserved; the
+    /// error names the limit.
+    pub fn validate(&self) -> Result<(), LimitError> {
+        self.call.validate()?;
+        let counts = [
+            ("max_line_bytes", self.max_line_bytes),
+            ("max_response_bytes", self.max_response_bytes),
+            ("max_concurrent_calls", self.max_concurrent_calls),
+            ("max_calls_in_flight", self.max_calls_in_flight),
+            ("page_tokens", self.pages.default_tokens as usize),
+            ("max_page_tokens", self.pages.max_tokens as usize),
+            ("max_page_items", self.pages.max_items as usize),
+            ("cursor_ttl_secs", self.pages.cursor_ttl.as_secs() as usize),
+            ("parked_ttl_secs", self.pages.parked_ttl.as_secs() as usize),
+            ("max_upload_bytes", self.uploads.max_bytes as usize),
+            ("upload_ttl_secs", self.uploads.ttl.as_secs() as usize),
+        ];
+        if let Some((name, _)) = counts.iter().find(|(_, n)| *n == 0) {
+            return Err(LimitError::Zero(name));
+        }
+        if self.pages.default_tokens > self.pages.max_tokens {
+            return Err(LimitError::AboveMaximum { name: "page_tokens", max: u64::from(self.pages.max_tokens) });
+        }
+        self.capacity().validate().map_err(LimitError::Capacity)?;
+        Ok(())
+    }
+
+    /// The tool instances these limits keep alive at once.
+    pub fn capacity(&self) -> Capacity {
+        Capacity { parked: self.pages.parked, in_flight: self.max_calls_in_flight }
+    }
+}
+
+/// Refuses a limit's value that is not above zero (or, for a time in
+/// seconds, not a finite number above zero).
+trait Positive {
+    fn refused(&self, name: &'static str) -> Option<LimitError>;
+}
+
+macro_rules! positive_integers {
+    ($($ty:ty),*) => {$(
+        impl Positive for $ty {
+            fn refused(&self, name: &'static str) -> Option<LimitError> {
+                (*self == 0).then_some(LimitError::Zero(name))
+            }
+        }
+    )*};
+}
+positive_integers!(u32, u64, usize);
+
+impl Positive for f64 {
+    fn refused(&self, name: &'static str) -> Option<LimitError> {
+        (!(*self > 0.0 && self.is_finite())).then_some(LimitError::NotSeconds(name))
+    }
+}
+
+impl Positive for Bytes {
+    fn refused(&self, name: &'static str) -> Option<LimitError> {
+        self.0.refused(name)
+    }
+}
+
+/// A size in bytes: a number, or text with a unit (`"8 MiB"`, `"512KiB"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bytes(pub u64);
+
+impl fmt::Display for Bytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl FromStr for Bytes {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Bytes, String> {
+        parse_bytes(text).map(Bytes)
+    }
+}
+
+impl<'de> Deserialize<'de> for Bytes {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Bytes, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Number(u64),
+            Text(String),
+        }
+        match Raw::deserialize(d).map_err(|_| {
+            serde::de::Error::custom("expected a size in bytes: a whole number, or a string such as \"8 MiB\"")
+        })? {
+            Raw::Number(n) => Ok(Bytes(n)),
+            Raw::Text(text) => parse_bytes(&text).map(Bytes).map_err(serde::de::Error::custom),
+        }
+    }
+}
+
+/// Reads a size: `1048576`, `"1 MiB"`, `"1MiB"`, `"1M"` (binary units: K,
+/// KiB, KB are all 1024).
+pub fn parse_bytes(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let (digits, unit) = text.split_at(split);
+    let number: u64 =
+        digits.parse().map_err(|_| format!("`{text}` is not a size: it must start with a whole number"))?;
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        "t" | "tb" | "tib" => 40,
+        other => return Err(format!("`{text}` has an unknown unit `{other}` (use B, KiB, MiB, GiB or TiB)")),
+    };
+    number.checked_mul(1 << shift).ok_or_else(|| format!("`{text}` is too large"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_limits_are_valid_and_a_zero_limit_is_refused_by_name() {
+        assert!(Settings::default().limits().is_ok());
+        let zero = |settings: Settings| settings.limits().unwrap_err();
+        assert_eq!(
+            zero(Settings { max_concurrent_calls: 0, ..Settings::default() }),
+            LimitError::Zero("max_concurrent_calls")
+        );
+        assert_eq!(
+            zero(Settings { max_calls_in_flight: 0, ..Settings::default() }),
+            LimitError::Zero("max_calls_in_flight")
+        );
+        assert_eq!(zero(Settings { max_handles: 0, ..Settings::default() }), LimitError::Zero("max_handles"));
+        assert_eq!(zero(Settings { max_page_items: 0, ..Settings::default() }), LimitError::Zero("max_page_items"));
+        assert_eq!(
+            zero(Settings { timeout_secs: f64::NAN, ..Settings::default() }),
+            LimitError::NotSeconds("timeout_secs")
+        );
+        assert_eq!(
+            zero(Settings { max_upload_bytes: Bytes(0), ..Settings::default() }),
+            LimitError::Zero("max_upload_bytes")
+        );
+        let none_parked = Settings { max_parked_streams: 0, max_depth: 0, ..Settings::default() };
+        assert_eq!(none_parked.limits().map(|l| l.pages.parked), Ok(0), "zero parks none");
+        let built = Limits { max_calls_in_flight: 0, ..Limits::default() };
+        assert_eq!(built.validate(), Err(LimitError::Zero("max_calls_in_flight")), "limits built in code too");
+    }
+
+    #[test]
+    fn limits_that_cannot_work_together_are_refused() {
+        let page = Settings { page_tokens: 30_000, ..Settings::default() }.limits().unwrap_err();
+        assert_eq!(page, LimitError::AboveMaximum { name: "page_tokens", max: 25_000 });
+        let memory = Settings { memory_mib: usize::MAX, ..Settings::default() }.limits().unwrap_err();
+        assert!(matches!(memory, LimitError::AboveMaximum { name: "memory_mib", .. }), "{memory}");
+        let pool = Settings { max_parked_streams: 10_000_000, ..Settings::default() }.limits().unwrap_err();
+        assert!(matches!(pool, LimitError::Capacity(_)), "{pool}");
+    }
+
+    #[test]
+    fn the_file_fills_in_what_the_command_line_did_not_give() {
+        let file: Settings = toml::from_str("max-depth = 3\nmax-sessions = 5\nmax-line-bytes = \"1 MiB\"").unwrap();
+        let mut flags = Settings { max_depth: 9, max_handles: 7, ..Settings::default() };
+        flags.merge(&file, |name| name == "max_depth");
+        assert_eq!((flags.max_depth, flags.max_parked_streams, flags.max_line_bytes), (9, 5, Bytes(1 << 20)));
+        assert_eq!(flags.max_handles, Settings::default().max_handles, "not given: the file's (its default)");
+        assert!(toml::from_str::<Settings>("max-nonsense = 1").is_err());
+    }
+}
