@@ -139,8 +139,8 @@ pub enum LoadError {
 /// What is wrong with a component's manifest.
 #[derive(Debug)]
 pub enum ManifestProblem {
-    /// The manifest itself is malformed (`RawManifest::check`'s sentence).
-    Malformed(String),
+    /// The component could not say what it is, or said it malformed.
+    Malformed(crate::runtime::DescribeError),
     /// An installed component now gives another name than it was installed as.
     Renamed { now: String, installed_as: String },
     /// The name is a host tool's.

@@ -88,12 +88,12 @@ impl std::error::Error for StartError {}
 
 /// The state shared by every session: tools, policy, runtime.
 pub struct Server {
-    runtime: Runtime,
+    runtime: Arc<Runtime>,
     /// The tools offered now; replaced whole when the installed tools change.
     registry: RwLock<Arc<Registry>>,
     installed: Installed,
     policy: Policy,
-    pager: Pager,
+    pager: Arc<Pager>,
     uploads: Uploads,
     limits: Limits,
     /// One per tool call being answered, across every session (`max_calls_in_flight`).
@@ -127,6 +127,7 @@ impl Server {
         let uploads = Uploads::new(uploads_path.clone(), uploads_dir, config.limits.uploads)
             .map_err(dir_error("clean the uploads directory", uploads_path.clone()))?;
         let runtime = Runtime::new(config.limits.call, config.limits.capacity(), cache_dir, Arc::clone(policy.deny()))
+            .map(Arc::new)
             .map_err(StartError::Runtime)?;
         let installed = Installed::new(config.tools_dir.clone());
         let mut extra = config
@@ -145,8 +146,7 @@ impl Server {
         };
         *installed.seen.lock().expect("seen lock") = lock_text;
         let registry = RwLock::new(Arc::new(Registry::load(&runtime, extra).map_err(StartError::Tools)?));
-        let pager = Pager::new(key, config.limits.pages);
-        runtime.reclaim_with(pager.parked_streams());
+        let pager = Arc::new(Pager::new(key, config.limits.pages, Arc::clone(&runtime)));
         let calls = Slots::new("max_calls_in_flight", config.limits.max_calls_in_flight);
         Ok(Arc::new(Server { runtime, registry, installed, policy, pager, uploads, limits: config.limits, calls }))
     }
@@ -294,11 +294,8 @@ impl Server {
             Err(busy) => return Ok(Answer::Failed(busy)),
         };
         let ctx = CallContext { grants, signal: Arc::clone(request.signal), deadline };
-        let (server, called) = (Arc::clone(self), Arc::clone(&tool));
-        let page = self.runtime.bounded(request.name, deadline, request.signal, move || {
-            server.pager.page(&server.runtime, &ctx, &called, Value::Object(args), host.paging)
-        });
-        match page.map_err(PageError::Call).and_then(|page| page) {
+        let page = self.pager.page(ctx, Arc::clone(&tool), Value::Object(args), host.paging);
+        match page {
             Ok(page) => {
                 if let Some(attached) = attached {
                     self.uploads.finish(&attached.id);

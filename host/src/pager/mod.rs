@@ -13,7 +13,7 @@ pub mod depth;
 pub mod page;
 pub mod parked;
 
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use base64::Engine as _;
@@ -73,6 +73,13 @@ impl From<CursorError> for PageError {
     }
 }
 
+/// The page budget for these options, clamped by the server's limits.
+fn budget(limits: &PageLimits, paging: &Paging) -> Budget {
+    let tokens = paging.max_tokens.map_or(limits.default_tokens, |t| t.min(u64::from(limits.max_tokens)) as u32);
+    let items = paging.page_size.map_or(limits.max_items, |n| n.min(u64::from(limits.max_items)) as u32);
+    Budget { bytes: tokens.saturating_mul(BYTES_PER_TOKEN).max(4), items: items.max(1) }
+}
+
 /// A stream parked between two pages, with the chunk pulled but not delivered
 /// because it did not fit the last page.
 struct Parked {
@@ -85,6 +92,7 @@ pub struct Pager {
     key: CursorKey,
     parked: Arc<ParkedStreams<Parked>>,
     limits: PageLimits,
+    runtime: Arc<Runtime>,
 }
 
 /// Where a page starts.
@@ -103,15 +111,13 @@ struct Start {
 }
 
 impl Pager {
-    pub fn new(key: CursorKey, limits: PageLimits) -> Pager {
-        Pager { key, parked: Arc::new(ParkedStreams::new(limits.parked, limits.parked_ttl)), limits }
-    }
-
-    /// The parked streams, for the runtime to give up when it runs short of
-    /// instance slots (see `Runtime::reclaim_with`).
-    pub fn parked_streams(&self) -> Weak<dyn Reclaim> {
-        let parked: Arc<dyn Reclaim> = self.parked.clone();
-        Arc::downgrade(&parked)
+    /// A pager pulling from `runtime`, which may give up its parked streams
+    /// when it runs short of instance slots (see `Runtime::reclaim_with`).
+    pub fn new(key: CursorKey, limits: PageLimits, runtime: Arc<Runtime>) -> Pager {
+        let parked = Arc::new(ParkedStreams::new(limits.parked, limits.parked_ttl));
+        let reclaim: Arc<dyn Reclaim> = parked.clone();
+        runtime.reclaim_with(Arc::downgrade(&reclaim));
+        Pager { key, parked, limits, runtime }
     }
 
     pub fn limits(&self) -> &PageLimits {
@@ -123,25 +129,27 @@ impl Pager {
         self.parked.len()
     }
 
-    /// The page budget for these options, clamped by the server's limits.
-    pub fn budget(&self, paging: &Paging) -> Budget {
-        let tokens =
-            paging.max_tokens.map_or(self.limits.default_tokens, |t| t.min(u64::from(self.limits.max_tokens)) as u32);
-        let items = paging.page_size.map_or(self.limits.max_items, |n| n.min(u64::from(self.limits.max_items)) as u32);
-        Budget { bytes: tokens.saturating_mul(BYTES_PER_TOKEN).max(4), items: items.max(1) }
-    }
-
-    /// Produces one page of `tool`'s output, called with `args` and `paging`,
-    /// for the request `ctx`.
+    /// Produces one page of `tool`'s output, called with `args` and
+    /// `paging`, for the request `ctx`: the guest work runs under the
+    /// runtime's host timeout (`Runtime::bounded`), so the answer comes by the
+    /// deadline plus the grace even from a guest blocked in a host call.
     pub fn page(
-        &self,
-        runtime: &Runtime,
-        ctx: &CallContext,
-        tool: &Tool,
+        self: &Arc<Self>,
+        ctx: CallContext,
+        tool: Arc<Tool>,
         args: Value,
         paging: Paging,
     ) -> Result<Page, PageError> {
-        let budget = self.budget(&paging);
+        let (pager, signal) = (Arc::clone(self), Arc::clone(&ctx.signal));
+        let name = tool.manifest.name.clone();
+        let page = self.runtime.bounded(&name, ctx.deadline, &signal, move || pager.pull(&ctx, &tool, args, paging));
+        page.map_err(PageError::Call).and_then(|page| page)
+    }
+
+    /// Pulls one page's chunks from the tool.
+    fn pull(&self, ctx: &CallContext, tool: &Tool, args: Value, paging: Paging) -> Result<Page, PageError> {
+        let runtime = &*self.runtime;
+        let budget = budget(&self.limits, &paging);
         let mut start = match &paging.cursor {
             None => {
                 tool.validate(&args).map_err(CallFailure::Tool)?;
@@ -161,7 +169,7 @@ impl Pager {
                     items_before: 0,
                 }
             }
-            Some(text) => self.resume(runtime, ctx, tool, &args, text)?,
+            Some(text) => self.resume(ctx, tool, &args, text)?,
         };
         start.call.arm(ctx);
         let signal = &ctx.signal;
@@ -237,14 +245,8 @@ impl Pager {
     }
 
     /// Checks the cursor `text` and finds (or reopens) its stream.
-    fn resume(
-        &self,
-        runtime: &Runtime,
-        ctx: &CallContext,
-        tool: &Tool,
-        args: &Value,
-        text: &str,
-    ) -> Result<Start, PageError> {
+    fn resume(&self, ctx: &CallContext, tool: &Tool, args: &Value, text: &str) -> Result<Start, PageError> {
+        let runtime = &*self.runtime;
         let cursor = Cursor::decode(text, &self.key, SystemTime::now())?;
         if cursor.tool != tool.manifest.name {
             return Err(CursorError::OtherTool { made_by: cursor.tool }.into());
@@ -315,12 +317,11 @@ mod tests {
     #[test]
     fn budgets_default_and_clamp_to_the_server_limits() {
         let limits = crate::limits::Limits::default().pages;
-        let pager = Pager::new(CursorKey::random(), limits);
-        let default = pager.budget(&Paging::default());
+        let default = budget(&limits, &Paging::default());
         assert_eq!(default, Budget { bytes: limits.default_tokens * BYTES_PER_TOKEN, items: limits.max_items });
-        let huge = pager.budget(&Paging { max_tokens: Some(u64::MAX), page_size: Some(u64::MAX), cursor: None });
+        let huge = budget(&limits, &Paging { max_tokens: Some(u64::MAX), page_size: Some(u64::MAX), cursor: None });
         assert_eq!(huge, Budget { bytes: limits.max_tokens * BYTES_PER_TOKEN, items: limits.max_items });
-        let tiny = pager.budget(&Paging { max_tokens: Some(1), page_size: Some(1), cursor: None });
+        let tiny = budget(&limits, &Paging { max_tokens: Some(1), page_size: Some(1), cursor: None });
         assert_eq!(tiny, Budget { bytes: 4, items: 1 });
     }
 }

@@ -90,24 +90,47 @@ impl TryFrom<wit::Summary> for Summary {
     }
 }
 
+/// What is wrong with a manifest as the guest wrote it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ManifestError {
+    /// The name is not 1-64 of `[a-z0-9_-]`.
+    Name(String),
+    /// A schema (`which`) is not JSON (`error`: serde_json's words).
+    NotJson { which: &'static str, error: String },
+    /// A schema (`which`) is not a JSON Schema of `"type": "object"`.
+    NotObjectSchema(&'static str),
+}
+
+impl std::fmt::Display for ManifestError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ManifestError::Name(name) => write!(f, "tool name `{name}` must be 1-64 of [a-z0-9_-]"),
+            ManifestError::NotJson { which, error } => write!(f, "{which} is not JSON: {error}"),
+            ManifestError::NotObjectSchema(which) => {
+                write!(f, "{which} must be a JSON Schema with \"type\": \"object\"")
+            }
+        }
+    }
+}
+
 /// The manifest as the guest wrote it, before the registry checks it.
 pub struct RawManifest(pub wit::Manifest);
 
 impl RawManifest {
     /// Checks the manifest and converts it; the error says what is wrong.
-    pub fn check(self) -> Result<tool::Manifest, String> {
+    pub fn check(self) -> Result<tool::Manifest, ManifestError> {
         let m = self.0;
         let valid_name = !m.name.is_empty()
             && m.name.len() <= 64
             && m.name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
         if !valid_name {
-            return Err(format!("tool name `{}` must be 1-64 of [a-z0-9_-]", m.name));
+            return Err(ManifestError::Name(m.name));
         }
-        let schema = |which: &str, text: &str| -> Result<serde_json::Value, String> {
+        let schema = |which: &'static str, text: &str| -> Result<serde_json::Value, ManifestError> {
             let value: serde_json::Value =
-                serde_json::from_str(text).map_err(|e| format!("{which} is not JSON: {e}"))?;
+                serde_json::from_str(text).map_err(|e| ManifestError::NotJson { which, error: e.to_string() })?;
             if value.get("type").and_then(|t| t.as_str()) != Some("object") {
-                return Err(format!("{which} must be a JSON Schema with \"type\": \"object\""));
+                return Err(ManifestError::NotObjectSchema(which));
             }
             Ok(value)
         };

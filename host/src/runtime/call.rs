@@ -10,6 +10,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::Runtime;
 use super::bindings::{CordonTool, CordonToolPre, RawManifest};
+use super::failure::DescribeError;
 use super::failure::{CallFailure, HostFault, Seen, Violation};
 use super::limits::{CallLimiter, CallLimits, Limit};
 use super::signal::{CallSignal, Interrupted};
@@ -122,20 +123,17 @@ impl Runtime {
     /// deadline of its own: a short call limit must not stop tools loading. It
     /// runs under the host timeout like a call, so a component blocked in a
     /// host call cannot hang the start.
-    pub(crate) fn describe(&self, pre: &CordonToolPre<CallState>) -> Result<Manifest, String> {
+    pub(crate) fn describe(&self, pre: &CordonToolPre<CallState>) -> Result<Manifest, DescribeError> {
         let deadline = Instant::now() + super::DESCRIBE_DEADLINE;
         let signal = Arc::new(CallSignal::new());
-        let slot = self.slots.acquire(deadline, &signal).map_err(|e| e.to_string())?;
-        let mut store = self.store(&[], deadline, signal).map_err(|e| e.to_string())?;
+        let slot = self.slots.acquire(deadline, &signal).map_err(DescribeError::Call)?;
+        let mut store = self.store(&[], deadline, signal).map_err(DescribeError::Call)?;
         let pre = pre.clone();
         let work = move || {
             let described = (|| {
-                let instance = pre.instantiate(&mut store).map_err(|e| format!("instantiate: {e}"))?;
-                let raw = instance
-                    .cordon_tool_tool()
-                    .call_describe(&mut store)
-                    .map_err(|e| format!("describe trapped: {e}"))?;
-                RawManifest(raw).check()
+                let instance = pre.instantiate(&mut store).map_err(DescribeError::Instantiate)?;
+                let raw = instance.cordon_tool_tool().call_describe(&mut store).map_err(DescribeError::Trapped)?;
+                RawManifest(raw).check().map_err(DescribeError::Manifest)
             })();
             // The instance goes back to the pool before its slot does.
             drop(store);
@@ -143,7 +141,7 @@ impl Runtime {
             described
         };
         let bounds = Bounds { wall_time: super::DESCRIBE_DEADLINE, deadline, grace: self.limits.host_grace };
-        self.watchdog.run("describe", bounds, &CallSignal::new(), work).map_err(|e| e.to_string())?
+        self.watchdog.run("describe", bounds, &CallSignal::new(), work).map_err(DescribeError::Call)?
     }
 
     /// Runs `work` (the guest calls of the request behind `signal`, due by

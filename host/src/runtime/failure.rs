@@ -121,6 +121,32 @@ impl fmt::Display for RuntimeError {
 
 impl std::error::Error for RuntimeError {}
 
+/// Why a component could not say what it is.
+#[derive(Debug)]
+pub enum DescribeError {
+    /// No instance slot, no store, or the host timeout (as for a call).
+    Call(CallFailure),
+    /// The component could not be instantiated (wasmtime's error).
+    Instantiate(wasmtime::Error),
+    /// `describe` trapped (wasmtime's error).
+    Trapped(wasmtime::Error),
+    /// The manifest it gave is malformed.
+    Manifest(super::bindings::ManifestError),
+}
+
+impl fmt::Display for DescribeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DescribeError::Call(e) => e.fmt(f),
+            DescribeError::Instantiate(e) => write!(f, "instantiate: {e}"),
+            DescribeError::Trapped(e) => write!(f, "describe trapped: {e}"),
+            DescribeError::Manifest(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for DescribeError {}
+
 /// The limit `Busy` names when the instance pool is full.
 pub const INSTANCE_SLOTS: &str = "instance_slots";
 

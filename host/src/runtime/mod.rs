@@ -23,7 +23,7 @@ use wasmtime::{Config, Engine, InstanceAllocationStrategy};
 
 pub use call::{CallContext, CallState, LiveCall, Target};
 pub use failure::INSTANCE_SLOTS;
-pub use failure::{CallFailure, HostFault, RuntimeError, Violation};
+pub use failure::{CallFailure, DescribeError, HostFault, RuntimeError, Violation};
 pub use limits::{CallLimits, Limit, LimitError};
 pub use pool::{Capacity, CapacityError};
 pub use signal::{CallSignal, PROGRESS_INTERVAL, ProgressSink};
