@@ -13,5 +13,5 @@ mod manifest;
 mod output;
 
 pub use error::{ErrorCode, MAX_MESSAGE_BYTES, ToolError};
-pub use manifest::{Access, Manifest};
+pub use manifest::{Access, Manifest, valid_name};
 pub use output::{Budget, Chunk, Fingerprint, Payload, Span, Summary};

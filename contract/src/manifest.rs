@@ -19,7 +19,8 @@ pub enum Access {
 /// a valid name, schemas that are JSON objects.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Manifest {
-    /// The tool's name as clients call it: lowercase letters, digits, `_` and `-`.
+    /// The tool's name as clients call it: 1 to 64 lowercase letters, digits,
+    /// `_` and `-`, not starting with `-` (see [`valid_name`]).
     pub name: String,
     /// The tool's version (semver). It is bound into every cursor, so a new
     /// version never resumes an old version's position.
@@ -42,6 +43,16 @@ pub struct Manifest {
     /// Repeating a call with the same arguments has no further effect (MCP
     /// `idempotentHint`).
     pub idempotent: bool,
+}
+
+/// Whether `name` can name a tool: 1 to 64 lowercase letters, digits, `_`
+/// and `-`, not starting with `-` (a name is also a file name and a command
+/// line argument). The one rule, for the host's load and install checks and
+/// for tool authors.
+pub fn valid_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && !name.starts_with('-')
+        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
 }
 
 impl Manifest {

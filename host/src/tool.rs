@@ -6,4 +6,6 @@
 //! past the runtime sees `bindgen!` output. The arguments the host owns in
 //! every call (their reserved names, their parsing) are `args`'.
 
-pub use cordon_contract::{Access, Budget, Chunk, ErrorCode, Fingerprint, Manifest, Payload, Span, Summary, ToolError};
+pub use cordon_contract::{
+    Access, Budget, Chunk, ErrorCode, Fingerprint, Manifest, Payload, Span, Summary, ToolError, valid_name,
+};

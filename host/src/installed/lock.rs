@@ -87,13 +87,7 @@ impl Lock {
     }
 }
 
-/// Whether `name` can name a tool (and so a file): what the WIT manifest allows,
-/// lowercase letters, digits, `_` and `-`, 1 to 64 of them, not starting with `-`.
-pub fn valid_name(name: &str) -> bool {
-    (1..=64).contains(&name.len())
-        && !name.starts_with('-')
-        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
-}
+pub use crate::tool::valid_name;
 
 /// The component's file name for a tool.
 pub fn file_name(name: &str) -> String {

@@ -93,7 +93,7 @@ impl TryFrom<wit::Summary> for Summary {
 /// What is wrong with a manifest as the guest wrote it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ManifestError {
-    /// The name is not 1-64 of `[a-z0-9_-]`.
+    /// The name is not 1-64 of `[a-z0-9_-]` not starting with `-`.
     Name(String),
     /// A schema (`which`) is not JSON (`error`: serde_json's words).
     NotJson { which: &'static str, error: String },
@@ -104,7 +104,9 @@ pub enum ManifestError {
 impl std::fmt::Display for ManifestError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            ManifestError::Name(name) => write!(f, "tool name `{name}` must be 1-64 of [a-z0-9_-]"),
+            ManifestError::Name(name) => {
+                write!(f, "tool name `{name}` must be 1-64 of [a-z0-9_-], not starting with `-`")
+            }
             ManifestError::NotJson { which, error } => write!(f, "{which} is not JSON: {error}"),
             ManifestError::NotObjectSchema(which) => {
                 write!(f, "{which} must be a JSON Schema with \"type\": \"object\"")
@@ -120,10 +122,7 @@ impl RawManifest {
     /// Checks the manifest and converts it; the error says what is wrong.
     pub fn check(self) -> Result<tool::Manifest, ManifestError> {
         let m = self.0;
-        let valid_name = !m.name.is_empty()
-            && m.name.len() <= 64
-            && m.name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
-        if !valid_name {
+        if !tool::valid_name(&m.name) {
             return Err(ManifestError::Name(m.name));
         }
         let schema = |which: &'static str, text: &str| -> Result<serde_json::Value, ManifestError> {
