@@ -98,6 +98,8 @@ pub struct Server {
     limits: Limits,
     /// One per tool call being answered, across every session (`max_calls_in_flight`).
     calls: Slots,
+    /// What `initialize` tells the model, the roots named.
+    instructions: String,
 }
 
 impl Server {
@@ -148,7 +150,18 @@ impl Server {
         let registry = RwLock::new(Arc::new(Registry::load(&runtime, extra).map_err(StartError::Tools)?));
         let pager = Arc::new(Pager::new(key, config.limits.pages, Arc::clone(&runtime)));
         let calls = Slots::new("max_calls_in_flight", config.limits.max_calls_in_flight);
-        Ok(Arc::new(Server { runtime, registry, installed, policy, pager, uploads, limits: config.limits, calls }))
+        let instructions = results::instructions(policy.roots());
+        Ok(Arc::new(Server {
+            runtime,
+            registry,
+            installed,
+            policy,
+            pager,
+            uploads,
+            limits: config.limits,
+            calls,
+            instructions,
+        }))
     }
 
     /// A runtime alone, for commands that load a tool without serving (`cordon
@@ -246,6 +259,11 @@ impl Server {
                 }
             })
             .expect("spawn the tools watcher");
+    }
+
+    /// What `initialize` and `server/discover` tell the model about the server.
+    pub fn instructions(&self) -> &str {
+        &self.instructions
     }
 
     pub fn limits(&self) -> &Limits {

@@ -274,3 +274,19 @@ fn calls_wait_for_the_clients_roots_and_fail_closed_without_them() {
     assert_eq!(refused["error"]["data"]["error"], "roots_unanswered", "{refused}");
     assert!(!refused.to_string().contains("world"));
 }
+
+#[test]
+fn initialize_names_the_roots_with_their_modes_for_the_model() {
+    let fx = Fixture::new();
+    let root = fx.root();
+    let docs = fx.dir.path().join("docs");
+    std::fs::create_dir(&docs).unwrap();
+    let docs = docs.canonicalize().unwrap();
+    let ro = format!("{}:ro", docs.display());
+    let mut server = Server::start(&root, &["--root", &ro]);
+    let init = server.request(0, "initialize", initialize_params("2025-11-25"));
+    let said = init["result"]["instructions"].as_str().unwrap_or_default().to_string();
+    let named = format!("Roots: {} (read-write), {} (read-only).", root.display(), docs.display());
+    assert!(said.contains(&named), "{said}");
+    assert!(said.contains(&format!("taken from the first root, {};", root.display())), "{said}");
+}

@@ -10,6 +10,7 @@ pub use faults::Fault;
 
 use crate::pager::BYTES_PER_TOKEN;
 use crate::pager::page::{Block, Page};
+use crate::policy::{Mode, Root};
 use crate::protocol::jsonrpc::{Code, ErrorObject, Kind};
 use crate::protocol::mcp::Version;
 use crate::protocol::modern;
@@ -26,17 +27,39 @@ pub fn capabilities(version: Version) -> Value {
     json!({ "tools": { "listChanged": list_changed }, "logging": {}, "resources": {}, "prompts": {} })
 }
 
-/// What the server tells a model about itself.
-pub const INSTRUCTIONS: &str =
-    "File tools sandboxed in WebAssembly. Paths are relative to the first root or absolute inside a root.";
+/// What the server tells a model about itself (`instructions`): what the
+/// tools are, and the roots they work in, named, with their modes, so the
+/// model knows where relative paths go and what it may change.
+pub fn instructions(roots: &[Root]) -> String {
+    let Some(first) = roots.first() else {
+        return "File tools sandboxed in WebAssembly. No roots are configured, so tools that use files see none."
+            .into();
+    };
+    let named: Vec<String> = roots
+        .iter()
+        .map(|root| {
+            let mode = match root.mode {
+                Mode::ReadOnly => "read-only",
+                Mode::ReadWrite => "read-write",
+            };
+            format!("{} ({mode})", root.path)
+        })
+        .collect();
+    format!(
+        "File tools sandboxed in WebAssembly. Roots: {}. Relative paths are taken from the first root, {}; \
+         absolute paths must be inside a root.",
+        named.join(", "),
+        first.path
+    )
+}
 
 /// The `initialize` result.
-pub fn initialize_result(version: Version) -> Value {
+pub fn initialize_result(version: Version, instructions: &str) -> Value {
     json!({
         "protocolVersion": version.as_str(),
         "capabilities": capabilities(version),
         "serverInfo": modern::server_info(),
-        "instructions": INSTRUCTIONS,
+        "instructions": instructions,
     })
 }
 
@@ -512,6 +535,18 @@ mod tests {
 
     fn structured_of(page: Page) -> Value {
         call_result(page, Version::LATEST)["structuredContent"].clone()
+    }
+
+    #[test]
+    fn the_instructions_name_the_roots_with_their_modes() {
+        let roots = [
+            Root { path: "/work/src".into(), mode: Mode::ReadWrite },
+            Root { path: "/work/docs".into(), mode: Mode::ReadOnly },
+        ];
+        let said = instructions(&roots);
+        assert!(said.contains("Roots: /work/src (read-write), /work/docs (read-only)."), "{said}");
+        assert!(said.contains("taken from the first root, /work/src;"), "{said}");
+        assert!(instructions(&[]).contains("No roots are configured"));
     }
 
     #[test]

@@ -255,7 +255,7 @@ impl Session {
                     tracing::info!(%client, requested = %protocol_version, negotiated = version.as_str(), "initialize");
                     *self.version.lock().expect("version lock") = Some(version);
                     self.roots.initialized(*roots);
-                    return reply(None, Ok(results::initialize_result(version)));
+                    return reply(None, Ok(results::initialize_result(version, self.server.instructions())));
                 }
                 (Request::Ping, _) => return reply(None, Ok(json!({}))),
                 (_, None) => {
@@ -268,7 +268,8 @@ impl Session {
         let done = |result: Result<Value, ErrorObject>, cacheable| reply(Some(ctx), stamped(ctx, result, cacheable));
         match request {
             Request::Discover => {
-                done(Ok(modern::discover_result(results::capabilities(Version::MODERN), results::INSTRUCTIONS)), true)
+                let capabilities = results::capabilities(Version::MODERN);
+                done(Ok(modern::discover_result(capabilities, self.server.instructions())), true)
             }
             Request::ListTools => done(Ok(self.server.list_tools(ctx.version)), true),
             Request::ListResources => done(Ok(results::empty_list("resources")), true),
