@@ -11,6 +11,7 @@ use crate::ambient;
 use crate::installed::{InstallError, ToolsDir};
 use crate::limits::Limits;
 use crate::pager::cursor::{CursorKey, KeyError};
+use crate::pager::handles::Store;
 use crate::pager::{PageError, Pager};
 use crate::policy::{DirSpec, Policy, PolicyError};
 use crate::protocol::mcp::Version;
@@ -148,7 +149,15 @@ impl Server {
         };
         *installed.seen.lock().expect("seen lock") = lock_text;
         let registry = RwLock::new(Arc::new(Registry::load(&runtime, extra).map_err(StartError::Tools)?));
-        let pager = Arc::new(Pager::new(key, config.limits.pages, Arc::clone(&runtime)));
+        let handles = match &state {
+            Some(state) => {
+                let dir = state.create_dir_all("handles").and_then(|()| state.open_dir("handles"));
+                let path = PathBuf::from("<state-dir>/handles");
+                Store::Dir(dir.map_err(|source| StartError::Dir { what: "open the handle store", path, source })?)
+            }
+            None => Store::Memory(Default::default()),
+        };
+        let pager = Arc::new(Pager::new(key, handles, config.limits.pages, Arc::clone(&runtime)));
         let calls = Slots::new("max_calls_in_flight", config.limits.max_calls_in_flight);
         let instructions = results::instructions(policy.roots());
         Ok(Arc::new(Server {
@@ -322,6 +331,7 @@ impl Server {
             }
             Err(PageError::Call(failure)) => Ok(Answer::Failed(self.explain_denial(&tool, failure))),
             Err(PageError::Cursor(e)) => Err(Fault::Cursor(e)),
+            Err(PageError::Store(e)) => Err(Fault::HandleStore { reason: e.to_string() }),
         }
     }
 }

@@ -51,9 +51,11 @@ fn setup() -> (Fixture, Server) {
     (fx, server)
 }
 
+/// The page's signed cursor (`_meta`), which these attacks take apart; the
+/// model's `next_cursor` is a handle that maps to it.
 fn next_cursor(result: &Value) -> String {
     assert_eq!(result["isError"], false, "{result}");
-    result["structuredContent"]["next_cursor"].as_str().unwrap_or_else(|| panic!("no cursor: {result}")).to_string()
+    page_meta(result)["cursor"].as_str().unwrap_or_else(|| panic!("no cursor: {result}")).to_string()
 }
 
 /// Asserts an `invalid_cursor` refusal, with one of `reasons` (any if empty).

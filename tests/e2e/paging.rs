@@ -93,8 +93,13 @@ fn a_multi_page_result_carries_a_footer_a_summary_and_a_cursor() {
     let footer = blocks[1]["text"].as_str().unwrap();
     let cursor = meta["next_cursor"].as_str().unwrap();
     assert!(footer.contains(cursor) && footer.contains("`read`") && footer.contains("more bytes"), "{footer}");
+    assert!(cursor.starts_with("h1_") && cursor.len() <= 64, "the model copies a short handle: {cursor}");
+    let signed = page_meta(&first)["cursor"].as_str().unwrap();
+    assert!(!footer.contains(signed), "the signed cursor is for programs, in _meta: {footer}");
     let second = server.call(2, "read", json!({"cursor": cursor, "max_tokens": 100}));
     assert_eq!(page_meta(&second)["index"], 1);
+    let by_cursor = server.call(20, "read", json!({"cursor": signed, "max_tokens": 100}));
+    assert_eq!(payload(&by_cursor), payload(&second), "the handle and its signed cursor continue alike");
     assert!(second["structuredContent"].get("summary").is_none(), "only the first page carries the summary");
     let lines_per_page = server.call(3, "read", json!({"path": "lines.txt", "page_size": 10}));
     assert_eq!(text(&lines_per_page), (1..=10).map(|i| format!("line {i}\n")).collect::<String>());
@@ -129,7 +134,8 @@ fn cursors_that_are_tampered_foreign_misused_or_expired_are_refused() {
     let fixture = env!("CORDON_FIXTURE_COMPONENT");
     let mut server = Server::initialized(&fx.root(), &["--component", fixture, "--cursor-ttl-secs", "1"]);
     let first = server.call(1, "read", json!({"path": "a.txt", "max_tokens": 50}));
-    let cursor = first["structuredContent"]["next_cursor"].as_str().unwrap().to_string();
+    let cursor = page_meta(&first)["cursor"].as_str().unwrap().to_string();
+    let handle = first["structuredContent"]["next_cursor"].as_str().unwrap().to_string();
     let refused = |server: &mut Server, id: i64, tool: &str, args: Value, reason: &str| {
         let reply = server.request(id, "tools/call", json!({"name": tool, "arguments": args}));
         assert_eq!(reply["error"]["code"], -32602, "{reason}: {reply}");
@@ -145,8 +151,15 @@ fn cursors_that_are_tampered_foreign_misused_or_expired_are_refused() {
     refused(&mut server, 4, "read", json!({"cursor": cursor, "path": "b.txt"}), "arguments_changed");
     let same_args = server.call(5, "read", json!({"cursor": cursor, "path": "a.txt"}));
     assert_eq!(same_args["isError"], false, "identical arguments are accepted");
+    let mut mistyped = handle.clone().into_bytes();
+    let at = mistyped.len() - 3;
+    mistyped[at] = if mistyped[at] == b'0' { b'1' } else { b'0' };
+    let mistyped = String::from_utf8(mistyped).unwrap();
+    refused(&mut server, 7, "read", json!({"cursor": mistyped}), "unknown_handle");
+    refused(&mut server, 8, "fixture", json!({"cursor": handle}), "other_tool");
     std::thread::sleep(std::time::Duration::from_millis(2100));
     refused(&mut server, 6, "read", json!({"cursor": cursor}), "expired");
+    refused(&mut server, 9, "read", json!({"cursor": handle}), "expired");
 }
 
 #[test]
@@ -348,4 +361,32 @@ fn paging_a_large_file_keeps_the_servers_memory_bounded() {
     assert_eq!(total, size);
     let grew_mib = server.peak_rss_kib().saturating_sub(baseline) / 1024;
     assert!(grew_mib < 48, "peak RSS grew by {grew_mib} MiB while paging a {} MiB file", size >> 20);
+}
+
+#[test]
+fn a_handle_survives_a_restart_and_is_unknown_to_a_server_with_another_store() {
+    let fx = Fixture::new();
+    let lines: String = (1..=3000).map(|i| format!("line {i}\n")).collect();
+    fx.write("lines.txt", &lines);
+    let state = tempfile::tempdir().unwrap();
+    let state = state.path().to_str().unwrap();
+    let key = "33".repeat(32);
+    let args = ["--state-dir", state, "--cursor-key", &key];
+    let mut first = Server::initialized(&fx.root(), &args);
+    let page = first.call(1, "read", json!({"path": "lines.txt", "max_tokens": 100}));
+    let handle = page["structuredContent"]["next_cursor"].as_str().unwrap().to_string();
+    let expected = first.call(2, "read", json!({"cursor": handle, "max_tokens": 100}));
+    drop(first);
+    let mut restarted = Server::initialized(&fx.root(), &args);
+    let again = restarted.call(3, "read", json!({"cursor": handle, "max_tokens": 100}));
+    assert_eq!(payload(&again), payload(&expected), "the same page after a restart");
+    let other_state = tempfile::tempdir().unwrap();
+    let mut elsewhere =
+        Server::initialized(&fx.root(), &["--state-dir", other_state.path().to_str().unwrap(), "--cursor-key", &key]);
+    let reply = elsewhere.request(4, "tools/call", json!({"name": "read", "arguments": {"cursor": handle}}));
+    assert_eq!(reply["error"]["data"]["reason"], "unknown_handle", "{reply}");
+    assert!(reply["error"]["message"].as_str().unwrap().contains("handle store"), "{reply}");
+    let signed = page_meta(&page)["cursor"].as_str().unwrap();
+    let resumed = elsewhere.call(5, "read", json!({"cursor": signed, "max_tokens": 100}));
+    assert_eq!(payload(&resumed), payload(&expected), "the signed cursor needs only the key");
 }

@@ -177,6 +177,9 @@ pub enum CursorError {
     OtherVersion { made_by: String },
     /// The call's other arguments differ from the ones the cursor was made for.
     ArgumentsChanged,
+    /// A handle no store here holds: expired and swept, made by a server that
+    /// does not share this one's handle store, or mistyped.
+    UnknownHandle,
 }
 
 impl CursorError {
@@ -190,6 +193,7 @@ impl CursorError {
             CursorError::OtherTool { .. } => "other_tool",
             CursorError::OtherVersion { .. } => "other_tool_version",
             CursorError::ArgumentsChanged => "arguments_changed",
+            CursorError::UnknownHandle => "unknown_handle",
         }
     }
 }
@@ -216,6 +220,11 @@ impl fmt::Display for CursorError {
             CursorError::ArgumentsChanged => write!(
                 f,
                 "the other arguments differ from the call that made the cursor; send only `cursor` (and paging options), or the same arguments"
+            ),
+            CursorError::UnknownHandle => write!(
+                f,
+                "no handle like this one is known here: it expired, was mistyped, or was made by a server that does not \
+                 share this one's handle store; pass it exactly as received, or {again}"
             ),
         }
     }

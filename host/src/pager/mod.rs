@@ -10,6 +10,7 @@
 
 pub mod cursor;
 pub mod depth;
+pub mod handles;
 pub mod page;
 pub mod parked;
 
@@ -27,6 +28,7 @@ use crate::registry::Tool;
 use crate::runtime::{CallContext, CallFailure, LiveCall, Reclaim, Runtime};
 use crate::tool::{Budget, ErrorCode, Fingerprint, ToolError};
 use cursor::{Cursor, CursorError, CursorKey};
+use handles::{HandleError, Handles, Store};
 use page::{Builder, Page};
 use parked::ParkedStreams;
 
@@ -57,8 +59,10 @@ pub struct PageLimits {
 pub enum PageError {
     /// The call failed (the tool's error, a trap, a limit).
     Call(CallFailure),
-    /// The cursor was refused.
+    /// The cursor (or handle) was refused.
     Cursor(CursorError),
+    /// The handle store could not be read.
+    Store(std::io::Error),
 }
 
 impl From<CallFailure> for PageError {
@@ -90,6 +94,7 @@ struct Parked {
 /// The engine: signing key, parked streams, limits.
 pub struct Pager {
     key: CursorKey,
+    handles: Handles,
     parked: Arc<ParkedStreams<Parked>>,
     limits: PageLimits,
     runtime: Arc<Runtime>,
@@ -113,11 +118,13 @@ struct Start {
 impl Pager {
     /// A pager pulling from `runtime`, which may give up its parked streams
     /// when it runs short of instance slots (see `Runtime::reclaim_with`).
-    pub fn new(key: CursorKey, limits: PageLimits, runtime: Arc<Runtime>) -> Pager {
+    /// Cursors are signed with `key`, and handles for them kept in `handles`.
+    pub fn new(key: CursorKey, handles: Store, limits: PageLimits, runtime: Arc<Runtime>) -> Pager {
         let parked = Arc::new(ParkedStreams::new(limits.parked, limits.parked_ttl));
         let reclaim: Arc<dyn Reclaim> = parked.clone();
         runtime.reclaim_with(Arc::downgrade(&reclaim));
-        Pager { key, parked, limits, runtime }
+        let handles = Handles::new(handles);
+        Pager { key, handles, parked, limits, runtime }
     }
 
     pub fn limits(&self) -> &PageLimits {
@@ -233,11 +240,23 @@ impl Pager {
             items_before: start.items_before + page.items,
             hash_state: B64.encode(start.hasher.serialize()),
             expires: Cursor::expiry(SystemTime::now(), self.limits.cursor_ttl),
+        };
+        let expires = cursor.expires;
+        let cursor = cursor.encode(&self.key);
+        // The model continues with the handle (or, if the store failed, the
+        // cursor itself) and the page size it asked for; the cursor holds the rest.
+        let handle =
+            self.handles.mint(&cursor, expires).inspect_err(|e| tracing::warn!("no handle for a cursor: {e}")).ok();
+        let mut continue_with = Map::new();
+        continue_with.insert("cursor".into(), Value::String(handle.clone().unwrap_or_else(|| cursor.clone())));
+        let asked = [("max_tokens", paging.max_tokens), ("page_size", paging.page_size)];
+        for (name, value) in asked {
+            if let Some(value) = value {
+                continue_with.insert(name.into(), value.into());
+            }
         }
-        .encode(&self.key);
-        let mut continue_with: Map<String, Value> = serde_json::from_str(&start.args).unwrap_or_default();
-        continue_with.insert("cursor".into(), Value::String(cursor.clone()));
         page.continue_with = Some(Value::Object(continue_with));
+        page.handle = handle;
         page.next_cursor = Some(cursor);
         start.call.disarm();
         self.parked.park(start.session, position, Parked { call: start.call, pending: start.pending });
@@ -247,6 +266,18 @@ impl Pager {
     /// Checks the cursor `text` and finds (or reopens) its stream.
     fn resume(&self, ctx: &CallContext, tool: &Tool, args: &Value, text: &str) -> Result<Start, PageError> {
         let runtime = &*self.runtime;
+        let behind;
+        let text = match handles::is_handle(text) {
+            true => {
+                behind = self.handles.resolve(text).map_err(|e| match e {
+                    HandleError::Unknown => PageError::Cursor(CursorError::UnknownHandle),
+                    HandleError::Expired => PageError::Cursor(CursorError::Expired),
+                    HandleError::Store(e) => PageError::Store(e),
+                })?;
+                behind.as_str()
+            }
+            false => text,
+        };
         let cursor = Cursor::decode(text, &self.key, SystemTime::now())?;
         if cursor.tool != tool.manifest.name {
             return Err(CursorError::OtherTool { made_by: cursor.tool }.into());

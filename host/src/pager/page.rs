@@ -47,6 +47,8 @@ pub struct Page {
     pub continued: bool,
     pub budget: Budget,
     pub next_cursor: Option<String>,
+    /// A short handle for `next_cursor`, for the model to copy.
+    pub handle: Option<String>,
     /// The arguments to continue with: the original ones plus `cursor`.
     pub continue_with: Option<Value>,
     /// What the tool says about the whole output, on every page but the last.
@@ -182,6 +184,7 @@ impl Builder {
             budget: self.budget,
             next_cursor: None,
             continue_with: None,
+            handle: None,
             summary: None,
             bytes_before: 0,
             items_before: 0,

@@ -34,6 +34,8 @@ pub enum Fault {
     ReadOnly { name: String },
     /// A call of a tool that does not exist.
     UnknownTool { name: String },
+    /// The handle store could not be read (`reason`: the system's words).
+    HandleStore { reason: String },
     /// The client declared roots but did not answer `roots/list` within
     /// `waited_secs`.
     RootsUnanswered { waited_secs: u64 },
@@ -75,6 +77,7 @@ impl Fault {
             Fault::UnknownTool { name } => {
                 ErrorObject::new(Code::InvalidParams, message).with_kind(Kind::NotFound, json!({ "tool": name }))
             }
+            Fault::HandleStore { .. } => ErrorObject::new(Code::InternalError, message),
         }
     }
 }
@@ -114,6 +117,11 @@ impl fmt::Display for Fault {
             Fault::UnknownTool { name } => {
                 write!(f, "Unknown tool: `{name}`; tools/list shows the tools this server has")
             }
+            Fault::HandleStore { reason } => write!(
+                f,
+                "the handle store could not be read ({reason}); try again, or continue with the signed cursor in \
+                 `_meta[\"cordon/page\"].cursor`"
+            ),
             Fault::RootsUnanswered { waited_secs } => write!(
                 f,
                 "the client declared the `roots` capability but did not answer `roots/list` within {waited_secs} s; \

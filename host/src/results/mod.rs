@@ -162,7 +162,7 @@ fn page_properties() -> Value {
     let mut props = span;
     let extra = json!({
         "complete": { "type": "boolean", "description": "True on the last page." },
-        "next_cursor": { "type": ["string", "null"], "description": "Pass as `cursor` to get the next page; null when complete." },
+        "next_cursor": { "type": ["string", "null"], "description": "Pass as `cursor` to get the next page (a short handle); null when complete." },
         "items": { "type": "array", "description": "This page's payload when it is whole JSON items: the items (left out when the tool's own fields hold its one item whole)." },
         "text": { "type": "string", "description": "This page's payload when it is text (or items split across pages): the text, exactly." },
         "base64": { "type": "string", "description": "This page's payload when it holds bytes that are not UTF-8: every byte, base64." },
@@ -252,6 +252,11 @@ fn payload_blocks(page: &Page) -> usize {
 fn page_meta(page: &Page) -> Value {
     let mut meta = page_log(page);
     meta["chunks"] = chunks(page);
+    if let Some(cursor) = &page.next_cursor {
+        // The self-contained signed cursor, for programs; `next_cursor` in the
+        // structured content is the handle that maps to it.
+        meta["cursor"] = cursor.clone().into();
+    }
     meta
 }
 
@@ -290,7 +295,9 @@ fn structured(page: Page) -> Value {
     if let Some(remaining) = remaining {
         out.insert("remaining".into(), remaining.to_json());
     }
-    out.insert("next_cursor".into(), page.next_cursor.map_or(Value::Null, Value::String));
+    // The model copies the short handle; the signed cursor is in `_meta`.
+    let next = page.handle.or(page.next_cursor);
+    out.insert("next_cursor".into(), next.map_or(Value::Null, Value::String));
     if let (0, Some(summary)) = (page.index, page.summary) {
         out.insert(
             "summary".into(),

@@ -211,6 +211,12 @@ fn check_paging(checks: &mut Checks, seen: &[ToolResultSeen]) {
     checks.expect(pages.len() >= 3, || format!("the paged read took {} pages, not several: {pages:#?}", pages.len()));
     let texts: Vec<Option<String>> =
         pages.iter().map(|p| json_documents(p).first().and_then(|d| d["text"].as_str()).map(str::to_string)).collect();
+    for page in &pages[..pages.len().saturating_sub(1)] {
+        let cursor = continuation(page).unwrap_or_default();
+        checks.expect(!cursor.is_empty() && cursor.len() <= 64, || {
+            format!("the model was given a continuation of {} characters, not at most 64: {cursor}", cursor.len())
+        });
+    }
     let missing = texts.iter().filter(|t| t.is_none()).count();
     checks.expect(missing == 0, || {
         let first = pages.first().map(|p| trimmed(p, 800)).unwrap_or_default();
