@@ -46,6 +46,7 @@ fn main() {
         roots: vec![DirSpec { path: root, mode: Mode::ReadOnly }],
         state_dir: Some(dir.path().join("state")),
         cursor_key: None,
+        handle_store: None,
         deny: Vec::new(),
         read_only: false,
         components: vec![HOSTILE.into()],

@@ -11,7 +11,7 @@ use crate::ambient;
 use crate::installed::{InstallError, ToolsDir};
 use crate::limits::Limits;
 use crate::pager::cursor::{CursorKey, KeyError};
-use crate::pager::handles::Store;
+use crate::pager::handles::{HandleError, RedisStore, Store};
 use crate::pager::{PageError, Pager};
 use crate::policy::{DirSpec, Policy, PolicyError};
 use crate::protocol::mcp::Version;
@@ -31,6 +31,9 @@ pub struct Config {
     pub state_dir: Option<PathBuf>,
     /// The cursor signing key (hex), shared by replicas; else the state dir's.
     pub cursor_key: Option<String>,
+    /// The Redis server that keeps continuation handles (`redis://…`), shared
+    /// by replicas; else the state dir's `handles`, or memory.
+    pub handle_store: Option<String>,
     /// Extra tool components to load; they get no filesystem access.
     pub components: Vec<PathBuf>,
     /// Where `cordon tool add` installs tools (with their lockfile); `None`:
@@ -65,6 +68,8 @@ pub enum StartError {
     Installed(InstallError),
     /// An installed tool has a built-in tool's name.
     BuiltinName(String),
+    /// The handle store (`--handle-store`) cannot be reached.
+    HandleStore(HandleError),
 }
 
 impl std::fmt::Display for StartError {
@@ -78,6 +83,7 @@ impl std::fmt::Display for StartError {
             StartError::Runtime(e) => e.fmt(f),
             StartError::Tools(e) => e.fmt(f),
             StartError::Installed(e) => e.fmt(f),
+            StartError::HandleStore(e) => write!(f, "the handle store (--handle-store) cannot be used: {e}"),
             StartError::BuiltinName(name) => {
                 write!(f, "the installed tool `{name}` has the name of a built-in tool; remove it")
             }
@@ -149,13 +155,14 @@ impl Server {
         };
         *installed.seen.lock().expect("seen lock") = lock_text;
         let registry = RwLock::new(Arc::new(Registry::load(&runtime, extra).map_err(StartError::Tools)?));
-        let handles = match &state {
-            Some(state) => {
+        let handles = match (&config.handle_store, &state) {
+            (Some(url), _) => Store::Redis(Box::new(RedisStore::connect(url).map_err(StartError::HandleStore)?)),
+            (None, Some(state)) => {
                 let dir = state.create_dir_all("handles").and_then(|()| state.open_dir("handles"));
                 let path = PathBuf::from("<state-dir>/handles");
                 Store::Dir(dir.map_err(|source| StartError::Dir { what: "open the handle store", path, source })?)
             }
-            None => Store::Memory(Default::default()),
+            (None, None) => Store::Memory(Default::default()),
         };
         let pager = Arc::new(Pager::new(key, handles, config.limits.pages, Arc::clone(&runtime)));
         let calls = Slots::new("max_calls_in_flight", config.limits.max_calls_in_flight);

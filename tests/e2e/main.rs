@@ -18,6 +18,7 @@ mod faults;
 mod forgery;
 mod glob;
 mod grep;
+mod handles;
 mod hostile;
 mod house;
 mod http;

@@ -362,31 +362,3 @@ fn paging_a_large_file_keeps_the_servers_memory_bounded() {
     let grew_mib = server.peak_rss_kib().saturating_sub(baseline) / 1024;
     assert!(grew_mib < 48, "peak RSS grew by {grew_mib} MiB while paging a {} MiB file", size >> 20);
 }
-
-#[test]
-fn a_handle_survives_a_restart_and_is_unknown_to_a_server_with_another_store() {
-    let fx = Fixture::new();
-    let lines: String = (1..=3000).map(|i| format!("line {i}\n")).collect();
-    fx.write("lines.txt", &lines);
-    let state = tempfile::tempdir().unwrap();
-    let state = state.path().to_str().unwrap();
-    let key = "33".repeat(32);
-    let args = ["--state-dir", state, "--cursor-key", &key];
-    let mut first = Server::initialized(&fx.root(), &args);
-    let page = first.call(1, "read", json!({"path": "lines.txt", "max_tokens": 100}));
-    let handle = page["structuredContent"]["next_cursor"].as_str().unwrap().to_string();
-    let expected = first.call(2, "read", json!({"cursor": handle, "max_tokens": 100}));
-    drop(first);
-    let mut restarted = Server::initialized(&fx.root(), &args);
-    let again = restarted.call(3, "read", json!({"cursor": handle, "max_tokens": 100}));
-    assert_eq!(payload(&again), payload(&expected), "the same page after a restart");
-    let other_state = tempfile::tempdir().unwrap();
-    let mut elsewhere =
-        Server::initialized(&fx.root(), &["--state-dir", other_state.path().to_str().unwrap(), "--cursor-key", &key]);
-    let reply = elsewhere.request(4, "tools/call", json!({"name": "read", "arguments": {"cursor": handle}}));
-    assert_eq!(reply["error"]["data"]["reason"], "unknown_handle", "{reply}");
-    assert!(reply["error"]["message"].as_str().unwrap().contains("handle store"), "{reply}");
-    let signed = page_meta(&page)["cursor"].as_str().unwrap();
-    let resumed = elsewhere.call(5, "read", json!({"cursor": signed, "max_tokens": 100}));
-    assert_eq!(payload(&resumed), payload(&expected), "the signed cursor needs only the key");
-}

@@ -113,6 +113,11 @@ struct Common {
     /// [default: <state-dir>/cursor.key, created on first use].
     #[arg(long, env = "CORDON_CURSOR_KEY", value_name = "HEX", hide_env_values = true)]
     cursor_key: Option<String>,
+    /// Keep continuation handles in this Redis server (`redis://[:PASSWORD@]HOST:PORT/DB`), shared by
+    /// replicas; like the cursor key, not read from the configuration file
+    /// [default: <state-dir>/handles].
+    #[arg(long, env = "CORDON_HANDLE_STORE", value_name = "URL", hide_env_values = true)]
+    handle_store: Option<String>,
     /// Log at debug level (to stderr; RUST_LOG overrides).
     #[arg(long)]
     debug: bool,
@@ -160,6 +165,7 @@ impl Common {
             roots: self.roots.clone(),
             state_dir: if self.no_cache { None } else { state_dir },
             cursor_key: self.cursor_key.clone(),
+            handle_store: self.handle_store.clone(),
             components: self.components.clone(),
             tools_dir,
             deny: self.deny.clone(),

@@ -11,8 +11,9 @@
 //!
 //! The store is a directory (`<state-dir>/handles`, one small file per handle,
 //! so handles survive a restart, and replicas that share the directory share
-//! them) or, without a state directory, memory (handles die with the process,
-//! as cursors signed with a throwaway key do).
+//! them), a Redis server that replicas share (`--handle-store redis://…`), or,
+//! without a state directory, memory (handles die with the process, as
+//! cursors signed with a throwaway key do).
 
 use std::collections::HashMap;
 use std::fmt;
@@ -61,6 +62,51 @@ pub enum Store {
     Memory(Mutex<HashMap<String, (u64, String)>>),
     /// One file per handle in this directory: `<expiry secs>\n<cursor>`.
     Dir(Dir),
+    /// A Redis server that replicas share: a key per handle, which Redis
+    /// expires with its cursor.
+    Redis(Box<RedisStore>),
+}
+
+/// A Redis server holding handles under `cordon:handle:<handle>`, through one
+/// connection, opened again when it fails.
+pub struct RedisStore {
+    client: redis::Client,
+    connection: Mutex<Option<redis::Connection>>,
+}
+
+impl RedisStore {
+    /// Connects to `url` (`redis://host:port/db`), so that a server whose store
+    /// is unreachable does not start.
+    pub fn connect(url: &str) -> Result<RedisStore, HandleError> {
+        let client = redis::Client::open(url).map_err(redis_error)?;
+        let connection = client.get_connection().map_err(redis_error)?;
+        Ok(RedisStore { client, connection: Mutex::new(Some(connection)) })
+    }
+
+    /// Runs `command` on the connection, reconnecting once if it failed.
+    fn run<T: redis::FromRedisValue>(&self, command: &redis::Cmd) -> Result<T, HandleError> {
+        let mut held = self.connection.lock().expect("redis connection lock");
+        for attempt in 0..2 {
+            let connection = match held.as_mut() {
+                Some(connection) => connection,
+                None => held.insert(self.client.get_connection().map_err(redis_error)?),
+            };
+            match command.query::<T>(connection) {
+                Ok(value) => return Ok(value),
+                Err(e) if attempt == 0 && (e.is_io_error() || e.is_connection_dropped()) => *held = None,
+                Err(e) => return Err(redis_error(e)),
+            }
+        }
+        unreachable!("the second attempt returns")
+    }
+}
+
+fn redis_error(e: redis::RedisError) -> HandleError {
+    HandleError::Store(std::io::Error::other(e))
+}
+
+fn redis_key(handle: &str) -> String {
+    format!("cordon:handle:{handle}")
 }
 
 /// The handles a server mints and resolves.
@@ -97,6 +143,11 @@ impl Handles {
                 let mut file = dir.open_with(&handle, &options).map_err(HandleError::Store)?;
                 file.write_all(format!("{expires}\n{cursor}").as_bytes()).map_err(HandleError::Store)?;
             }
+            Store::Redis(redis) => {
+                // Redis drops the key once the cursor's expiry second is over.
+                let set = redis::cmd("SET").arg(redis_key(&handle)).arg(cursor).arg("EXAT").arg(expires + 1).clone();
+                redis.run::<()>(&set)?;
+            }
         }
         Ok(handle)
     }
@@ -118,6 +169,11 @@ impl Handles {
                 };
                 let (expires, cursor) = text.split_once('\n').ok_or(HandleError::Unknown)?;
                 (expires.parse().map_err(|_| HandleError::Unknown)?, cursor.to_string())
+            }
+            Store::Redis(redis) => {
+                let cursor: Option<String> = redis.run(redis::cmd("GET").arg(redis_key(handle)))?;
+                // Redis removes an expired key itself: what it still holds is valid.
+                return cursor.ok_or(HandleError::Unknown);
             }
         };
         // As a cursor: valid through its expiry second.

@@ -1,0 +1,164 @@
+//! Handles, the short continuations a model copies: they survive a restart,
+//! replicas sharing a store (a state directory, or a real Redis server on
+//! loopback) resume each other's, and a server with another store refuses
+//! them with what to do.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::support::{Fixture, Server, page_meta, payload, run_bounded};
+
+/// A `redis-server` on a free loopback port, stopped when dropped. It keeps
+/// nothing on disk.
+struct Redis {
+    child: Child,
+    port: u16,
+}
+
+impl Redis {
+    fn start() -> Redis {
+        let binary = redis_server();
+        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let child = Command::new(&binary)
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("start {}: {e}", binary.display()));
+        let started = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(started.elapsed() < Duration::from_secs(20), "redis-server did not listen on {port}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Redis { child, port }
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/0", self.port)
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `redis-server`: `CORDON_TEST_REDIS`, else on the PATH, else installed
+/// with apt on first use (as root, as on CI machines; `.ci/run` installs it).
+fn redis_server() -> PathBuf {
+    if let Some(path) = std::env::var_os("CORDON_TEST_REDIS") {
+        return path.into();
+    }
+    let on_path = || {
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+            .map(|dir| dir.join("redis-server"))
+            .find(|path| path.is_file())
+    };
+    if let Some(path) = on_path() {
+        return path;
+    }
+    let mut install = Command::new("sh");
+    install.args(["-c", "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server"]);
+    let (status, _, err) = run_bounded(install, Duration::from_secs(600));
+    on_path().unwrap_or_else(|| {
+        panic!(
+            "redis-server is needed for the replica test and could not be installed ({status:?}: {}); install it \
+             (apt-get install redis-server) or set CORDON_TEST_REDIS",
+            String::from_utf8_lossy(&err)
+        )
+    })
+}
+
+fn handle_of(page: &Value) -> String {
+    page["structuredContent"]["next_cursor"].as_str().unwrap_or_else(|| panic!("no handle: {page}")).to_string()
+}
+
+fn lines(n: usize) -> String {
+    (1..=n).map(|i| format!("line {i}\n")).collect()
+}
+
+#[test]
+fn a_handle_survives_a_restart_and_is_unknown_to_a_server_with_another_store() {
+    let fx = Fixture::new();
+    let lines: String = (1..=3000).map(|i| format!("line {i}\n")).collect();
+    fx.write("lines.txt", &lines);
+    let state = tempfile::tempdir().unwrap();
+    let state = state.path().to_str().unwrap();
+    let key = "33".repeat(32);
+    let args = ["--state-dir", state, "--cursor-key", &key];
+    let mut first = Server::initialized(&fx.root(), &args);
+    let page = first.call(1, "read", json!({"path": "lines.txt", "max_tokens": 100}));
+    let handle = page["structuredContent"]["next_cursor"].as_str().unwrap().to_string();
+    let expected = first.call(2, "read", json!({"cursor": handle, "max_tokens": 100}));
+    drop(first);
+    let mut restarted = Server::initialized(&fx.root(), &args);
+    let again = restarted.call(3, "read", json!({"cursor": handle, "max_tokens": 100}));
+    assert_eq!(payload(&again), payload(&expected), "the same page after a restart");
+    let other_state = tempfile::tempdir().unwrap();
+    let mut elsewhere =
+        Server::initialized(&fx.root(), &["--state-dir", other_state.path().to_str().unwrap(), "--cursor-key", &key]);
+    let reply = elsewhere.request(4, "tools/call", json!({"name": "read", "arguments": {"cursor": handle}}));
+    assert_eq!(reply["error"]["data"]["reason"], "unknown_handle", "{reply}");
+    assert!(reply["error"]["message"].as_str().unwrap().contains("handle store"), "{reply}");
+    let signed = page_meta(&page)["cursor"].as_str().unwrap();
+    let resumed = elsewhere.call(5, "read", json!({"cursor": signed, "max_tokens": 100}));
+    assert_eq!(payload(&resumed), payload(&expected), "the signed cursor needs only the key");
+}
+
+#[test]
+fn replicas_sharing_a_redis_store_resume_each_others_handles_page_by_page() {
+    let redis = Redis::start();
+    let url = redis.url();
+    let fx = Fixture::new();
+    let text = lines(4000);
+    fx.write("lines.txt", &text);
+    let key = "44".repeat(32);
+    let (state_a, state_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let replica = |state: &Path| {
+        let state = state.to_str().unwrap();
+        Server::initialized(&fx.root(), &["--state-dir", state, "--cursor-key", &key, "--handle-store", &url])
+    };
+    let mut replicas = [replica(state_a.path()), replica(state_b.path())];
+    let mut got = Vec::new();
+    let mut page = replicas[0].call(1, "read", json!({"path": "lines.txt", "max_tokens": 300}));
+    let mut pages = 1;
+    loop {
+        assert_eq!(page["isError"], false, "{page}");
+        got.extend(payload(&page));
+        let Some(handle) = page["structuredContent"]["next_cursor"].as_str().map(str::to_string) else { break };
+        assert!(handle.len() <= 64, "{handle}");
+        // Every other page from the other replica, which holds neither the
+        // stream nor the handle's file: only Redis knows the handle.
+        let next = &mut replicas[pages % 2];
+        page = next.call(pages as i64 + 1, "read", json!({"cursor": handle, "max_tokens": 300}));
+        pages += 1;
+    }
+    assert!(pages >= 4, "{pages} pages");
+    assert_eq!(String::from_utf8(got).unwrap(), text, "alternating replicas page the file exactly");
+    let whole = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(text.as_bytes()));
+    assert_eq!(page_meta(&page)["payload_sha256"], whole.as_str());
+
+    let mut own_store = Server::initialized(&fx.root(), &["--cursor-key", &key]);
+    let theirs = handle_of(&own_store.call(90, "read", json!({"path": "lines.txt", "max_tokens": 300})));
+    let reply = replicas[0].request(91, "tools/call", json!({"name": "read", "arguments": {"cursor": theirs}}));
+    assert_eq!(reply["error"]["data"]["reason"], "unknown_handle", "a handle from another store: {reply}");
+}
+
+#[test]
+fn a_handle_store_that_cannot_be_reached_refuses_to_start() {
+    let fx = Fixture::new();
+    let closed = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let url = format!("redis://127.0.0.1:{closed}/0");
+    let mut command = Command::new(crate::support::cordon_bin());
+    command.args(["tools", "--root"]).arg(fx.root()).args(["--handle-store", &url]);
+    let (status, _, err) = run_bounded(command, Duration::from_secs(60));
+    let err = String::from_utf8_lossy(&err);
+    assert_eq!(status.and_then(|s| s.code()), Some(2), "{err}");
+    assert!(err.contains("the handle store (--handle-store) cannot be used"), "{err}");
+}
