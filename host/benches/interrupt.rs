@@ -85,7 +85,8 @@ fn lateness(server: &Arc<Server>, behaviour: &str, wall_time: Duration) -> Durat
     let args = json!({ "behaviour": behaviour });
     let started = Instant::now();
     let signal = Arc::new(CallSignal::new());
-    let request = CallRequest { name: "hostile", arguments: &args, client_roots: None, signal: &signal };
+    let request =
+        CallRequest { name: "hostile", arguments: &args, client_roots: None, signal: &signal, for_model: false };
     let answer = server.call(request).unwrap();
     let answered = started.elapsed();
     let Answer::Failed(failure) = answer else { panic!("the hostile call was answered: {answer:?}") };

@@ -328,7 +328,7 @@ impl Server {
             Err(busy) => return Ok(Answer::Failed(busy)),
         };
         let ctx = CallContext { grants, signal: Arc::clone(request.signal), deadline };
-        let page = self.pager.page(ctx, Arc::clone(&tool), Value::Object(args), host.paging);
+        let page = self.pager.page(ctx, Arc::clone(&tool), Value::Object(args), host.paging, request.for_model);
         match page {
             Ok(page) => {
                 if let Some(attached) = attached {
@@ -353,6 +353,10 @@ pub struct CallRequest<'a> {
     pub client_roots: Option<&'a [PathBuf]>,
     /// The request's cancellation and progress.
     pub signal: &'a Arc<CallSignal>,
+    /// Whether a model reads the answer (an MCP client), so a page that is
+    /// not the last carries a short handle; a program following the signed
+    /// cursor (`cordon call --all`) needs none.
+    pub for_model: bool,
 }
 
 impl Server {

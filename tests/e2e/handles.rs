@@ -162,3 +162,18 @@ fn a_handle_store_that_cannot_be_reached_refuses_to_start() {
     assert_eq!(status.and_then(|s| s.code()), Some(2), "{err}");
     assert!(err.contains("the handle store (--handle-store) cannot be used"), "{err}");
 }
+
+#[test]
+fn cordon_call_all_follows_the_signed_cursor_and_mints_no_handles() {
+    let fx = Fixture::new();
+    fx.write("lines.txt", lines(3000));
+    let state = tempfile::tempdir().unwrap();
+    let mut command = Command::new(crate::support::cordon_bin());
+    command.args(["call", "read", "--all", "--root"]).arg(fx.root()).arg("--state-dir").arg(state.path());
+    command.args(["--json", r#"{"path":"lines.txt","max_tokens":200}"#]);
+    let (status, out, err) = run_bounded(command, Duration::from_secs(120));
+    assert!(status.is_some_and(|s| s.success()), "{}", String::from_utf8_lossy(&err));
+    assert_eq!(String::from_utf8(out).unwrap(), lines(3000));
+    let minted = std::fs::read_dir(state.path().join("handles")).unwrap().count();
+    assert_eq!(minted, 0, "a program following cursors needs no handles");
+}

@@ -303,7 +303,13 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
                 return crate::follow::follow(&server, &tool, arguments, jsonl);
             }
             let signal = std::sync::Arc::new(crate::runtime::CallSignal::new());
-            let request = CallRequest { name: &tool, arguments: &arguments, client_roots: None, signal: &signal };
+            let request = CallRequest {
+                name: &tool,
+                arguments: &arguments,
+                client_roots: None,
+                signal: &signal,
+                for_model: true,
+            };
             let answer = server.call(request).map_err(ErrorObject::from);
             let failed = matches!(answer, Ok(Answer::Failed(_)));
             match answer.and_then(|answer| crate::results::answer(answer, Version::LATEST)) {

@@ -19,6 +19,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::io::{Read, Write};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use cap_std::fs::Dir;
@@ -109,18 +110,25 @@ fn redis_key(handle: &str) -> String {
     format!("cordon:handle:{handle}")
 }
 
+/// How often a directory store is swept of expired handles while serving.
+const SWEEP_EVERY_SECS: u64 = 600;
+
 /// The handles a server mints and resolves.
 pub struct Handles {
     store: Store,
+    /// When a directory store was last swept, in seconds since the epoch.
+    swept: AtomicU64,
 }
 
 impl Handles {
     /// Handles kept in `store`. A directory store drops the handles that
-    /// expired while the server was not running.
+    /// expired while the server was not running, and is swept again every
+    /// ten minutes while it mints.
     pub fn new(store: Store) -> Handles {
-        let handles = Handles { store };
-        handles.sweep();
-        handles
+        if let Store::Dir(dir) = &store {
+            sweep(dir);
+        }
+        Handles { store, swept: AtomicU64::new(now_secs()) }
     }
 
     /// A new handle for `cursor`, which expires (and the handle with it) at
@@ -136,6 +144,7 @@ impl Handles {
                 map.insert(handle.clone(), (expires, cursor.to_string()));
             }
             Store::Dir(dir) => {
+                self.sweep_in_background(dir);
                 // A fresh random name: nobody else can be writing or reading it
                 // until the page that carries it is answered.
                 let mut options = cap_std::fs::OpenOptions::new();
@@ -183,25 +192,36 @@ impl Handles {
         Ok(cursor)
     }
 
-    /// Removes the handles past their expiry from a directory store.
-    fn sweep(&self) {
-        let Store::Dir(dir) = &self.store else { return };
-        let Ok(entries) = dir.entries() else { return };
-        let now = now_secs();
-        for entry in entries.flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if !is_handle(&name) {
-                continue;
-            }
-            let mut head = [0u8; 24];
-            let read = dir.open(&name).and_then(|mut f| f.read(&mut head));
-            let expired = read.ok().and_then(|n| {
-                let text = std::str::from_utf8(&head[..n]).ok()?;
-                text.split_once('\n')?.0.parse::<u64>().ok()
-            });
-            if expired.is_some_and(|until| until < now) {
-                let _ = dir.remove_file(&name);
-            }
+    /// Sweeps `dir` on a thread of its own when the last sweep is old enough.
+    fn sweep_in_background(&self, dir: &Dir) {
+        let (now, last) = (now_secs(), self.swept.load(Ordering::Relaxed));
+        let due = now >= last.saturating_add(SWEEP_EVERY_SECS);
+        if !due || self.swept.compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed).is_err() {
+            return;
+        }
+        if let Ok(dir) = dir.try_clone() {
+            let _ = std::thread::Builder::new().name("cordon-handles-sweep".into()).spawn(move || sweep(&dir));
+        }
+    }
+}
+
+/// Removes the handles past their expiry from a directory store.
+fn sweep(dir: &Dir) {
+    let Ok(entries) = dir.entries() else { return };
+    let now = now_secs();
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !is_handle(&name) {
+            continue;
+        }
+        let mut head = [0u8; 24];
+        let read = dir.open(&name).and_then(|mut f| f.read(&mut head));
+        let expires = read.ok().and_then(|n| {
+            let text = std::str::from_utf8(&head[..n]).ok()?;
+            text.split_once('\n')?.0.parse::<u64>().ok()
+        });
+        if expires.is_some_and(|until| until < now) {
+            let _ = dir.remove_file(&name);
         }
     }
 }
@@ -259,5 +279,24 @@ mod tests {
         let dir = Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).unwrap();
         let _restarted = Handles::new(Store::Dir(dir));
         assert!(!tmp.path().join(&handle).exists(), "a restart sweeps expired handles");
+    }
+
+    #[test]
+    fn a_directory_store_is_swept_of_expired_handles_while_it_mints() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).unwrap();
+        let handles = Handles::new(Store::Dir(dir));
+        let stale = format!("{PREFIX}{}", "0".repeat(DIGITS));
+        std::fs::write(tmp.path().join(&stale), "1\nc1.old").unwrap();
+        handles.mint("c1.fresh", in_a_minute()).unwrap();
+        assert!(tmp.path().join(&stale).exists(), "not yet due");
+        handles.swept.store(0, Ordering::Relaxed);
+        let kept = handles.mint("c1.fresh", in_a_minute()).unwrap();
+        let started = std::time::Instant::now();
+        while tmp.path().join(&stale).exists() && started.elapsed() < Duration::from_secs(20) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(!tmp.path().join(&stale).exists(), "the expired handle is swept");
+        assert_eq!(handles.resolve(&kept).unwrap(), "c1.fresh");
     }
 }

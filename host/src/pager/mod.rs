@@ -140,21 +140,33 @@ impl Pager {
     /// `paging`, for the request `ctx`: the guest work runs under the
     /// runtime's host timeout (`Runtime::bounded`), so the answer comes by the
     /// deadline plus the grace even from a guest blocked in a host call.
+    /// `for_model`: the page goes to a model, which continues with a short
+    /// handle (minted only then; a program follows the signed cursor).
     pub fn page(
         self: &Arc<Self>,
         ctx: CallContext,
         tool: Arc<Tool>,
         args: Value,
         paging: Paging,
+        for_model: bool,
     ) -> Result<Page, PageError> {
         let (pager, signal) = (Arc::clone(self), Arc::clone(&ctx.signal));
         let name = tool.manifest.name.clone();
-        let page = self.runtime.bounded(&name, ctx.deadline, &signal, move || pager.pull(&ctx, &tool, args, paging));
+        let page = self
+            .runtime
+            .bounded(&name, ctx.deadline, &signal, move || pager.pull(&ctx, &tool, args, paging, for_model));
         page.map_err(PageError::Call).and_then(|page| page)
     }
 
     /// Pulls one page's chunks from the tool.
-    fn pull(&self, ctx: &CallContext, tool: &Tool, args: Value, paging: Paging) -> Result<Page, PageError> {
+    fn pull(
+        &self,
+        ctx: &CallContext,
+        tool: &Tool,
+        args: Value,
+        paging: Paging,
+        for_model: bool,
+    ) -> Result<Page, PageError> {
         let runtime = &*self.runtime;
         let budget = budget(&self.limits, &paging);
         let mut start = match &paging.cursor {
@@ -245,8 +257,12 @@ impl Pager {
         let cursor = cursor.encode(&self.key);
         // The model continues with the handle (or, if the store failed, the
         // cursor itself) and the page size it asked for; the cursor holds the rest.
-        let handle =
-            self.handles.mint(&cursor, expires).inspect_err(|e| tracing::warn!("no handle for a cursor: {e}")).ok();
+        let handle = match for_model {
+            true => {
+                self.handles.mint(&cursor, expires).inspect_err(|e| tracing::warn!("no handle for a cursor: {e}")).ok()
+            }
+            false => None,
+        };
         let mut continue_with = Map::new();
         continue_with.insert("cursor".into(), Value::String(handle.clone().unwrap_or_else(|| cursor.clone())));
         let asked = [("max_tokens", paging.max_tokens), ("page_size", paging.page_size)];

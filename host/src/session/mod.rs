@@ -348,7 +348,13 @@ impl Session {
             let (server, signal) = (Arc::clone(&guard.session.server), Arc::clone(&guard.signal));
             let joined = tokio::task::spawn_blocking(move || {
                 let client_roots = client_roots.as_deref().map(Vec::as_slice);
-                server.call(CallRequest { name: &name, arguments: &arguments, client_roots, signal: &signal })
+                server.call(CallRequest {
+                    name: &name,
+                    arguments: &arguments,
+                    client_roots,
+                    signal: &signal,
+                    for_model: true,
+                })
             })
             .await;
             guard.done = true;
