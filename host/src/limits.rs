@@ -12,6 +12,7 @@ use std::time::Duration;
 use serde::{Deserialize, Deserializer};
 
 use crate::pager::PageLimits;
+use crate::pager::count::CountBounds;
 use crate::runtime::{CallLimits, Capacity, LimitError};
 use crate::uploads::UploadLimits;
 
@@ -92,6 +93,12 @@ limit_table! {
     max_upload_bytes: Bytes = Bytes(4 << 30), "BYTES";
     /// How long an idle staged upload is kept before it is deleted, in seconds.
     upload_ttl_secs: u64 = 3600, "SECS";
+    /// Before a first page that does not hold the whole result, the time the
+    /// server may spend counting it (items, bytes, per path), in ms; 0 turns
+    /// counting off. Past it the totals say "at least".
+    count_ms: u64 = 2000, "MS", may_be 0;
+    /// The most payload bytes that count may read; past it the totals say "at least".
+    count_max_bytes: Bytes = Bytes(256 << 20), "BYTES", may_be 0;
     /// JSON items from tools nested deeper than this are truncated.
     max_depth: usize = 16, "N", may_be 0;
     /// Linear memory one call may use, in MiB.
@@ -173,6 +180,7 @@ impl Settings {
                 cursor_ttl: Duration::from_secs(self.cursor_ttl_secs),
                 parked: self.max_parked_streams,
                 parked_ttl: Duration::from_secs(self.parked_ttl_secs),
+                count: CountBounds { time: Duration::from_millis(self.count_ms), bytes: self.count_max_bytes.0 },
             },
             uploads: UploadLimits {
                 max_bytes: self.max_upload_bytes.0,

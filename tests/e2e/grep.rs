@@ -303,3 +303,50 @@ fn errors_are_tool_errors() {
         assert_eq!(result["structuredContent"]["error"]["code"], code, "{args}: {result}");
     }
 }
+
+/// `rg -c PATTERN`'s counts: per path (absolute), for a corpus at `root`.
+fn rg_counts(root: &Path, pattern: &str) -> Vec<(String, u64)> {
+    let mut counts: Vec<(String, u64)> = rg(root, &["-c", pattern])
+        .lines()
+        .map(|line| {
+            let (path, n) = line.rsplit_once(':').unwrap();
+            (root.join(path).display().to_string(), n.parse().unwrap())
+        })
+        .collect();
+    counts.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    counts
+}
+
+#[test]
+fn a_truncated_first_page_states_the_whole_results_exact_totals_as_ripgrep_counts_them() {
+    let (_dir, root, _) = setup(31);
+    // A bound far above what counting 400 files takes, even on a busy machine:
+    // this test is about exactness; the bounded count is checked below.
+    let mut server = Server::initialized(&root, &["--count-ms", "25000"]);
+    let counts = rg_counts(&root, "fn ");
+    let matches: u64 = counts.iter().map(|(_, n)| n).sum();
+    let first = server.call(1, "grep", json!({"pattern": "fn ", "max_tokens": 200}));
+    let whole = &first["structuredContent"]["whole"];
+    assert_eq!(whole["exact"], true, "{whole}");
+    assert_eq!((whole["items"].as_u64(), whole["paths"].as_u64()), (Some(matches), Some(counts.len() as u64)));
+    let top: Vec<(String, u64)> = whole["top_paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["path"].as_str().unwrap().to_string(), t["items"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(top, counts[..top.len()], "the top files by matches, as rg -c counts them");
+    let footer = first["content"].as_array().unwrap().last().unwrap()["text"].as_str().unwrap().to_string();
+    assert!(footer.contains(&format!("{matches} items")), "{footer}");
+
+    let mut bounded = Server::initialized(&root, &["--count-max-bytes", "1KiB"]);
+    let first = bounded.call(2, "grep", json!({"pattern": "fn ", "max_tokens": 200}));
+    let whole = &first["structuredContent"]["whole"];
+    assert_eq!(whole["exact"], false, "past its bound the count is a lower bound: {whole}");
+    assert!(whole["items"].as_u64().unwrap() < matches, "{whole}");
+    let footer = first["content"].as_array().unwrap().last().unwrap()["text"].as_str().unwrap().to_string();
+    assert!(footer.contains("at least"), "{footer}");
+    let off =
+        Server::initialized(&root, &["--count-ms", "0"]).call(3, "grep", json!({"pattern": "fn ", "max_tokens": 200}));
+    assert!(off["structuredContent"].get("whole").is_none(), "counting off: {off}");
+}

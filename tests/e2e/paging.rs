@@ -132,7 +132,12 @@ fn cursors_that_are_tampered_foreign_misused_or_expired_are_refused() {
     fx.write("a.txt", "a\n".repeat(5000));
     fx.write("b.txt", "b\n".repeat(5000));
     let fixture = env!("CORDON_FIXTURE_COMPONENT");
-    let mut server = Server::initialized(&fx.root(), &["--component", fixture, "--cursor-ttl-secs", "1"]);
+    // A state directory of its own: a server sharing the handle store could
+    // sweep the expired handle away before this one is asked about it.
+    let state = tempfile::tempdir().unwrap();
+    let state = state.path().to_str().unwrap();
+    let args = ["--component", fixture, "--cursor-ttl-secs", "1", "--state-dir", state];
+    let mut server = Server::initialized(&fx.root(), &args);
     let first = server.call(1, "read", json!({"path": "a.txt", "max_tokens": 50}));
     let cursor = page_meta(&first)["cursor"].as_str().unwrap().to_string();
     let handle = first["structuredContent"]["next_cursor"].as_str().unwrap().to_string();

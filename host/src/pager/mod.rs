@@ -8,6 +8,7 @@
 //! parked with the stream, for the next page. Concatenating every page's payload
 //! gives exactly the unpaged output, whatever the budgets.
 
+pub mod count;
 pub mod cursor;
 pub mod depth;
 pub mod handles;
@@ -26,11 +27,14 @@ use sha2::digest::common::hazmat::{SerializableState, SerializedState};
 use crate::args::Paging;
 use crate::registry::Tool;
 use crate::runtime::{CallContext, CallFailure, LiveCall, Reclaim, Runtime};
-use crate::tool::{Budget, ErrorCode, Fingerprint, ToolError};
+use crate::tool::{Access, Budget, ErrorCode, Fingerprint, ToolError};
 use cursor::{Cursor, CursorError, CursorKey};
 use handles::{HandleError, Handles, Store};
 use page::{Builder, Page};
 use parked::ParkedStreams;
+
+/// What a first page keeps of its call's time to be answered after counting.
+const COUNT_MARGIN: Duration = Duration::from_millis(500);
 
 /// Bytes per estimated token.
 pub const BYTES_PER_TOKEN: u32 = 4;
@@ -52,6 +56,8 @@ pub struct PageLimits {
     pub parked: usize,
     /// How long a parked stream waits for its next page.
     pub parked_ttl: Duration,
+    /// How much counting the whole result before a first page may spend.
+    pub count: count::CountBounds,
 }
 
 /// Why no page came back.
@@ -237,7 +243,14 @@ impl Pager {
             page.sha256 = Some(hex::encode(sha2::Digest::finalize(start.hasher)));
             return Ok(page);
         }
-        page.summary = Some(start.call.summary()?);
+        let summary = start.call.summary()?;
+        // Counting runs the tool a second time: only for a tool that changes
+        // nothing, and whose own totals are not exact already.
+        let changes_nothing = tool.manifest.read_only && tool.manifest.access != Access::Write;
+        if start.index == 0 && changes_nothing && !summary.exact {
+            page.whole = count::count(runtime, ctx, tool, &start.args, self.limits.count, COUNT_MARGIN);
+        }
+        page.summary = Some(summary);
         let position = start.position.clone().expect("an incomplete page delivered a chunk");
         let cursor = Cursor {
             key_id: Cursor::key_id(&self.key),

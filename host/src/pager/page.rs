@@ -49,6 +49,8 @@ pub struct Page {
     pub next_cursor: Option<String>,
     /// A short handle for `next_cursor`, for the model to copy.
     pub handle: Option<String>,
+    /// On a first page that is not the last: what the whole result holds.
+    pub whole: Option<super::count::Whole>,
     /// The arguments to continue with: the original ones plus `cursor`.
     pub continue_with: Option<Value>,
     /// What the tool says about the whole output, on every page but the last.
@@ -185,6 +187,7 @@ impl Builder {
             next_cursor: None,
             continue_with: None,
             handle: None,
+            whole: None,
             summary: None,
             bytes_before: 0,
             items_before: 0,

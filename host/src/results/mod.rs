@@ -174,6 +174,14 @@ fn page_properties() -> Value {
         "summary": {
             "type": "object",
             "description": "On the first page of a longer result: totals (exact or lower bounds) and ways to narrow the request."
+        },
+        "whole": {
+            "type": "object",
+            "description": "On the first page of a longer result: the whole result counted (items, bytes, estimated_tokens, paths and top_paths for items naming a path); exact false when a bound stopped the count (lower bounds).",
+            "properties": {
+                "items": { "type": "integer" }, "bytes": { "type": "integer" }, "estimated_tokens": { "type": "integer" },
+                "exact": { "type": "boolean" }, "paths": { "type": "integer" }, "top_paths": { "type": "array" }
+            }
         }
     });
     if let (Some(p), Value::Object(extra)) = (props.as_object_mut(), extra) {
@@ -298,6 +306,9 @@ fn structured(page: Page) -> Value {
     // The model copies the short handle; the signed cursor is in `_meta`.
     let next = page.handle.or(page.next_cursor);
     out.insert("next_cursor".into(), next.map_or(Value::Null, Value::String));
+    if let Some(whole) = &page.whole {
+        out.insert("whole".into(), whole.to_json());
+    }
     if let (0, Some(summary)) = (page.index, page.summary) {
         out.insert(
             "summary".into(),
@@ -432,8 +443,9 @@ fn footer(page: &Page) -> Option<String> {
             told.push_str(&format!(" {left} more items remain."));
         }
     }
+    let whole = page.whole.as_ref().map(|w| format!(" The whole result: {}.", w.sentence())).unwrap_or_default();
     Some(format!(
-        "[Page {} shows {covered}; more remains.{told} To continue, call `{}` with {}]",
+        "[Page {} shows {covered}; more remains.{whole}{told} To continue, call `{}` with {}]",
         page.index + 1,
         page.tool,
         args
