@@ -338,6 +338,15 @@ fn a_truncated_first_page_states_the_whole_results_exact_totals_as_ripgrep_count
     assert_eq!(top, counts[..top.len()], "the top files by matches, as rg -c counts them");
     let footer = first["content"].as_array().unwrap().last().unwrap()["text"].as_str().unwrap().to_string();
     assert!(footer.contains(&format!("{matches} items")), "{footer}");
+    let mut dirs: std::collections::BTreeMap<String, u64> = Default::default();
+    for (path, n) in &counts {
+        *dirs.entry(Path::new(path).parent().unwrap().display().to_string()).or_default() += n;
+    }
+    let most = dirs.values().max().unwrap();
+    let top_dir = dirs.iter().find(|(_, n)| *n == most).unwrap().0;
+    assert_eq!(whole["top_dirs"][0], json!({"dir": top_dir, "items": most}), "{whole}");
+    let said = whole["suggestions"][0].as_str().unwrap_or_default();
+    assert!(said.contains(&format!("are in {top_dir}: narrow with `path`")), "suggested from the result: {whole}");
 
     let mut bounded = Server::initialized(&root, &["--count-max-bytes", "1KiB"]);
     let first = bounded.call(2, "grep", json!({"pattern": "fn ", "max_tokens": 200}));

@@ -64,8 +64,50 @@ impl Whole {
             let top: Vec<Value> =
                 self.paths.iter().take(TOP).map(|(path, items)| json!({ "path": path, "items": items })).collect();
             out["top_paths"] = Value::Array(top);
+            let (dirs, types) = (self.grouped(parent), self.grouped(extension));
+            let listed = |groups: &[(String, u64)], key: &str| -> Value {
+                groups.iter().take(TOP).map(|(name, items)| json!({ key: name, "items": items })).collect()
+            };
+            out["top_dirs"] = listed(&dirs, "dir");
+            out["top_types"] = listed(&types, "type");
+            out["suggestions"] = self.suggestions(&dirs, &types).into();
         }
         out
+    }
+
+    /// Items per group of paths (`key` of each path), most first.
+    fn grouped(&self, key: fn(&str) -> String) -> Vec<(String, u64)> {
+        let mut groups: HashMap<String, u64> = HashMap::new();
+        for (path, items) in &self.paths {
+            *groups.entry(key(path)).or_default() += items;
+        }
+        let mut groups: Vec<(String, u64)> = groups.into_iter().collect();
+        groups.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        groups
+    }
+
+    /// Ways to narrow drawn from where the result lies: the directory and the
+    /// file types holding the most of it.
+    fn suggestions(&self, dirs: &[(String, u64)], types: &[(String, u64)]) -> Vec<String> {
+        let at_least = if self.exact { "" } else { "at least " };
+        let share = |items: u64| items * 100 / self.items.max(1);
+        let mut said = Vec::new();
+        if let (Some((dir, items)), true) = (dirs.first(), dirs.len() > 1) {
+            said.push(format!(
+                "{items} of {at_least}{} items ({}%) are in {dir}: narrow with `path` \"{dir}\".",
+                self.items,
+                share(*items)
+            ));
+        }
+        if types.len() > 1 {
+            let by_type: Vec<String> = types.iter().take(TOP).map(|(t, n)| format!("{t} {n}")).collect();
+            said.push(format!(
+                "By file type: {}; narrow to one type with a glob such as `*{}`.",
+                by_type.join(", "),
+                types[0].0
+            ));
+        }
+        said
     }
 
     /// "12,345 items (~80,000 tokens)" or "at least …".
@@ -77,6 +119,25 @@ impl Whole {
             said.push_str(&format!(" in {at_least}{} files", self.paths.len()));
         }
         said
+    }
+}
+
+/// A path's directory.
+fn parent(path: &str) -> String {
+    match path.rsplit_once('/') {
+        Some(("", _)) => "/".into(),
+        Some((dir, _)) => dir.into(),
+        None => ".".into(),
+    }
+}
+
+/// A path's file type: its extension with the dot, or the whole name when it
+/// has none (`Makefile`).
+fn extension(path: &str) -> String {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    match name.rsplit_once('.') {
+        Some((stem, ext)) if !stem.is_empty() => format!(".{ext}"),
+        _ => name.to_string(),
     }
 }
 
@@ -151,8 +212,27 @@ mod tests {
         let shown = whole.to_json();
         assert_eq!(shown["top_paths"][0], json!({"path": "b", "items": 3}));
         assert_eq!((shown["estimated_tokens"].as_u64(), shown["exact"].as_bool()), (Some(100), Some(true)));
+        assert_eq!(shown["top_dirs"][0], json!({"dir": ".", "items": 4}));
         let partial = Whole { exact: false, paths: Vec::new(), ..whole };
         assert_eq!(partial.sentence(), "at least 4 items (~100 tokens) in all");
         assert!(partial.to_json().get("top_paths").is_none());
+    }
+
+    #[test]
+    fn suggestions_come_from_where_the_result_lies() {
+        let paths = vec![
+            ("/r/src/a.rs".to_string(), 6),
+            ("/r/src/b.rs".to_string(), 2),
+            ("/r/docs/x.md".to_string(), 1),
+            ("/r/Makefile".to_string(), 1),
+        ];
+        let whole = Whole { items: 10, bytes: 1000, exact: true, paths };
+        let shown = whole.to_json();
+        assert_eq!(shown["top_dirs"][0], json!({"dir": "/r/src", "items": 8}));
+        assert_eq!(shown["top_types"][0], json!({"type": ".rs", "items": 8}));
+        let said: Vec<&str> = shown["suggestions"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
+        assert_eq!(said[0], "8 of 10 items (80%) are in /r/src: narrow with `path` \"/r/src\".");
+        assert!(said[1].starts_with("By file type: .rs 8, .md 1, Makefile 1;"), "{}", said[1]);
+        assert_eq!((parent("/a"), parent("a"), extension("/r/.hidden")), ("/".into(), ".".into(), ".hidden".into()));
     }
 }
