@@ -91,6 +91,12 @@ impl HostTool {
     /// Every host tool, in the order `tools/list` shows them.
     pub const ALL: [HostTool; 1] = [HostTool::Upload];
 
+    pub fn name(self) -> &'static str {
+        match self {
+            HostTool::Upload => crate::staging::UPLOAD_TOOL,
+        }
+    }
+
     pub fn manifest(self) -> Manifest {
         match self {
             HostTool::Upload => crate::staging::upload_manifest(),
@@ -320,7 +326,7 @@ pub fn load(runtime: &Runtime, source: Source) -> Result<Tool, LoadError> {
     {
         return Err(refused(ManifestProblem::Renamed { now: manifest.name, installed_as: expected.clone() }));
     }
-    if HostTool::ALL.iter().any(|host| host.manifest().name == manifest.name) {
+    if HostTool::ALL.iter().any(|host| host.name() == manifest.name) {
         return Err(refused(ManifestProblem::HostName(manifest.name)));
     }
     if let Some(argument) = crate::args::reserved_argument(&manifest) {
@@ -347,6 +353,6 @@ pub fn builtin_names() -> impl Iterator<Item = &'static str> {
 }
 
 /// The names installed tools may not take: the built-in tools' and the host's.
-pub fn taken_names() -> impl Iterator<Item = String> {
-    builtin_names().map(str::to_string).chain(HostTool::ALL.iter().map(|t| t.manifest().name))
+pub fn taken_names() -> impl Iterator<Item = &'static str> {
+    builtin_names().chain(HostTool::ALL.iter().map(|t| t.name()))
 }

@@ -117,7 +117,7 @@ impl Server {
         // Stray temporary files older than this start, on a background thread.
         crate::cleanup::spawn(policy.roots(), std::time::SystemTime::now());
         let state = state_dir(config)?;
-        let cache_dir = compile_cache(state.as_ref())?;
+        let cache_dir = state_subdir(config, state.as_ref(), "compiled", "open the compile cache")?;
         let key = match (&config.cursor_key, &state) {
             (Some(hex), _) => CursorKey::from_hex(hex).map_err(StartError::CursorKey)?,
             (None, Some(state)) => CursorKey::load_or_create(state).map_err(StartError::CursorKeyFile)?,
@@ -157,12 +157,10 @@ impl Server {
         let registry = RwLock::new(Arc::new(Registry::load(&runtime, extra).map_err(StartError::Tools)?));
         let handles = match (&config.handle_store, &state) {
             (Some(url), _) => Store::Redis(Box::new(RedisStore::connect(url).map_err(StartError::HandleStore)?)),
-            (None, Some(state)) => {
-                let dir = state.create_dir_all("handles").and_then(|()| state.open_dir("handles"));
-                let path = PathBuf::from("<state-dir>/handles");
-                Store::Dir(dir.map_err(|source| StartError::Dir { what: "open the handle store", path, source })?)
-            }
-            (None, None) => Store::Memory(Default::default()),
+            (None, state) => match state_subdir(config, state.as_ref(), "handles", "open the handle store")? {
+                Some(dir) => Store::Dir(dir),
+                None => Store::Memory(Default::default()),
+            },
         };
         let pager = Arc::new(Pager::new(key, handles, config.limits.pages, Arc::clone(&runtime)));
         let calls = Slots::new("max_calls_in_flight", config.limits.max_calls_in_flight);
@@ -184,7 +182,7 @@ impl Server {
     /// tool add`, `inspect`): the server's limits and compile cache, no roots.
     pub fn runtime_only(config: &Config) -> Result<Runtime, StartError> {
         config.limits.validate().map_err(StartError::Limits)?;
-        let cache = compile_cache(state_dir(config)?.as_ref())?;
+        let cache = state_subdir(config, state_dir(config)?.as_ref(), "compiled", "open the compile cache")?;
         // One instance at a time: a tool being loaded and asked what it is.
         let capacity = Capacity { parked: 0, in_flight: 1 };
         Runtime::new(config.limits.call, capacity, cache, Arc::new(crate::policy::Deny::none()))
@@ -403,12 +401,18 @@ fn state_dir(config: &Config) -> Result<Option<cap_std::fs::Dir>, StartError> {
     Ok(Some(handle.map_err(|source| StartError::Dir { what: "open", path: dir.clone(), source })?))
 }
 
-/// The compile cache inside the state directory, created if needed.
-fn compile_cache(state: Option<&cap_std::fs::Dir>) -> Result<Option<cap_std::fs::Dir>, StartError> {
-    let Some(state) = state else { return Ok(None) };
-    let cache = state.create_dir_all("compiled").and_then(|()| state.open_dir("compiled"));
-    let path = PathBuf::from("<state-dir>/compiled");
-    Ok(Some(cache.map_err(|source| StartError::Dir { what: "open the compile cache", path, source })?))
+/// The directory `name` inside the state directory (`compiled`, the compile
+/// cache; `handles`, the handle store), created if needed; `what` names it
+/// in an error.
+fn state_subdir(
+    config: &Config,
+    state: Option<&cap_std::fs::Dir>,
+    name: &str,
+    what: &'static str,
+) -> Result<Option<cap_std::fs::Dir>, StartError> {
+    let (Some(state), Some(path)) = (state, &config.state_dir) else { return Ok(None) };
+    let dir = state.create_dir_all(name).and_then(|()| state.open_dir(name));
+    Ok(Some(dir.map_err(|source| StartError::Dir { what, path: path.join(name), source })?))
 }
 
 /// How often the tools directory's lockfile is looked at while serving.

@@ -177,3 +177,21 @@ fn cordon_call_all_follows_the_signed_cursor_and_mints_no_handles() {
     let minted = std::fs::read_dir(state.path().join("handles")).unwrap().count();
     assert_eq!(minted, 0, "a program following cursors needs no handles");
 }
+
+#[test]
+fn a_handle_store_lost_between_pages_is_a_server_error_naming_the_signed_cursor() {
+    let redis = Redis::start();
+    let fx = Fixture::new();
+    fx.write("lines.txt", lines(3000));
+    let mut server = Server::initialized(&fx.root(), &["--handle-store", &redis.url()]);
+    let first = server.call(1, "read", json!({"path": "lines.txt", "max_tokens": 100}));
+    let handle = handle_of(&first);
+    drop(redis);
+    let reply = server.request(2, "tools/call", json!({"name": "read", "arguments": {"cursor": handle}}));
+    assert_eq!(reply["error"]["code"], -32603, "{reply}");
+    let message = reply["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("handle store could not be read") && message.contains("cursor"), "{reply}");
+    let signed = page_meta(&first)["cursor"].as_str().unwrap();
+    let second = server.call(3, "read", json!({"cursor": signed, "max_tokens": 100}));
+    assert_eq!(second["isError"], false, "the signed cursor needs no store: {second}");
+}

@@ -33,6 +33,13 @@ pub struct CountBounds {
     pub bytes: u64,
 }
 
+/// What counting reads of an item: its `path`, if it is an object naming one
+/// (the rest is skipped, not built).
+#[derive(serde::Deserialize)]
+struct Named {
+    path: Option<String>,
+}
+
 /// The paths `top` lists, at most.
 const TOP: usize = 5;
 
@@ -175,10 +182,8 @@ pub fn count(
                 match &chunk.payload {
                     Payload::Item(text) if !chunk.continued => {
                         whole.items += 1;
-                        let path = serde_json::from_str::<Value>(text)
-                            .ok()
-                            .and_then(|item| item.get("path").and_then(Value::as_str).map(str::to_string));
-                        if let Some(path) = path {
+                        let named = serde_json::from_str::<Named>(text).ok();
+                        if let Some(path) = named.and_then(|n| n.path) {
                             *paths.entry(path).or_default() += 1;
                         }
                     }

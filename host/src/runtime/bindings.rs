@@ -183,4 +183,32 @@ mod tests {
             assert_eq!(ErrorCode::from(wit).as_str(), snake, "{debug}");
         }
     }
+
+    #[test]
+    fn a_manifest_with_a_bad_name_or_schema_is_refused_saying_which() {
+        let raw = |name: &str, input: &str| {
+            RawManifest(wit::Manifest {
+                name: name.into(),
+                version: "1".into(),
+                title: String::new(),
+                description: String::new(),
+                input_schema: input.into(),
+                output_schema: r#"{"type":"object"}"#.into(),
+                access: wit::Access::Read,
+                read_only: true,
+                destructive: false,
+                idempotent: true,
+            })
+        };
+        let object = r#"{"type":"object"}"#;
+        assert_eq!(raw("ok-tool", object).check().map(|m| m.name), Ok("ok-tool".to_string()));
+        for bad in ["-flag", "Upper", "", &"x".repeat(65)] {
+            assert_eq!(raw(bad, object).check().unwrap_err(), ManifestError::Name(bad.to_string()), "{bad}");
+        }
+        assert!(matches!(raw("t", "{").check(), Err(ManifestError::NotJson { which: "input-schema", .. })));
+        assert_eq!(
+            raw("t", r#"{"type":"array"}"#).check().unwrap_err(),
+            ManifestError::NotObjectSchema("input-schema")
+        );
+    }
 }
