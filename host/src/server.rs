@@ -352,8 +352,9 @@ pub struct CallRequest<'a> {
     /// The request's cancellation and progress.
     pub signal: &'a Arc<CallSignal>,
     /// Whether a model reads the answer (an MCP client), so a page that is
-    /// not the last carries a short handle; a program following the signed
-    /// cursor (`cordon call --all`) needs none.
+    /// not the last carries a short handle and a first page the whole
+    /// result's count; a program following the signed cursor (`cordon call
+    /// --all`) needs neither.
     pub for_model: bool,
 }
 

@@ -359,3 +359,18 @@ fn a_truncated_first_page_states_the_whole_results_exact_totals_as_ripgrep_count
         Server::initialized(&root, &["--count-ms", "0"]).call(3, "grep", json!({"pattern": "fn ", "max_tokens": 200}));
     assert!(off["structuredContent"].get("whole").is_none(), "counting off: {off}");
 }
+
+#[test]
+fn cordon_call_all_follows_a_grep_without_counting_it_first() {
+    let (_dir, root, _) = setup(32);
+    let mut command = Command::new(crate::support::cordon_bin());
+    command.args(["call", "grep", "--all", "--jsonl", "--root"]).arg(&root);
+    command.arg("--state-dir").arg(crate::support::shared_state_dir());
+    command.args(["--json", r#"{"pattern":"fn ","max_tokens":200}"#]);
+    let out = command.output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let pages: Vec<Value> =
+        String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(pages.len() > 1, "several pages");
+    assert!(pages[0]["structuredContent"].get("whole").is_none(), "a program reads it all anyway: {}", pages[0]);
+}

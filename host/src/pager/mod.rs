@@ -147,7 +147,8 @@ impl Pager {
     /// runtime's host timeout (`Runtime::bounded`), so the answer comes by the
     /// deadline plus the grace even from a guest blocked in a host call.
     /// `for_model`: the page goes to a model, which continues with a short
-    /// handle (minted only then; a program follows the signed cursor).
+    /// handle and learns the whole result's size on a first page (neither is
+    /// done for a program following the signed cursor).
     pub fn page(
         self: &Arc<Self>,
         ctx: CallContext,
@@ -244,10 +245,12 @@ impl Pager {
             return Ok(page);
         }
         let summary = start.call.summary()?;
-        // Counting runs the tool a second time: only for a tool that changes
-        // nothing, and whose own totals are not exact already.
+        // Counting runs the tool a second time: only for a model deciding
+        // whether to page (a program following every cursor reads it all
+        // anyway), for a tool that changes nothing, whose own totals are not
+        // exact already.
         let changes_nothing = tool.manifest.read_only && tool.manifest.access != Access::Write;
-        if start.index == 0 && changes_nothing && !summary.exact {
+        if for_model && start.index == 0 && changes_nothing && !summary.exact {
             page.whole = count::count(runtime, ctx, tool, &start.args, self.limits.count, COUNT_MARGIN);
         }
         page.summary = Some(summary);
