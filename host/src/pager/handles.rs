@@ -121,12 +121,13 @@ pub struct Handles {
 }
 
 impl Handles {
-    /// Handles kept in `store`. A directory store drops the handles that
-    /// expired while the server was not running, and is swept again every
-    /// ten minutes while it mints.
+    /// Handles kept in `store`. A directory store is swept of the handles that
+    /// expired while the server was not running (on a thread, so the start
+    /// does not wait), and again every ten minutes while it mints.
     pub fn new(store: Store) -> Handles {
         if let Store::Dir(dir) = &store {
-            sweep(dir);
+            // A day of handles can be many files: not on the start's path.
+            sweep_on_a_thread(dir);
         }
         Handles { store, swept: AtomicU64::new(now_secs()) }
     }
@@ -199,9 +200,14 @@ impl Handles {
         if !due || self.swept.compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed).is_err() {
             return;
         }
-        if let Ok(dir) = dir.try_clone() {
-            let _ = std::thread::Builder::new().name("cordon-handles-sweep".into()).spawn(move || sweep(&dir));
-        }
+        sweep_on_a_thread(dir);
+    }
+}
+
+/// Sweeps `dir` on a thread of its own.
+fn sweep_on_a_thread(dir: &Dir) {
+    if let Ok(dir) = dir.try_clone() {
+        let _ = std::thread::Builder::new().name("cordon-handles-sweep".into()).spawn(move || sweep(&dir));
     }
 }
 
@@ -278,6 +284,10 @@ mod tests {
         assert!(matches!(short.resolve(&handle), Err(HandleError::Expired)));
         let dir = Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).unwrap();
         let _restarted = Handles::new(Store::Dir(dir));
+        let started = std::time::Instant::now();
+        while tmp.path().join(&handle).exists() && started.elapsed() < Duration::from_secs(20) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
         assert!(!tmp.path().join(&handle).exists(), "a restart sweeps expired handles");
     }
 
@@ -285,7 +295,8 @@ mod tests {
     fn a_directory_store_is_swept_of_expired_handles_while_it_mints() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).unwrap();
-        let handles = Handles::new(Store::Dir(dir));
+        // Without the start's sweep (its own thread would race this test's file).
+        let handles = Handles { store: Store::Dir(dir), swept: AtomicU64::new(now_secs()) };
         let stale = format!("{PREFIX}{}", "0".repeat(DIGITS));
         std::fs::write(tmp.path().join(&stale), "1\nc1.old").unwrap();
         handles.mint("c1.fresh", in_a_minute()).unwrap();
