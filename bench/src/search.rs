@@ -90,7 +90,7 @@ pub fn grep(opts: &Options, trees: &[Tree], report: &mut Report) -> Result<()> {
              without a `.git`), unsorted. Speed ratios are rg's time ÷ Cordon's (>1: Cordon faster)."
         ));
         for (label, pattern) in PATTERNS {
-            let args = json!({"pattern": pattern, "output_mode": "count"});
+            let args = json!({"pattern": pattern, "output_mode": "count", "format": "json"});
             let (mut mcp, mut call, mut one, mut all) = Default::default();
             for _ in 0..opts.runs {
                 Samples::push(&mut mcp, mcp_search(&mut server, "grep", &args, grep_found)?);
@@ -167,7 +167,7 @@ pub fn glob(opts: &Options, trees: &[Tree], report: &mut Report) -> Result<()> {
              repository (the generated tree has a `.git`). Speed ratios are the peer's time ÷ Cordon's \
              (>1: Cordon faster)."
         ));
-        let args = json!({"pattern": pattern});
+        let args = json!({"pattern": pattern, "format": "json"});
         let (mut mcp, mut call, mut fd1, mut fdn, mut rg1, mut rgn) = Default::default();
         for _ in 0..opts.runs {
             Samples::push(&mut mcp, mcp_search(&mut server, "glob", &args, lines_found)?);

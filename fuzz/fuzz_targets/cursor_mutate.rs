@@ -7,7 +7,7 @@
 use std::time::{Duration, UNIX_EPOCH};
 
 use arbitrary::Arbitrary;
-use cordon_fuzz::pager::cursor::{Cursor, CursorError, CursorKey};
+use cordon_fuzz::pager::cursor::{Cursor, CursorError, CursorKey, Heading};
 use cordon_fuzz::tool::Fingerprint;
 use libfuzzer_sys::fuzz_target;
 
@@ -23,6 +23,7 @@ struct Fields {
     bytes_before: u64,
     items_before: u64,
     hash_state: String,
+    compact: Option<Option<String>>,
     expires: u64,
 }
 
@@ -85,6 +86,7 @@ fuzz_target!(|input: Input| {
         bytes_before: f.bytes_before,
         items_before: f.items_before,
         hash_state: f.hash_state,
+        compact: f.compact.map(|line| Heading { line }),
         expires: f.expires,
     };
     let text = cursor.encode(&key);

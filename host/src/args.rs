@@ -3,7 +3,8 @@
 //! their parsing, once, into typed [`HostArgs`] beside the tool's own
 //! arguments.
 //!
-//! Paging: `cursor`, `max_tokens`, `page_size`. Uploads: a tool takes staged
+//! Paging: `cursor`, `max_tokens`, `page_size`, and `format` (the compact
+//! text a model reads, or JSON items for programs). Uploads: a tool takes staged
 //! content when its input schema has a `staged` property; clients are shown
 //! `upload_id`, `size` and `sha256` in its place (see `staging`).
 
@@ -14,7 +15,7 @@ use serde_json::{Map, Value, json};
 use crate::tool::Manifest;
 
 /// The argument names the host owns in every tool's input: paging and uploads.
-pub const RESERVED: [&str; 4] = ["cursor", "max_tokens", "page_size", "upload_id"];
+pub const RESERVED: [&str; 5] = ["cursor", "max_tokens", "page_size", "format", "upload_id"];
 
 /// The first name the host owns that the tool's own input schema declares.
 pub fn reserved_argument(manifest: &Manifest) -> Option<&'static str> {
@@ -27,12 +28,24 @@ pub fn takes_uploads(manifest: &Manifest) -> bool {
     manifest.input_schema["properties"].get("staged").is_some()
 }
 
+/// How a page shows a tool's items.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Form {
+    /// Compact text for a model (see `pager::compact`): the default.
+    #[default]
+    Text,
+    /// One JSON item per line, every field, for programs.
+    Json,
+}
+
 /// The paging options of one call.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Paging {
     pub cursor: Option<String>,
     pub max_tokens: Option<u64>,
     pub page_size: Option<u64>,
+    /// As asked; a cursor continues in the form its first page had.
+    pub format: Option<Form>,
 }
 
 /// A staged upload named by a call, with what checks it.
@@ -109,7 +122,13 @@ fn take_paging(args: &mut Map<String, Value>) -> Result<Paging, ArgumentError> {
     };
     let max_tokens = count(args.remove("max_tokens"), "max_tokens")?;
     let page_size = count(args.remove("page_size"), "page_size")?;
-    Ok(Paging { cursor, max_tokens, page_size })
+    let format = match args.remove("format") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if s == "text" => Some(Form::Text),
+        Some(Value::String(s)) if s == "json" => Some(Form::Json),
+        Some(_) => return Err(bad("format", "\"text\" or \"json\"")),
+    };
+    Ok(Paging { cursor, max_tokens, page_size, format })
 }
 
 fn take_upload(manifest: &Manifest, args: &mut Map<String, Value>) -> Result<Option<UploadRef>, ArgumentError> {
@@ -167,6 +186,13 @@ pub fn advertise(manifest: &Manifest) -> Value {
                 "description": "Most items (lines, for text) per page; clamped by the server."
             }),
         ),
+        (
+            "format",
+            json!({
+                "type": "string", "enum": ["text", "json"], "default": "text",
+                "description": "text: results as compact lines to read (paths relative to the first root, grouped like `rg --heading`); json: one JSON item per line with every field (offsets, sizes, times), for programs."
+            }),
+        ),
     ];
     for (name, schema) in paging {
         props.entry(name).or_insert(schema);
@@ -209,13 +235,22 @@ mod tests {
         let plain = manifest(json!({}));
         let (host, args) =
             split(&plain, &json!({"path": "a", "cursor": "c1.x", "max_tokens": 10, "page_size": 3})).unwrap();
-        assert_eq!(host.paging, Paging { cursor: Some("c1.x".into()), max_tokens: Some(10), page_size: Some(3) });
+        assert_eq!(
+            host.paging,
+            Paging { cursor: Some("c1.x".into()), max_tokens: Some(10), page_size: Some(3), format: None }
+        );
+        let (host, _) = split(&plain, &json!({"format": "json"})).unwrap();
+        assert_eq!(host.paging.format, Some(Form::Json));
         assert_eq!(Value::Object(args), json!({"path": "a"}));
         let (host, _) = split(&plain, &json!({"cursor": null})).unwrap();
         assert_eq!(host, HostArgs::default());
-        for bad in
-            [json!({"cursor": 5}), json!({"max_tokens": 0}), json!({"page_size": "x"}), json!({"max_tokens": -1})]
-        {
+        for bad in [
+            json!({"cursor": 5}),
+            json!({"max_tokens": 0}),
+            json!({"page_size": "x"}),
+            json!({"max_tokens": -1}),
+            json!({"format": "xml"}),
+        ] {
             assert!(matches!(split(&plain, &bad), Err(ArgumentError::NotA { .. })), "{bad}");
         }
     }
@@ -242,7 +277,7 @@ mod tests {
         let props = advertise(&writer)["properties"].as_object().cloned().unwrap();
         let mut names: Vec<&str> = props.keys().map(String::as_str).collect();
         names.sort();
-        assert_eq!(names, ["cursor", "max_tokens", "page_size", "sha256", "size", "upload_id"]);
+        assert_eq!(names, ["cursor", "format", "max_tokens", "page_size", "sha256", "size", "upload_id"]);
         assert_eq!(reserved_argument(&manifest(json!({ "page_size": {} }))), Some("page_size"));
         assert_eq!(reserved_argument(&writer), None);
     }

@@ -53,7 +53,7 @@ fn unfinished(result: &Value, what: &str) -> String {
 /// exactly the unpaged output of `pattern`.
 fn resumes_exactly(server: &mut Server, first: &Value, pattern: &str) {
     let cursor = unfinished(first, pattern);
-    let whole = read_all(server, "grep", json!({ "pattern": pattern }), 25_000).0;
+    let whole = read_all(server, "grep", json!({ "pattern": pattern, "format": "text" }), 25_000).0;
     let mut paged = payload(first);
     paged.extend(read_all(server, "grep", json!({ "cursor": cursor }), 2_000).0);
     assert_eq!(String::from_utf8_lossy(&paged), String::from_utf8_lossy(&whole), "{pattern}: resumed output differs");

@@ -140,6 +140,7 @@ fn symlinks_leading_outside_are_never_followed_by_the_reading_tools() {
         ("glob", json!({"pattern": "**", "hidden": true, "no_ignore": true, "include_dirs": true})),
         ("grep", json!({"pattern": ".", "hidden": true, "no_ignore": true, "binary": true})),
     ] {
+        let args = json_items(args);
         let result = attempt(&mut server, &mut id, "a walk of the root", tool, &args);
         assert_eq!(result["isError"], false, "{tool}: {result}");
         let root = s(&fx.root());
@@ -416,7 +417,7 @@ fn fifos_sockets_and_devices_inside_a_root_get_errors_without_hanging() {
     let glob =
         attempt(&mut server, &mut id, "a walk", "glob", &json!({"pattern": ["*", "pipe", "sock"], "path": "special"}));
     assert_eq!(payload(&glob), b"", "glob lists regular files only: {glob}");
-    let list = attempt(&mut server, &mut id, "a walk", "list", &json!({"path": "special"}));
+    let list = attempt(&mut server, &mut id, "a walk", "list", &json!({"path": "special", "format": "json"}));
     let listed = String::from_utf8(payload(&list)).unwrap();
     assert_eq!(listed.lines().count(), specials.len() + 2, "{listed}");
     outside.assert_unchanged();
@@ -469,9 +470,16 @@ fn very_long_and_very_deep_paths_get_structured_errors_or_work() {
     // 120 levels deep, within PATH_MAX: every tool works.
     let read = attempt(&mut server, &mut id, "120 levels", "read", &json!({"path": deep_rel}));
     assert_eq!(payload(&read), b"deep must-never\n", "{read}");
-    let glob = attempt(&mut server, &mut id, "120 levels", "glob", &json!({"pattern": "n/**/deep.txt"}));
+    let glob =
+        attempt(&mut server, &mut id, "120 levels", "glob", &json!({"pattern": "n/**/deep.txt", "format": "json"}));
     assert!(String::from_utf8(payload(&glob)).unwrap().contains(&deep_rel), "{glob}");
-    let grep = attempt(&mut server, &mut id, "120 levels", "grep", &json!({"pattern": "must-never", "path": "n"}));
+    let grep = attempt(
+        &mut server,
+        &mut id,
+        "120 levels",
+        "grep",
+        &json!({"pattern": "must-never", "path": "n", "format": "json"}),
+    );
     assert!(String::from_utf8(payload(&grep)).unwrap().contains(&deep_rel), "{grep}");
     let written = attempt(&mut server, &mut id, "120 levels", "write", &json!({"path": deep_rel, "content": "new\n"}));
     assert_eq!(written["isError"], false, "{written}");
@@ -602,6 +610,7 @@ fn glob_and_grep_patterns_that_climb_out_match_nothing_outside() {
         ("grep", json!({"pattern": "CANAR[Y]", "include": ["../*", "/**", "../root_evil/*"]})),
         ("grep", json!({"pattern": "CANAR[Y]", "path": "sub/..", "no_ignore": true, "hidden": true})),
     ] {
+        let args = json_items(args);
         let result = attempt(&mut server, &mut id, "a pattern that climbs out", tool, &args);
         for line in String::from_utf8(payload(&result)).unwrap_or_default().lines() {
             let path = serde_json::from_str::<Value>(line).unwrap()["path"].as_str().unwrap().to_string();
@@ -609,4 +618,10 @@ fn glob_and_grep_patterns_that_climb_out_match_nothing_outside() {
         }
     }
     outside.assert_unchanged();
+}
+
+/// `args` asking for JSON items, so each line names its absolute path.
+fn json_items(mut args: Value) -> Value {
+    args["format"] = "json".into();
+    args
 }

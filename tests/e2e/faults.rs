@@ -137,7 +137,7 @@ fn files_deleted_truncated_or_grown_during_a_paged_grep_give_real_items_or_error
             })
             .collect();
         let mut server = Server::initialized(&root, &["--max-sessions", "1"]);
-        let mut args = json!({"pattern": "^match", "path": "many", "max_tokens": 150});
+        let mut args = json!({"pattern": "^match", "path": "many", "max_tokens": 150, "format": "json"});
         let mut seen: Vec<(String, u64)> = Vec::new();
         let mut errors = Vec::new();
         for page in 0.. {
@@ -178,7 +178,11 @@ fn files_deleted_truncated_or_grown_during_a_paged_grep_give_real_items_or_error
         assert_eq!(sorted, seen, "items repeat or go back (evicted: {evicted})");
         assert!(!seen.iter().any(|(p, _)| p.ends_with("f20.txt")), "a file deleted before it was reached was reported");
         assert!(!seen.is_empty(), "the pages before the changes had items");
-        let after = server.call(9999, "grep", json!({"pattern": "^match", "path": "many", "output_mode": "count"}));
+        let after = server.call(
+            9999,
+            "grep",
+            json!({"pattern": "^match", "path": "many", "output_mode": "count", "format": "json"}),
+        );
         assert_eq!(after["isError"], false, "{after}");
     }
 }
@@ -186,8 +190,8 @@ fn files_deleted_truncated_or_grown_during_a_paged_grep_give_real_items_or_error
 #[test]
 fn entries_deleted_between_pages_of_glob_and_list_are_never_listed_twice() {
     for (tool, args) in [
-        ("glob", json!({"pattern": "**/*.txt", "path": "tree", "max_tokens": 60})),
-        ("list", json!({"path": "tree", "depth": 3, "max_tokens": 60})),
+        ("glob", json!({"pattern": "**/*.txt", "path": "tree", "max_tokens": 60, "format": "json"})),
+        ("list", json!({"path": "tree", "depth": 3, "max_tokens": 60, "format": "json"})),
     ] {
         let fx = Fixture::new();
         let root = fx.root();
@@ -362,7 +366,7 @@ fn a_directory_that_cannot_be_read_in_the_middle_of_a_walk_is_reported_and_the_w
     assert!(!found.contains("needle in locked"), "the locked directory was read: {found}");
     assert!(grep["structuredContent"]["errors"].as_u64().unwrap() >= 1, "the unreadable directory is counted: {grep}");
 
-    let glob = server.call(2, "glob", json!({"pattern": "**/f.txt"}));
+    let glob = server.call(2, "glob", json!({"pattern": "**/f.txt", "format": "json"}));
     assert_eq!(glob["isError"], false, "{glob}");
     let globbed = String::from_utf8(payload(&glob)).unwrap();
     assert!(
@@ -370,7 +374,7 @@ fn a_directory_that_cannot_be_read_in_the_middle_of_a_walk_is_reported_and_the_w
         "{globbed}"
     );
 
-    let list = server.call(3, "list", json!({"depth": 2}));
+    let list = server.call(3, "list", json!({"depth": 2, "format": "json"}));
     assert_eq!(list["isError"], false, "{list}");
     let listed: Vec<Value> =
         String::from_utf8(payload(&list)).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();

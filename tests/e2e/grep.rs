@@ -257,7 +257,7 @@ fn pages_resume_exactly_when_every_stream_is_reopened() {
     std::fs::create_dir_all(&root).unwrap();
     corpus::generate(&root, 120, 5);
     let root = root.canonicalize().unwrap();
-    let args = json!({"pattern": "needle|x1", "context_before": 1, "context_after": 1});
+    let args = json!({"pattern": "needle|x1", "context_before": 1, "context_after": 1, "format": "json"});
     let mut reference = Server::initialized(&root, &[]);
     let (whole, _) = read_all(&mut reference, "grep", args.clone(), 25_000);
     let parse = |bytes: &[u8]| -> Vec<Value> {
@@ -304,13 +304,14 @@ fn errors_are_tool_errors() {
     }
 }
 
-/// `rg -c PATTERN`'s counts: per path (absolute), for a corpus at `root`.
+/// `rg -c PATTERN`'s counts: per path (relative to `root`, as rg run there
+/// prints them and as a model reads them), for a corpus at `root`.
 fn rg_counts(root: &Path, pattern: &str) -> Vec<(String, u64)> {
     let mut counts: Vec<(String, u64)> = rg(root, &["-c", pattern])
         .lines()
         .map(|line| {
             let (path, n) = line.rsplit_once(':').unwrap();
-            (root.join(path).display().to_string(), n.parse().unwrap())
+            (path.to_string(), n.parse().unwrap())
         })
         .collect();
     counts.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));

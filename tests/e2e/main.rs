@@ -9,6 +9,7 @@ mod capacity;
 mod claude;
 mod cli;
 mod clients;
+mod compact;
 mod conformance;
 mod corpus;
 mod durability;

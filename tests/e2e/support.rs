@@ -635,12 +635,17 @@ pub fn check_structured_payload(result: &Value) {
 }
 
 /// Pages through a whole result with cursors: the payload of every page
-/// concatenated, and every page's result.
+/// concatenated, and every page's result. Items come as JSON, what programs
+/// read, unless the arguments ask for a `format` or continue a cursor (which
+/// keeps its own).
 pub fn read_all(server: &mut Server, tool: &str, arguments: Value, max_tokens: u64) -> (Vec<u8>, Vec<Value>) {
     let mut out = Vec::new();
     let mut pages = Vec::new();
     let mut args = arguments;
     args["max_tokens"] = max_tokens.into();
+    if args.get("format").is_none() && args.get("cursor").is_none() {
+        args["format"] = "json".into();
+    }
     loop {
         let result = server.call(1000 + pages.len() as i64, tool, args.clone());
         assert_eq!(result["isError"], false, "page {}: {result}", pages.len());

@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::BYTES_PER_TOKEN;
+use super::compact::Compact;
 use crate::registry::Tool;
 use crate::runtime::{CallContext, Runtime};
 use crate::tool::{Budget, Payload};
@@ -148,22 +149,30 @@ fn extension(path: &str) -> String {
     }
 }
 
-/// Counts the whole output of `tool` called with `args` (its canonical JSON),
-/// within `bounds` and before `ctx`'s deadline (keeping `margin` of it to
-/// answer the page). `None` when counting is off.
-pub fn count(
-    runtime: &Runtime,
-    ctx: &CallContext,
-    tool: &Tool,
-    args: &str,
-    bounds: CountBounds,
-    margin: Duration,
-) -> Option<Whole> {
+/// What to count and how far.
+pub struct Counting<'a> {
+    pub tool: &'a Tool,
+    /// The call's arguments, canonical JSON.
+    pub args: &'a str,
+    /// For the compact text form: a renderer from the start, so the bytes
+    /// counted are the ones the model's pages would hold.
+    pub view: Option<Compact>,
+    pub bounds: CountBounds,
+    /// What to keep of the call's time to answer the page.
+    pub margin: Duration,
+}
+
+/// Counts the whole output of a call within its bounds and before `ctx`'s
+/// deadline. `None` when counting is off.
+pub fn count(runtime: &Runtime, ctx: &CallContext, counting: Counting<'_>) -> Option<Whole> {
+    let Counting { tool, args, mut view, bounds, margin } = counting;
     if bounds.time.is_zero() || bounds.bytes == 0 {
         return None;
     }
     let started = Instant::now();
     let deadline = (started + bounds.time).min(ctx.deadline.checked_sub(margin)?);
+    // The pieces of an item split across chunks, gathered to count it whole.
+    let mut gathered = String::new();
     if deadline <= started {
         return None;
     }
@@ -177,20 +186,31 @@ pub fn count(
             break;
         }
         match call.next(budget) {
-            Ok(Some(chunk)) => {
-                whole.bytes += chunk.payload.len() as u64;
-                match &chunk.payload {
-                    Payload::Item(text) if !chunk.continued => {
-                        whole.items += 1;
-                        let named = serde_json::from_str::<Named>(text).ok();
-                        if let Some(path) = named.and_then(|n| n.path) {
-                            *paths.entry(path).or_default() += 1;
+            Ok(Some(chunk)) => match &chunk.payload {
+                Payload::Item(piece) if chunk.continued => gathered.push_str(piece),
+                Payload::Item(last) => {
+                    let item = match gathered.is_empty() {
+                        true => last.as_str(),
+                        false => {
+                            gathered.push_str(last);
+                            gathered.as_str()
                         }
+                    };
+                    whole.items += 1;
+                    let shown = view.as_mut().and_then(|v| v.render(item));
+                    whole.bytes += shown.map_or(item.len(), |text| text.len()) as u64;
+                    let named = serde_json::from_str::<Named>(item).ok();
+                    if let Some(path) = named.and_then(|n| n.path) {
+                        let path = view.as_ref().map_or(path.clone(), |v| v.relative(&path));
+                        *paths.entry(path).or_default() += 1;
                     }
-                    Payload::Item(_) => {}
-                    _ => whole.items += u64::from(chunk.budget_items()),
+                    gathered.clear();
                 }
-            }
+                _ => {
+                    whole.bytes += chunk.payload.len() as u64;
+                    whole.items += u64::from(chunk.budget_items());
+                }
+            },
             Ok(None) => {
                 whole.exact = true;
                 break;

@@ -155,9 +155,22 @@ pub struct Cursor {
     /// The SHA-256 state over every payload byte delivered so far.
     #[serde(rename = "h")]
     pub hash_state: String,
+    /// Set when the pages show items in the compact text form: the heading
+    /// in force after the last item delivered, so the next page continues
+    /// under it. Absent: the pages show JSON items.
+    #[serde(rename = "g", default, skip_serializing_if = "Option::is_none")]
+    pub compact: Option<Heading>,
     /// Expiry, seconds since the Unix epoch.
     #[serde(rename = "e")]
     pub expires: u64,
+}
+
+/// The compact form's state in a cursor (see `pager::compact`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Heading {
+    /// The heading line in force, if any.
+    #[serde(rename = "h", default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<String>,
 }
 
 /// Why a cursor was refused. Every kind is answered with -32602 `invalid_cursor`.
@@ -294,6 +307,7 @@ mod tests {
             bytes_before: 100,
             items_before: 3,
             hash_state: "x".into(),
+            compact: Some(Heading { line: Some("src/a.rs".into()) }),
             expires: Cursor::expiry(SystemTime::now(), Duration::from_secs(60)),
         }
     }

@@ -8,6 +8,7 @@
 //! parked with the stream, for the next page. Concatenating every page's payload
 //! gives exactly the unpaged output, whatever the budgets.
 
+pub mod compact;
 pub mod count;
 pub mod cursor;
 pub mod depth;
@@ -15,6 +16,7 @@ pub mod handles;
 pub mod page;
 pub mod parked;
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -24,13 +26,14 @@ use serde_json::{Map, Value};
 use sha2::Sha256;
 use sha2::digest::common::hazmat::{SerializableState, SerializedState};
 
-use crate::args::Paging;
+use crate::args::{Form, Paging};
 use crate::registry::Tool;
 use crate::runtime::{CallContext, CallFailure, LiveCall, Reclaim, Runtime};
-use crate::tool::{Access, Budget, ErrorCode, Fingerprint, ToolError};
-use cursor::{Cursor, CursorError, CursorKey};
+use crate::tool::{Access, Budget, Chunk, ErrorCode, Fingerprint, Payload, ToolError};
+use compact::Compact;
+use cursor::{Cursor, CursorError, CursorKey, Heading};
 use handles::{HandleError, Handles, Store};
-use page::{Builder, Page};
+use page::{Builder, Page, Piece, Shown};
 use parked::ParkedStreams;
 
 /// What a first page keeps of its call's time to be answered after counting.
@@ -90,11 +93,13 @@ fn budget(limits: &PageLimits, paging: &Paging) -> Budget {
     Budget { bytes: tokens.saturating_mul(BYTES_PER_TOKEN).max(4), items: items.max(1) }
 }
 
-/// A stream parked between two pages, with the chunk pulled but not delivered
-/// because it did not fit the last page.
+/// A stream parked between two pages, with the pieces pulled but not
+/// delivered because they did not fit the last page, and the compact renderer that
+/// rendered it.
 struct Parked {
     call: LiveCall,
-    pending: Option<crate::tool::Chunk>,
+    pending: VecDeque<Piece>,
+    view: Option<Compact>,
 }
 
 /// The engine: signing key, parked streams, limits.
@@ -109,9 +114,14 @@ pub struct Pager {
 /// Where a page starts.
 struct Start {
     call: LiveCall,
-    pending: Option<crate::tool::Chunk>,
+    pending: VecDeque<Piece>,
+    /// The compact renderer, for the text form: its heading is the one after
+    /// the last item rendered (the pending one included).
+    view: Option<Compact>,
     /// The resume position after the last chunk delivered (none on page 0).
     position: Option<String>,
+    /// The heading in force after the last item delivered.
+    heading: Option<String>,
     index: u64,
     fingerprint: Option<Fingerprint>,
     hasher: Sha256,
@@ -182,10 +192,16 @@ impl Pager {
                 let args = args.to_string();
                 let mut call = runtime.open(tool.target(), ctx, &args, None)?;
                 let fingerprint = call.fingerprint()?;
+                let view = match paging.format.unwrap_or_default() {
+                    Form::Text => Some(Compact::new(base(ctx), None)),
+                    Form::Json => None,
+                };
                 Start {
                     call,
-                    pending: None,
+                    pending: VecDeque::new(),
+                    view,
                     position: None,
+                    heading: None,
                     index: 0,
                     fingerprint,
                     hasher: Sha256::default(),
@@ -195,7 +211,7 @@ impl Pager {
                     items_before: 0,
                 }
             }
-            Some(text) => self.resume(ctx, tool, &args, text)?,
+            Some(text) => self.resume(ctx, tool, &args, &paging, text)?,
         };
         start.call.arm(ctx);
         let signal = &ctx.signal;
@@ -206,37 +222,54 @@ impl Pager {
             if signal.is_cancelled() {
                 return Err(CallFailure::Cancelled.into());
             }
-            let chunk = match start.pending.take() {
-                Some(chunk) => chunk,
-                None => match start.call.next(budget)? {
-                    Some(chunk) => chunk,
+            let mut piece = match start.pending.pop_front() {
+                Some(piece) => piece,
+                None => match next_piece(&mut start.call, start.view.as_mut(), budget, &mut start.pending)? {
+                    Some(piece) => piece,
                     None => {
                         complete = true;
                         break;
                     }
                 },
             };
-            if !builder.fits(&chunk) {
-                if builder.is_empty() {
-                    // Pulled for an earlier, larger page: take it again at this
-                    // budget, in the instance slot the old stream gives back.
-                    drop(start.call);
-                    start.call = runtime.open(tool.target(), ctx, &start.args, start.position.as_deref())?;
-                    continue;
+            if !builder.fits(&piece) {
+                match piece {
+                    // An item shown compactly that a whole page cannot hold
+                    // is cut to the page (the JSON form has it whole).
+                    Piece::Shown(shown) if builder.is_empty() => {
+                        piece = Piece::Shown(shown.cut_to(budget.bytes as usize));
+                    }
+                    Piece::Chunk(_) if builder.is_empty() => {
+                        // Pulled for an earlier, larger page: take it again at this
+                        // budget, in the instance slot the old stream gives back.
+                        drop(start.call);
+                        start.call = runtime.open(tool.target(), ctx, &start.args, start.position.as_deref())?;
+                        start.view = start.view.map(|_| Compact::new(base(ctx), start.heading.clone()));
+                        continue;
+                    }
+                    piece => {
+                        start.pending.push_front(piece);
+                        break;
+                    }
                 }
-                start.pending = Some(chunk);
-                break;
             }
-            sha2::Digest::update(&mut start.hasher, chunk.payload.as_bytes());
-            delivered += chunk.payload.len() as u64;
+            sha2::Digest::update(&mut start.hasher, piece.bytes());
+            delivered += piece.bytes().len() as u64;
             signal.host_report(delivered, Some(u64::from(budget.bytes)), Some("bytes of this page"));
-            start.position = Some(chunk.resume.clone());
-            builder.push(chunk);
+            start.position = Some(piece.resume().to_string());
+            if let Piece::Shown(shown) = &piece {
+                start.heading = shown.heading.clone();
+            }
+            builder.push(piece);
         }
         if start.fingerprint.is_some() && start.call.fingerprint()? != start.fingerprint {
             return Err(stale(tool, "changed while this page was read").into());
         }
         let info = start.call.info()?;
+        let info = match &start.view {
+            Some(view) => view.slim(info, &tool.manifest.output_schema),
+            None => info,
+        };
         let mut page = builder.finish(&tool.manifest.name, start.index, info);
         page.bytes_before = start.bytes_before;
         page.items_before = start.items_before;
@@ -251,7 +284,10 @@ impl Pager {
         // exact already.
         let changes_nothing = tool.manifest.read_only && tool.manifest.access != Access::Write;
         if for_model && start.index == 0 && changes_nothing && !summary.exact {
-            page.whole = count::count(runtime, ctx, tool, &start.args, self.limits.count, COUNT_MARGIN);
+            let view = start.view.as_ref().map(|_| Compact::new(base(ctx), None));
+            let counting =
+                count::Counting { tool, args: &start.args, view, bounds: self.limits.count, margin: COUNT_MARGIN };
+            page.whole = count::count(runtime, ctx, counting);
         }
         page.summary = Some(summary);
         let position = start.position.clone().expect("an incomplete page delivered a chunk");
@@ -267,6 +303,7 @@ impl Pager {
             bytes_before: start.bytes_before + page.bytes,
             items_before: start.items_before + page.items,
             hash_state: B64.encode(start.hasher.serialize()),
+            compact: start.view.as_ref().map(|_| Heading { line: start.heading.clone() }),
             expires: Cursor::expiry(SystemTime::now(), self.limits.cursor_ttl),
         };
         let expires = cursor.expires;
@@ -291,12 +328,20 @@ impl Pager {
         page.handle = handle;
         page.next_cursor = Some(cursor);
         start.call.disarm();
-        self.parked.park(start.session, position, Parked { call: start.call, pending: start.pending });
+        let parked = Parked { call: start.call, pending: start.pending, view: start.view };
+        self.parked.park(start.session, position, parked);
         Ok(page)
     }
 
     /// Checks the cursor `text` and finds (or reopens) its stream.
-    fn resume(&self, ctx: &CallContext, tool: &Tool, args: &Value, text: &str) -> Result<Start, PageError> {
+    fn resume(
+        &self,
+        ctx: &CallContext,
+        tool: &Tool,
+        args: &Value,
+        paging: &Paging,
+        text: &str,
+    ) -> Result<Start, PageError> {
         let runtime = &*self.runtime;
         let behind;
         let text = match handles::is_handle(text) {
@@ -321,6 +366,10 @@ impl Pager {
         if given && serde_json::from_str::<Value>(&cursor.args).ok().as_ref() != Some(args) {
             return Err(CursorError::ArgumentsChanged.into());
         }
+        let form = if cursor.compact.is_some() { Form::Text } else { Form::Json };
+        if paging.format.is_some_and(|asked| asked != form) {
+            return Err(CursorError::ArgumentsChanged.into());
+        }
         let state = B64.decode(&cursor.hash_state).map_err(|_| CursorError::Malformed)?;
         let state = SerializedState::<Sha256>::try_from(&state[..]).map_err(|_| CursorError::Malformed)?;
         let hasher = Sha256::deserialize(&state).map_err(|_| CursorError::Malformed)?;
@@ -331,12 +380,14 @@ impl Pager {
         // A parked stream opened with other grants (another session's client roots)
         // is not reused: the stream is reopened with this request's.
         let parked = self.parked.take(cursor.session, &cursor.resume).filter(|p| p.call.grants() == ctx.grants);
-        let (mut call, pending) = match parked {
-            Some(parked) => (parked.call, parked.pending),
+        let heading = cursor.compact.clone().and_then(|h| h.line);
+        let (mut call, pending, view) = match parked {
+            Some(parked) => (parked.call, parked.pending, parked.view),
             None => {
                 tracing::debug!(tool = %tool.manifest.name, page = cursor.page, "stream gone, reopening at the cursor");
                 let call = runtime.open(tool.target(), ctx, &cursor.args, Some(&cursor.resume));
-                (call.map_err(gone)?, None)
+                let view = cursor.compact.as_ref().map(|_| Compact::new(base(ctx), heading.clone()));
+                (call.map_err(gone)?, VecDeque::new(), view)
             }
         };
         // A parked store still holds its last request's deadline and signal.
@@ -354,7 +405,9 @@ impl Pager {
         Ok(Start {
             call,
             pending,
+            view,
             position: Some(cursor.resume),
+            heading,
             index: cursor.page,
             fingerprint: cursor.fingerprint,
             hasher,
@@ -364,6 +417,54 @@ impl Pager {
             items_before: cursor.items_before,
         })
     }
+}
+
+/// Where the compact form's paths are relative to: the call's first root,
+/// where relative arguments go.
+fn base(ctx: &CallContext) -> Option<String> {
+    ctx.grants.first().map(|grant| grant.guest.clone())
+}
+
+/// How many bytes a pull asks for while gathering the pieces of an item too
+/// large for the page, to render it whole.
+const GATHER: u32 = 1 << 20;
+
+/// The next piece of `call`'s output: its next chunk, or, in the text form
+/// (`view`), its next item gathered whole and rendered. An item without a
+/// compact shape stays JSON: when it came in pieces, the first is returned
+/// and the rest (pulled at a larger budget, so the page takes it again at
+/// its own) queued in `rest`.
+fn next_piece(
+    call: &mut LiveCall,
+    view: Option<&mut Compact>,
+    budget: Budget,
+    rest: &mut VecDeque<Piece>,
+) -> Result<Option<Piece>, CallFailure> {
+    let Some(first) = call.next(budget)? else { return Ok(None) };
+    let Some(view) = view else { return Ok(Some(Piece::Chunk(first))) };
+    let Payload::Item(text) = &first.payload else { return Ok(Some(Piece::Chunk(first))) };
+    let mut whole = text.clone();
+    let mut pieces = vec![first];
+    while pieces.last().is_some_and(|p| p.continued) {
+        let Some(next) = call.next(Budget { bytes: GATHER, items: 1 })? else { break };
+        if let Payload::Item(piece) = &next.payload {
+            whole.push_str(piece);
+        }
+        pieces.push(next);
+    }
+    if let Some(text) = view.render(&whole) {
+        let resume = pieces.pop().map(|p| p.resume).unwrap_or_default();
+        return Ok(Some(Piece::Shown(Shown { text, resume, heading: view.group().map(str::to_owned) })));
+    }
+    let mut pieces = pieces.into_iter();
+    let first = pieces.next().map(Piece::Chunk);
+    if let Some(last) = pieces.next_back() {
+        // The pieces after the first, as one: the page takes them again at its budget.
+        let skip = first.as_ref().map_or(0, |f| f.bytes().len());
+        let payload = Payload::Item(whole[skip..].to_string());
+        rest.push_back(Piece::Chunk(Chunk { payload, ..last }));
+    }
+    Ok(first)
 }
 
 fn stale(tool: &Tool, what: &str) -> CallFailure {
@@ -382,9 +483,10 @@ mod tests {
         let limits = crate::limits::Limits::default().pages;
         let default = budget(&limits, &Paging::default());
         assert_eq!(default, Budget { bytes: limits.default_tokens * BYTES_PER_TOKEN, items: limits.max_items });
-        let huge = budget(&limits, &Paging { max_tokens: Some(u64::MAX), page_size: Some(u64::MAX), cursor: None });
+        let huge =
+            budget(&limits, &Paging { max_tokens: Some(u64::MAX), page_size: Some(u64::MAX), ..Paging::default() });
         assert_eq!(huge, Budget { bytes: limits.max_tokens * BYTES_PER_TOKEN, items: limits.max_items });
-        let tiny = budget(&limits, &Paging { max_tokens: Some(1), page_size: Some(1), cursor: None });
+        let tiny = budget(&limits, &Paging { max_tokens: Some(1), page_size: Some(1), ..Paging::default() });
         assert_eq!(tiny, Budget { bytes: 4, items: 1 });
     }
 }

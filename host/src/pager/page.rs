@@ -16,6 +16,73 @@ pub enum Block {
     Bytes(Vec<u8>),
 }
 
+/// One piece of a page: a tool's chunk as it came, or one of its items
+/// rendered for a model (see `compact`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Piece {
+    Chunk(Chunk),
+    Shown(Shown),
+}
+
+/// An item in the compact text form.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shown {
+    /// The rendered lines, each ending with a newline.
+    pub text: String,
+    /// The tool's resume position after the item.
+    pub resume: String,
+    /// The heading in force after the item.
+    pub heading: Option<String>,
+}
+
+/// Said in place of the rest of an item too large for a whole page.
+const CUT_NOTE: &str = "[…item cut to fit the page: ask with a larger max_tokens, or format \"json\"]\n";
+
+impl Shown {
+    /// The item cut to `limit` bytes, on a character boundary, with a note
+    /// saying so when the note fits: for a page too small for the item.
+    pub fn cut_to(mut self, limit: usize) -> Shown {
+        if self.text.len() <= limit {
+            return self;
+        }
+        let note = if limit >= 2 * CUT_NOTE.len() { CUT_NOTE } else { "" };
+        let mut end = limit - note.len();
+        while !self.text.is_char_boundary(end) {
+            end -= 1;
+        }
+        self.text.truncate(end);
+        self.text.push_str(note);
+        self
+    }
+}
+
+impl Piece {
+    /// The payload bytes the piece puts on a page.
+    pub fn bytes(&self) -> &[u8] {
+        match self {
+            Piece::Chunk(chunk) => chunk.payload.as_bytes(),
+            Piece::Shown(shown) => shown.text.as_bytes(),
+        }
+    }
+
+    /// The resume position after the piece.
+    pub fn resume(&self) -> &str {
+        match self {
+            Piece::Chunk(chunk) => &chunk.resume,
+            Piece::Shown(shown) => &shown.resume,
+        }
+    }
+
+    /// What the piece counts against a page's items: one for an item, its
+    /// line ends for text.
+    fn budget_items(&self) -> u32 {
+        match self {
+            Piece::Chunk(chunk) => chunk.budget_items(),
+            Piece::Shown(_) => 1,
+        }
+    }
+}
+
 /// What a client learns about each chunk on a page.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChunkMeta {
@@ -94,14 +161,34 @@ impl Builder {
         self.chunks.is_empty()
     }
 
-    /// Whether `chunk` fits what is left of the budget.
-    pub fn fits(&self, chunk: &Chunk) -> bool {
-        self.bytes + chunk.payload.len() as u64 <= u64::from(self.budget.bytes)
-            && self.budget_items + u64::from(chunk.budget_items()) <= u64::from(self.budget.items)
+    /// Whether `piece` fits what is left of the budget.
+    pub fn fits(&self, piece: &Piece) -> bool {
+        self.bytes + piece.bytes().len() as u64 <= u64::from(self.budget.bytes)
+            && self.budget_items + u64::from(piece.budget_items()) <= u64::from(self.budget.items)
     }
 
-    /// Adds a chunk that fits.
-    pub fn push(&mut self, chunk: Chunk) {
+    /// Adds a piece that fits.
+    pub fn push(&mut self, piece: Piece) {
+        match piece {
+            Piece::Chunk(chunk) => self.push_chunk(chunk),
+            Piece::Shown(shown) => {
+                self.chunks.push(ChunkMeta {
+                    span: None,
+                    bytes: shown.text.len(),
+                    sha256: hex::encode(Sha256::digest(shown.text.as_bytes())),
+                    encoding: "utf8",
+                    continued: false,
+                });
+                self.bytes += shown.text.len() as u64;
+                self.budget_items += 1;
+                self.items += 1;
+                self.continued = false;
+                self.append_text(shown.text);
+            }
+        }
+    }
+
+    fn push_chunk(&mut self, chunk: Chunk) {
         let raw = chunk.payload.as_bytes();
         let encoding = match &chunk.payload {
             Payload::Text(_) => "utf8",
@@ -147,6 +234,10 @@ impl Builder {
             Payload::Text(text) => text,
             Payload::Item(item) => self.render_item(item, chunk.continued),
         };
+        self.append_text(text);
+    }
+
+    fn append_text(&mut self, text: String) {
         match self.blocks.last_mut() {
             Some(Block::Text(last)) => last.push_str(&text),
             _ => self.blocks.push(Block::Text(text)),

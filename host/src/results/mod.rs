@@ -309,7 +309,9 @@ fn structured(page: Page) -> Value {
     if let Some(whole) = &page.whole {
         out.insert("whole".into(), whole.to_json());
     }
-    if let (0, Some(summary)) = (page.index, page.summary) {
+    // The tool's own totals, which may be lower bounds, only where the
+    // whole result was not counted: the count says more, exactly.
+    if let (0, Some(summary), None) = (page.index, page.summary, &page.whole) {
         out.insert(
             "summary".into(),
             json!({
@@ -540,14 +542,14 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::pager::page::Builder;
+    use crate::pager::page::{Builder, Piece};
     use crate::tool::{Budget, Chunk, Payload};
 
     /// A complete page of `payloads`, with the tool's `info`.
     fn page(payloads: Vec<(Payload, bool)>, info: Value) -> Page {
         let mut builder = Builder::new(Budget { bytes: 1 << 20, items: 1000 }, 16);
         for (payload, continued) in payloads {
-            builder.push(Chunk { payload, span: None, continued, resume: String::new() });
+            builder.push(Piece::Chunk(Chunk { payload, span: None, continued, resume: String::new() }));
         }
         builder.finish("t", 0, info)
     }

@@ -4,8 +4,10 @@
 //! every `tool_result` exactly as Claude Code forwards it, so these tests assert on what the
 //! model reads, not on what the server sent.
 //!
-//! One conversation per transport: read, grep, glob, list, stat, write and edit, then a read paged
-//! with a small `max_tokens`, following the continuation the model saw until there is none.
+//! One conversation per transport: read, grep, glob, list, stat, write and edit, then a read and
+//! a grep paged with a small `max_tokens`, following the continuation the model saw until there is
+//! none. The model must read results in the compact form: grep as `rg --heading -n` prints it,
+//! glob and list grouped by directory, paths relative to the root, no offsets.
 //!
 //! What Claude Code 2.1.328 does here (a native, Bun-compiled executable: it needs no Node):
 //! - It calls only `POST /v1/messages?beta=true`, always with `"stream": true`, one request per
@@ -66,11 +68,19 @@ const EDIT_AFTER: &str = "colour: blue\nsize: large\n";
 /// The grep matches in the fixture: (path, line, text).
 const MARKERS: [(&str, u64, &str); 2] = [("notes.txt", 1, "MARKER in the notes"), ("src/a.txt", 2, "MARKER in a")];
 
-/// The `*.txt` files in the fixture before the conversation writes `new.txt`.
-const TXT_FILES: [&str; 6] = ["big.txt", "edit.txt", "hello.txt", "notes.txt", "src/a.txt", "sub/inner.txt"];
+/// The grep for `MARKER` as the model must read it: `rg --heading -n` from the root.
+const MARKERS_SHOWN: &str = "notes.txt\n1:MARKER in the notes\n\nsrc/a.txt\n2:MARKER in a\n";
 
-/// The root's entries before the conversation writes `new.txt`.
-const ROOT_ENTRIES: [&str; 6] = ["big.txt", "edit.txt", "hello.txt", "notes.txt", "src", "sub"];
+/// The `*.txt` files in the fixture before the conversation writes `new.txt`, as the model
+/// must read them: grouped by directory (`ls -R` style), relative to the root.
+const TXT_FILES_SHOWN: &str = ".:\nbig.txt\nedit.txt\nhello.txt\nnotes.txt\nsrc:\na.txt\nsub:\ninner.txt\n";
+
+/// The root's entries before the conversation writes `new.txt`, as the model must read them
+/// (`ls -F` style).
+const ROOT_ENTRIES_SHOWN: &str = ".:\nbig.txt\nedit.txt\nhello.txt\nnotes.txt\nsrc/\nsub/\n";
+
+/// The pattern of the paged grep: every line of `big.txt`.
+const PAGED_PATTERN: &str = "paged through";
 
 /// The tools the conversation calls, as Claude Code names them.
 const ALLOWED: [&str; 7] = [
@@ -112,8 +122,13 @@ fn is_page(seen: &ToolResultSeen) -> bool {
     seen.tool == "mcp__cordon__read" && (seen.input["path"] == "big.txt" || seen.input.get("cursor").is_some())
 }
 
-/// The model's side: one call of each tool, then `big.txt` page by page, following the
-/// continuation each page showed until there is none.
+/// Whether a result is a page of the paged grep.
+fn is_grep_page(seen: &ToolResultSeen) -> bool {
+    seen.tool == "mcp__cordon__grep" && (seen.input["pattern"] == PAGED_PATTERN || seen.input.get("cursor").is_some())
+}
+
+/// The model's side: one call of each tool, then `big.txt` page by page and a grep of it page
+/// by page, following the continuation each page showed until there is none.
 fn script() -> impl FnMut(&[ToolResultSeen]) -> Option<(String, Value)> + Send + 'static {
     let calls = [
         call("read", json!({"path": "hello.txt"})),
@@ -129,11 +144,19 @@ fn script() -> impl FnMut(&[ToolResultSeen]) -> Option<(String, Value)> + Send +
             return Some(next.clone());
         }
         let last = seen.last()?;
-        if !is_page(last) {
+        let paging = [("read", is_page(last)), ("grep", is_grep_page(last))].into_iter().find(|(_, is)| *is);
+        if let Some((tool, _)) = paging
+            && let Some(cursor) = continuation(&model_text(last))
+        {
+            return Some(call(tool, json!({"cursor": cursor, "max_tokens": PAGE_TOKENS})));
+        }
+        if !seen.iter().any(is_page) {
             return Some(call("read", json!({"path": "big.txt", "max_tokens": PAGE_TOKENS})));
         }
-        let cursor = continuation(&model_text(last))?;
-        Some(call("read", json!({"cursor": cursor, "max_tokens": PAGE_TOKENS})))
+        if !seen.iter().any(is_grep_page) {
+            return Some(call("grep", json!({"pattern": PAGED_PATTERN, "max_tokens": PAGE_TOKENS})));
+        }
+        None
     }
 }
 
@@ -178,12 +201,23 @@ fn check_grep(checks: &mut Checks, seen: &[ToolResultSeen]) {
     checks.expect_seen("grep", &shown, missed.map(|(path, line, text)| format!("{path}:{line}:{text:?}")).collect());
 }
 
-/// The model sees each of `paths` (relative to the root, or a path ending with it).
-fn check_paths(checks: &mut Checks, seen: &[ToolResultSeen], tool: &str, paths: &[&str]) {
+/// The text the model read in a result's structured content (`text`), if any.
+fn shown_text(text: &str) -> Option<String> {
+    json_documents(text).first().and_then(|d| d["text"].as_str()).map(str::to_string)
+}
+
+/// What the model read of `tool`'s first result is the compact form `want`, and holds no
+/// absolute path or offset it does not need.
+fn check_compact(checks: &mut Checks, fx: &Fixture, seen: &[ToolResultSeen], tool: &str, want: &str) {
     let (_, text) = result_of(seen, tool);
-    let strings = strings_in(&text);
-    let missed = paths.iter().filter(|path| !strings.iter().any(|s| names(s, path)));
-    checks.expect_seen(tool, &text, missed.map(|path| format!("{path:?}")).collect());
+    let shown = shown_text(&text);
+    checks.expect(shown.as_deref() == Some(want), || {
+        format!("{tool}: the model did not read the compact form {want:?}; it read {}", trimmed(&text, 800))
+    });
+    let root = fx.root().display().to_string();
+    for noise in [root.as_str(), "byte_offset", "submatches", "mtime_ns"] {
+        checks.expect(!text.contains(noise), || format!("{tool}: the model read {noise:?}: {}", trimmed(&text, 800)));
+    }
 }
 
 /// `stat`: the model sees the file's size.
@@ -232,6 +266,25 @@ fn check_paging(checks: &mut Checks, seen: &[ToolResultSeen]) {
     });
 }
 
+/// The paged grep: several pages, each continued by at most 64 characters, whose `text` put
+/// together is the whole result in the compact form, one heading for the file.
+fn check_grep_paging(checks: &mut Checks, seen: &[ToolResultSeen]) {
+    let pages: Vec<String> = seen.iter().filter(|s| is_grep_page(s)).map(model_text).collect();
+    checks.expect(pages.len() >= 3, || format!("the paged grep took {} pages, not several", pages.len()));
+    for page in &pages[..pages.len().saturating_sub(1)] {
+        let cursor = continuation(page).unwrap_or_default();
+        checks.expect(!cursor.is_empty() && cursor.len() <= 64, || {
+            format!("a grep page gave a continuation of {} characters, not 1 to 64: {cursor}", cursor.len())
+        });
+    }
+    let got: String = pages.iter().filter_map(|p| shown_text(p)).collect();
+    let lines = big_text().lines().enumerate().map(|(i, line)| format!("{}:{line}\n", i + 1)).collect::<String>();
+    let want = format!("big.txt\n{lines}");
+    checks.expect(got == want, || {
+        format!("the grep pages put together are not the whole result: {}", trimmed(&got, 400))
+    });
+}
+
 /// No result went over Claude Code's limit on MCP output, or was cut or saved aside for it.
 fn check_limits(checks: &mut Checks, seen: &[ToolResultSeen]) {
     for result in seen {
@@ -252,8 +305,10 @@ fn converse(fx: &Fixture, mcp_config: &Value, server: Option<&HttpServer>) {
     let mut checks = Checks::default();
     check_read(&mut checks, &seen);
     check_grep(&mut checks, &seen);
-    check_paths(&mut checks, &seen, "glob", &TXT_FILES);
-    check_paths(&mut checks, &seen, "list", &ROOT_ENTRIES);
+    check_compact(&mut checks, fx, &seen, "grep", MARKERS_SHOWN);
+    check_compact(&mut checks, fx, &seen, "glob", TXT_FILES_SHOWN);
+    check_compact(&mut checks, fx, &seen, "list", ROOT_ENTRIES_SHOWN);
+    check_grep_paging(&mut checks, &seen);
     check_stat(&mut checks, &seen);
     check_mutations(&mut checks, fx, &seen);
     check_paging(&mut checks, &seen);

@@ -1,0 +1,287 @@
+//! The compact text form of a tool's items: what a model reads instead of
+//! JSON lines, in the spirit of `rg --heading -n` and `ls -RF`.
+//!
+//! A tool emits exact JSON items (what programs read with `format: "json"`);
+//! the host renders each item for a model by its shape, so any tool whose
+//! items follow these shapes, a third party's too, gets the form for free:
+//!
+//! - **a match** (`path`, `line`, `text`; optional `before` and
+//!   `after` lists of context lines `{line, text}`): grouped under its file, as
+//!   `rg --heading -n` prints it: a blank line and the path when the file
+//!   changes, then `12:text` for matching lines and `11-text` for context.
+//!   A line longer than [`MAX_COLUMNS`] bytes is cut, with the byte range to
+//!   `read` for the rest when the item says where the line starts
+//!   (`byte_offset`), as is a line the tool cut itself (`truncated.read`).
+//! - **a count** (`path`, `count`): `path:count`, as `rg -c`.
+//! - **an entry** (`path`, and only `type`, `size`, `mtime_ns`, `depth`):
+//!   grouped under its directory, as `ls -RF` prints it: `dir:` when the
+//!   directory changes, then the name, with `/` after a directory and `@`
+//!   after a symlink.
+//!
+//! Paths are shown relative to the base (the call's first root, which is
+//! where relative arguments go), absolute outside it. Offsets, sizes, times
+//! and submatch positions are left to the JSON form. Any other item (a
+//! `stat` answer, a `write` receipt) keeps its JSON line.
+//!
+//! Rendering depends only on the item and on the heading in force before it
+//! (the `group`), which the pager keeps with a parked stream and in the
+//! cursor, so the model's pages concatenate to exactly the whole rendering.
+
+use std::fmt::Write as _;
+
+use serde_json::{Map, Value};
+
+/// The longest line shown, in bytes; longer ones are cut with a note.
+pub const MAX_COLUMNS: usize = 300;
+
+/// The fields an entry may carry besides `path` and still be shown by name.
+const ENTRY_FIELDS: [&str; 4] = ["type", "size", "mtime_ns", "depth"];
+
+/// Renders items compactly, one after another.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Compact {
+    /// Paths under it are shown relative to it.
+    base: Option<String>,
+    /// The heading in force: the last heading line written, if any.
+    group: Option<String>,
+}
+
+impl Compact {
+    /// A renderer relative to `base`, continuing after `group` (the heading
+    /// in force after the last item shown; `None` at the start).
+    pub fn new(base: Option<String>, group: Option<String>) -> Compact {
+        Compact { base: base.map(|b| b.trim_end_matches('/').to_string()), group }
+    }
+
+    /// The heading in force after the items rendered so far.
+    pub fn group(&self) -> Option<&str> {
+        self.group.as_deref()
+    }
+
+    /// `item` (a JSON text) in the compact form, ending with a newline, or
+    /// `None` when the item has none of the shapes above (it is shown as JSON).
+    pub fn render(&mut self, item: &str) -> Option<String> {
+        let Ok(Value::Object(item)) = serde_json::from_str::<Value>(item) else { return None };
+        let path = item.get("path")?.as_str()?;
+        let shown = self.relative(path);
+        if let (Some(line), Some(text)) = (item.get("line").and_then(Value::as_u64), item.get("text")) {
+            let text = text.as_str()?;
+            let mut out = self.heading(shown, "\n");
+            render_match(&mut out, &item, line, text);
+            return Some(out);
+        }
+        if let Some(count) = item.get("count").and_then(Value::as_u64) {
+            self.group = None;
+            return Some(format!("{shown}:{count}\n"));
+        }
+        if item.keys().all(|k| k == "path" || ENTRY_FIELDS.contains(&k.as_str())) {
+            let (dir, name) = match shown.rsplit_once('/') {
+                Some(("", name)) => ("/".to_string(), name.to_string()),
+                Some((dir, name)) => (dir.to_string(), name.to_string()),
+                None => (".".to_string(), shown.clone()),
+            };
+            let mark = match item.get("type").and_then(Value::as_str) {
+                Some("dir") => "/",
+                Some("symlink") => "@",
+                _ => "",
+            };
+            let mut out = self.heading(format!("{dir}:"), "");
+            let _ = writeln!(out, "{name}{mark}");
+            return Some(out);
+        }
+        None
+    }
+
+    /// The heading line `line` (with `between` ahead of it when another
+    /// group came first) when it is not the one in force, and makes it so.
+    fn heading(&mut self, line: String, between: &str) -> String {
+        if self.group.as_deref() == Some(line.as_str()) {
+            return String::new();
+        }
+        let lead = if self.group.is_some() { between } else { "" };
+        let out = format!("{lead}{line}\n");
+        self.group = Some(line);
+        out
+    }
+
+    /// A tool's own fields (`info`) as a model reads them beside compact
+    /// items: paths relative to the base, and no zero counts or false flags
+    /// (absent says as much, in fewer tokens) unless the tool's output schema
+    /// requires them (`schema`, whose `required` list clients check).
+    pub fn slim(&self, info: Value, schema: &Value) -> Value {
+        let Value::Object(fields) = info else { return info };
+        let required = |key: &str| schema["required"].as_array().is_some_and(|r| r.iter().any(|k| k == key));
+        let kept = fields.into_iter().filter_map(|(key, value)| match value {
+            Value::Number(n) if n.as_u64() == Some(0) && !required(&key) => None,
+            Value::Bool(false) | Value::Null if !required(&key) => None,
+            Value::String(s) if s.starts_with('/') => Some((key, Value::String(self.relative(&s)))),
+            other => Some((key, other)),
+        });
+        Value::Object(kept.collect())
+    }
+
+    /// `path` relative to the base when inside it (`.` for the base itself).
+    pub fn relative(&self, path: &str) -> String {
+        match &self.base {
+            Some(base) if path == base => ".".into(),
+            Some(base) => match path.strip_prefix(base.as_str()).and_then(|rest| rest.strip_prefix('/')) {
+                Some(rest) if !base.is_empty() => rest.into(),
+                _ if base.is_empty() => path.trim_start_matches('/').into(),
+                _ => path.into(),
+            },
+            None => path.into(),
+        }
+    }
+}
+
+/// Writes a match's lines: context before (`n-`), the match (`n:`, one per
+/// line of a multiline block), context after.
+fn render_match(out: &mut String, item: &Map<String, Value>, line: u64, text: &str) {
+    let write_context = |out: &mut String, key: &str| {
+        for entry in item.get(key).and_then(Value::as_array).into_iter().flatten() {
+            let Some(entry) = entry.as_object() else { continue };
+            let (Some(n), Some(text)) =
+                (entry.get("line").and_then(Value::as_u64), entry.get("text").and_then(Value::as_str))
+            else {
+                continue;
+            };
+            let _ = write!(out, "{n}-");
+            write_line(out, text, Cut::of(entry, None));
+        }
+    };
+    write_context(out, "before");
+    if text.contains('\n') {
+        for (i, piece) in text.split('\n').enumerate() {
+            let _ = write!(out, "{}:", line + i as u64);
+            write_line(out, piece, Cut::default());
+        }
+    } else {
+        let _ = write!(out, "{line}:");
+        write_line(out, text, Cut::of(item, item.get("byte_offset").and_then(Value::as_u64)));
+    }
+    write_context(out, "after");
+}
+
+/// What is known about where a line lies, to say how to read what is cut.
+#[derive(Debug, Default, Clone, Copy)]
+struct Cut {
+    /// The byte range the tool itself left out (`truncated.read`).
+    tool_cut: Option<(u64, u64)>,
+    /// The file offset of the line's first byte, when the text is its bytes
+    /// (not when bytes that are not UTF-8 were replaced).
+    start: Option<u64>,
+}
+
+impl Cut {
+    fn of(fields: &Map<String, Value>, start: Option<u64>) -> Cut {
+        let read = fields.get("truncated").and_then(|t| t.get("read"));
+        let bound = |key: &str| read.and_then(|r| r.get(key)).and_then(Value::as_u64);
+        let tool_cut = bound("start_byte").zip(bound("end_byte"));
+        let lossy = fields.get("lossy").and_then(Value::as_bool).unwrap_or(false);
+        Cut { tool_cut, start: start.filter(|_| !lossy) }
+    }
+}
+
+/// Writes `text` cut at [`MAX_COLUMNS`] (on a character boundary) with a note
+/// of what is left out and, where known, the bytes to `read` for it; then a
+/// newline.
+fn write_line(out: &mut String, text: &str, cut: Cut) {
+    let mut end = text.len().min(MAX_COLUMNS);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    out.push_str(&text[..end]);
+    let line_end = cut.start.map(|start| cut.tool_cut.map_or(start + text.len() as u64, |(_, to)| to));
+    match (end < text.len(), cut.start.zip(line_end), cut.tool_cut) {
+        (true, Some((start, to)), _) => {
+            let _ = write!(out, " […read bytes {}–{to} for the rest]", start + end as u64);
+        }
+        (true, None, _) => {
+            let _ = write!(out, " […{} more bytes]", text.len() - end);
+        }
+        (false, _, Some((from, to))) => {
+            let _ = write!(out, " […read bytes {from}–{to} for the rest]");
+        }
+        (false, _, None) => {}
+    }
+    out.push('\n');
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn all(compact: &mut Compact, items: &[Value]) -> String {
+        items.iter().map(|i| compact.render(&i.to_string()).unwrap_or_else(|| format!("{i}\n"))).collect()
+    }
+
+    #[test]
+    fn matches_are_grouped_under_their_file_as_rg_heading_prints_them() {
+        let items = [
+            json!({"path": "/r/src/a.rs", "line": 3, "byte_offset": 20, "text": "fn a() {}", "submatches": [{"start": 0, "end": 2}]}),
+            json!({"path": "/r/src/a.rs", "line": 9, "byte_offset": 90, "text": "fn b() {}",
+                   "before": [{"line": 8, "text": "// b"}], "after": [{"line": 10, "text": "}"}]}),
+            json!({"path": "/elsewhere/c.rs", "line": 1, "byte_offset": 0, "text": "x\ny"}),
+        ];
+        let shown = all(&mut Compact::new(Some("/r/".into()), None), &items);
+        assert_eq!(shown, "src/a.rs\n3:fn a() {}\n8-// b\n9:fn b() {}\n10-}\n\n/elsewhere/c.rs\n1:x\n2:y\n");
+    }
+
+    #[test]
+    fn a_renderer_continues_under_the_heading_in_force() {
+        let mut first = Compact::new(Some("/r".into()), None);
+        let item = json!({"path": "/r/a", "line": 1, "text": "x"}).to_string();
+        assert_eq!(first.render(&item).unwrap(), "a\n1:x\n");
+        let mut resumed = Compact::new(Some("/r".into()), first.group().map(str::to_owned));
+        assert_eq!(resumed.render(&item).unwrap(), "1:x\n", "no heading twice");
+    }
+
+    #[test]
+    fn long_lines_are_cut_with_the_bytes_to_read() {
+        let long = "é".repeat(200);
+        let item = json!({"path": "/r/a", "line": 2, "byte_offset": 1000, "text": long});
+        let shown = Compact::new(Some("/r".into()), None).render(&item.to_string()).unwrap();
+        assert_eq!(shown, format!("a\n2:{} […read bytes 1300–1400 for the rest]\n", "é".repeat(150)));
+        let lossy = json!({"path": "/r/a", "line": 2, "byte_offset": 1000, "text": long, "lossy": true});
+        assert!(Compact::new(None, None).render(&lossy.to_string()).unwrap().ends_with(" […100 more bytes]\n"));
+        let tool_cut =
+            json!({"path": "/r/a", "line": 1, "text": "abc", "truncated": {"read": {"start_byte": 3, "end_byte": 90}}});
+        let shown = Compact::new(Some("/r".into()), None).render(&tool_cut.to_string()).unwrap();
+        assert_eq!(shown, "a\n1:abc […read bytes 3–90 for the rest]\n");
+    }
+
+    #[test]
+    fn counts_and_entries_are_shown_as_rg_c_and_ls_rf() {
+        let items = [
+            json!({"path": "/r/a.rs", "count": 4}),
+            json!({"path": "/r/src", "type": "dir", "size": 4096, "mtime_ns": 1, "depth": 1}),
+            json!({"path": "/r/src/lib.rs", "type": "file", "size": 10, "mtime_ns": 1}),
+            json!({"path": "/r/src/link", "type": "symlink", "size": 3, "mtime_ns": 1}),
+            json!({"path": "/r/docs/x.md"}),
+        ];
+        let shown = all(&mut Compact::new(Some("/r".into()), None), &items);
+        assert_eq!(shown, "a.rs:4\n.:\nsrc/\nsrc:\nlib.rs\nlink@\ndocs:\nx.md\n");
+    }
+
+    #[test]
+    fn a_tools_fields_are_slimmed_for_a_model() {
+        let info = json!({"root": "/r", "path": "/r/src/a.rs", "other": "/x/y", "matches": 3, "errors": 0, "cut": false,
+                          "files": 0, "crlf": false});
+        let schema = json!({"required": ["files", "crlf"]});
+        let slim = Compact::new(Some("/r".into()), None).slim(info, &schema);
+        assert_eq!(
+            slim,
+            json!({"root": ".", "path": "src/a.rs", "other": "/x/y", "matches": 3, "files": 0, "crlf": false})
+        );
+    }
+
+    #[test]
+    fn other_items_keep_their_json() {
+        let stat = json!({"path": "/r/a", "type": "file", "size": 1, "permissions": {"readonly": false}});
+        assert_eq!(Compact::new(None, None).render(&stat.to_string()), None);
+        assert_eq!(Compact::new(None, None).render("[1,2]"), None);
+        assert_eq!(Compact::new(None, None).render(r#"{"line":1,"text":"no path"}"#), None);
+    }
+}
