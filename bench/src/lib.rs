@@ -18,6 +18,7 @@ mod read;
 mod search;
 mod startup;
 mod throughput;
+mod tokens;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -36,10 +37,12 @@ pub enum Section {
     Glob,
     Read,
     Throughput,
+    Tokens,
 }
 
 impl Section {
-    pub const ALL: [Section; 5] = [Section::Startup, Section::Grep, Section::Glob, Section::Read, Section::Throughput];
+    pub const ALL: [Section; 6] =
+        [Section::Startup, Section::Grep, Section::Glob, Section::Read, Section::Throughput, Section::Tokens];
 }
 
 /// Everything a run needs.
@@ -171,6 +174,7 @@ pub fn run(opts: &Options) -> Report {
             Section::Glob => search::glob(opts, &trees, &mut report),
             Section::Read => read::run(opts, &corpus, &mut report),
             Section::Throughput => throughput::run(opts, &corpus, &mut report),
+            Section::Tokens => tokens::run(opts, &trees, &mut report),
         };
         if let Err(e) = outcome {
             report.error(&format!("{section:?}"), e);

@@ -41,6 +41,9 @@ struct Named {
     path: Option<String>,
 }
 
+/// The share of the result (percent) a directory must hold to be suggested.
+const MIN_SHARE: u64 = 10;
+
 /// The paths `top` lists, at most.
 const TOP: usize = 5;
 
@@ -69,9 +72,11 @@ impl Whole {
         });
         if !self.paths.is_empty() {
             out["paths"] = self.paths.len().into();
-            let top: Vec<Value> =
-                self.paths.iter().take(TOP).map(|(path, items)| json!({ "path": path, "items": items })).collect();
-            out["top_paths"] = Value::Array(top);
+            // The top paths say something only where a path holds several items (a file's matches).
+            if self.paths.first().is_some_and(|(_, items)| *items > 1) {
+                let top = self.paths.iter().take(TOP).map(|(path, items)| json!({ "path": path, "items": items }));
+                out["top_paths"] = Value::Array(top.collect());
+            }
             let (dirs, types) = (self.grouped(parent), self.grouped(extension));
             let listed = |groups: &[(String, u64)], key: &str| -> Value {
                 groups.iter().take(TOP).map(|(name, items)| json!({ key: name, "items": items })).collect()
@@ -100,7 +105,9 @@ impl Whole {
         let at_least = if self.exact { "" } else { "at least " };
         let share = |items: u64| items * 100 / self.items.max(1);
         let mut said = Vec::new();
-        if let (Some((dir, items)), true) = (dirs.first(), dirs.len() > 1) {
+        // A directory is worth naming when it holds several items and a fair share of the result.
+        let worth = |items: u64| items > 1 && share(items) >= MIN_SHARE;
+        if let (Some((dir, items)), true) = (dirs.first(), dirs.len() > 1 && worth(dirs[0].1)) {
             said.push(format!(
                 "{items} of {at_least}{} items ({}%) are in {dir}: narrow with `path` \"{dir}\".",
                 self.items,
@@ -241,6 +248,15 @@ mod tests {
         let partial = Whole { exact: false, paths: Vec::new(), ..whole };
         assert_eq!(partial.sentence(), "at least 4 items (~100 tokens) in all");
         assert!(partial.to_json().get("top_paths").is_none());
+    }
+
+    #[test]
+    fn one_item_per_path_names_no_top_paths_and_no_small_directory() {
+        let paths: Vec<(String, u64)> = (0..10).map(|i| (format!("d{i}/Cargo.toml"), 1)).collect();
+        let shown = Whole { items: 10, bytes: 230, exact: true, paths }.to_json();
+        assert!(shown.get("top_paths").is_none(), "{shown}");
+        let said = shown["suggestions"].as_array().unwrap();
+        assert!(said.iter().all(|s| !s.as_str().unwrap().contains("narrow with `path`")), "{shown}");
     }
 
     #[test]

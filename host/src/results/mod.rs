@@ -434,7 +434,7 @@ fn footer(page: &Page) -> Option<String> {
             format!("lines {a}–{b} (bytes {start_byte}–{end_byte})")
         }
         Some(span) => format!("bytes {}–{}", span.start_byte, span.end_byte),
-        None => format!("{} items, {} bytes", page.items, page.bytes),
+        None => format!("{} item{}, {} bytes", page.items, if page.items == 1 { "" } else { "s" }, page.bytes),
     };
     let mut told = String::new();
     if let Some(Remaining { bytes, items }) = remaining(page) {

@@ -27,7 +27,8 @@ style: `*.md` matches at any depth, `src/**` everything under src, `**/*.rs` eve
 Like `rg --files`: respects .gitignore/.ignore files and skips hidden entries unless `no_ignore`/`hidden` \
 say otherwise. As with rg -g, an entry a glob matches is included even if hidden or ignored, and a matched \
 directory is entered (so `*` or `**/*`, which match every name, disregard ignore files; prefer `**/*.ext`). \
-Symlinks are neither followed nor listed. Each result is one JSON object {path, type, size, mtime_ns}, in \
+Symlinks are neither followed nor listed. Results are shown grouped by directory (`dir:` then the \
+names, relative to the first root; `format: \"json\"`: one JSON object each {path, type, size, mtime_ns}), in \
 path order (directory by directory, names sorted), or newest first with sort: \"mtime\" (which collects \
 and sorts at most 100000 matches). Set include_dirs to match directories too.";
 

@@ -35,10 +35,11 @@ pub const DESCRIPTION: &str = "Search file contents with ripgrep's engine. `patt
 to the first root or absolute inside a root; default: the first root) is searched recursively, \
 skipping hidden files, binary files and what .gitignore/.ignore/.rgignore exclude, in path order. \
 Narrow with `include`/`exclude` globs or a ripgrep file `type` (rust, py, js, ...). \
-`output_mode`: \"content\" (default; one item per matching line with its line number, byte offset \
-and submatch offsets, plus `context_before`/`context_after` lines), \"files_with_matches\" (one item \
-per file) or \"count\" (matching lines per file). Long lines can be cut with `max_line_length`; a cut \
-line says which bytes to pass to `read` for the rest.";
+`output_mode`: \"content\" (default; each matching line with its line number, grouped under its file \
+as `rg --heading -n` prints them, plus `context_before`/`context_after` lines), \"files_with_matches\" \
+(the files) or \"count\" (matching lines per file, as `rg -c`). Paths are shown relative to the first \
+root; `format: \"json\"` gives one JSON item per match instead, with byte offsets and submatch offsets. \
+A long line is cut, saying which bytes to pass to `read` for the rest.";
 
 /// The JSON Schema of the arguments.
 pub fn input_schema() -> serde_json::Value {

@@ -21,8 +21,9 @@ pub const NAME: &str = "list";
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// What the tool does, for a model choosing a tool.
-pub const DESCRIPTION: &str = "List a directory: the entries under `path` (default: the first root), one JSON \
-object each {path, type, size, mtime_ns, depth}. `depth` 1 (default) lists the directory's own entries; \
+pub const DESCRIPTION: &str = "List a directory: the entries under `path` (default: the first root), grouped \
+by directory as `ls -RF` shows them (`dir:` then the names, `/` after a directory, `@` after a symlink; \
+`format: \"json\"`: one JSON object each {path, type, size, mtime_ns, depth}). `depth` 1 (default) lists the directory's own entries; \
 higher values recurse (at most 32), each directory followed by its contents, names sorted. Hidden entries \
 (names starting with `.`) are included unless hidden: false; ignore files are not consulted (use `glob` for \
 a gitignore-aware search). Symlinks are reported as type \"symlink\" with the link's own size and never \
