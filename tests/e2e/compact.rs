@@ -161,23 +161,9 @@ fn the_text_form_resumes_exactly_when_every_stream_is_reopened() {
     // One parked stream at most: alternating two searches evicts each one, so
     // every page reopens grep at the cursor, under the heading it carries.
     let mut server = Server::initialized(&root, &["--max-sessions", "1"]);
-    let mut a = json!({"pattern": "haystack", "max_tokens": 90});
-    let mut b = json!({"pattern": "needle", "output_mode": "count", "max_tokens": 30});
-    let (mut got, mut pages) = (Vec::new(), 0);
-    loop {
-        let page = server.call(2000 + pages, "grep", a.clone());
-        assert_eq!(page["isError"], false, "{page}");
-        got.extend(crate::support::payload(&page));
-        pages += 1;
-        let other = server.call(5000 + pages, "grep", b.clone());
-        if let Some(cursor) = other["structuredContent"]["next_cursor"].as_str() {
-            b = json!({"cursor": cursor});
-        }
-        match page["structuredContent"]["next_cursor"].as_str() {
-            Some(cursor) => a = json!({"cursor": cursor, "max_tokens": 90}),
-            None => break,
-        }
-    }
+    let args = json!({"pattern": "haystack"});
+    let other = json!({"pattern": "needle", "output_mode": "count", "max_tokens": 30});
+    let (got, pages) = crate::support::read_all_reopened(&mut server, "grep", args, other, 90);
     assert!(pages > 5, "{pages} pages");
     assert_eq!(String::from_utf8(got).unwrap(), want, "reopened pages differ from the whole rendering");
 }

@@ -266,25 +266,8 @@ fn pages_resume_exactly_when_every_stream_is_reopened() {
     // One parked stream at most: alternating two searches evicts each one,
     // so every page reopens the tool at the cursor's position.
     let mut server = Server::initialized(&root, &["--max-sessions", "1"]);
-    let other = json!({"pattern": "haystack", "output_mode": "count"});
-    let (mut a, mut b) = (args.clone(), other.clone());
-    a["max_tokens"] = 300.into();
-    b["max_tokens"] = 60.into();
-    let (mut got, mut pages) = (Vec::new(), 0);
-    loop {
-        let page = server.call(2000 + pages, "grep", a.clone());
-        assert_eq!(page["isError"], false, "{page}");
-        got.extend(crate::support::payload(&page));
-        pages += 1;
-        let other_page = server.call(5000 + pages, "grep", b.clone());
-        if let Some(cursor) = other_page["structuredContent"]["next_cursor"].as_str() {
-            b = json!({"cursor": cursor, "max_tokens": 60});
-        }
-        match page["structuredContent"]["next_cursor"].as_str() {
-            Some(cursor) => a = json!({"cursor": cursor, "max_tokens": 300}),
-            None => break,
-        }
-    }
+    let other = json!({"pattern": "haystack", "output_mode": "count", "max_tokens": 60});
+    let (got, pages) = crate::support::read_all_reopened(&mut server, "grep", args.clone(), other, 300);
     assert!(pages > 5, "{pages} pages");
     assert!(parse(&got) == parse(&whole), "reopened pages differ from one unbroken search");
 }

@@ -660,6 +660,36 @@ pub fn read_all(server: &mut Server, tool: &str, arguments: Value, max_tokens: u
     }
 }
 
+/// Pages through `tool` called with `args` at `max_tokens`, calling it with `other` (and its
+/// cursor) between every two pages: on a server that parks one stream at most
+/// (`--max-sessions 1`), every page then reopens the tool at its cursor. The payload of every
+/// page concatenated, and how many pages there were.
+pub fn read_all_reopened(
+    server: &mut Server,
+    tool: &str,
+    args: Value,
+    other: Value,
+    max_tokens: u64,
+) -> (Vec<u8>, i64) {
+    let (mut a, mut b) = (args, other);
+    a["max_tokens"] = max_tokens.into();
+    let (mut got, mut pages) = (Vec::new(), 0);
+    loop {
+        let page = server.call(2000 + pages, tool, a.clone());
+        assert_eq!(page["isError"], false, "{page}");
+        got.extend(payload(&page));
+        pages += 1;
+        let other_page = server.call(5000 + pages, tool, b.clone());
+        if let Some(cursor) = other_page["structuredContent"]["next_cursor"].as_str() {
+            b = json!({ "cursor": cursor });
+        }
+        match page["structuredContent"]["next_cursor"].as_str() {
+            Some(cursor) => a = json!({ "cursor": cursor, "max_tokens": max_tokens }),
+            None => return (got, pages),
+        }
+    }
+}
+
 /// A small deterministic PRNG for generated inputs (xorshift64*).
 pub struct Rng(pub u64);
 
