@@ -14,6 +14,7 @@ pub mod mcp;
 pub mod report;
 pub mod stats;
 
+mod http;
 mod read;
 mod search;
 mod startup;
@@ -37,12 +38,20 @@ pub enum Section {
     Glob,
     Read,
     Throughput,
+    Http,
     Tokens,
 }
 
 impl Section {
-    pub const ALL: [Section; 6] =
-        [Section::Startup, Section::Grep, Section::Glob, Section::Read, Section::Throughput, Section::Tokens];
+    pub const ALL: [Section; 7] = [
+        Section::Startup,
+        Section::Grep,
+        Section::Glob,
+        Section::Read,
+        Section::Throughput,
+        Section::Http,
+        Section::Tokens,
+    ];
 }
 
 /// Everything a run needs.
@@ -174,6 +183,7 @@ pub fn run(opts: &Options) -> Report {
             Section::Glob => search::glob(opts, &trees, &mut report),
             Section::Read => read::run(opts, &corpus, &mut report),
             Section::Throughput => throughput::run(opts, &corpus, &mut report),
+            Section::Http => http::run(opts, &corpus, &mut report),
             Section::Tokens => tokens::run(opts, &trees, &mut report),
         };
         if let Err(e) = outcome {

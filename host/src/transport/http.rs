@@ -21,6 +21,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
+use axum::serve::{Listener, ListenerExt};
 use futures_util::StreamExt;
 use futures_util::stream::{self, Stream};
 use tokio::sync::mpsc;
@@ -63,6 +64,7 @@ struct Endpoint {
 pub async fn serve(server: Arc<Server>, options: HttpOptions) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(options.addr).await?;
     let local = listener.local_addr()?;
+    let listener = answering_at_once(listener);
     tracing::info!("listening on http://{local}/mcp");
     let endpoint = Arc::new(Endpoint {
         server,
@@ -73,6 +75,14 @@ pub async fn serve(server: Arc<Server>, options: HttpOptions) -> anyhow::Result<
     let app = Router::new().route("/mcp", post(on_post).get(on_get).delete(on_delete)).with_state(endpoint);
     axum::serve(listener, app).await?;
     Ok(())
+}
+
+/// `listener`, with every connection it accepts set to send each write at
+/// once (see `no_delay`).
+fn answering_at_once(
+    listener: tokio::net::TcpListener,
+) -> impl Listener<Io = tokio::net::TcpStream, Addr = SocketAddr> {
+    listener.tap_io(|stream| super::no_delay(stream))
 }
 
 /// A JSON-RPC error with no id, as the body of a refusal.
@@ -386,6 +396,19 @@ async fn on_delete(State(endpoint): State<Arc<Endpoint>>, headers: HeaderMap) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The mechanism behind tool calls without a 40 ms stall: every
+    /// connection the HTTP listener accepts has Nagle's algorithm off, so an
+    /// SSE response's last small write is not held for the client's ACK.
+    #[tokio::test]
+    async fn accepted_connections_send_each_write_at_once() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let mut listener = answering_at_once(listener);
+        let _client = std::net::TcpStream::connect(addr).unwrap();
+        let (stream, _) = Listener::accept(&mut listener).await;
+        assert!(stream.nodelay().unwrap(), "TCP_NODELAY is set");
+    }
 
     #[test]
     fn hosts_and_origins_are_reduced_to_their_names() {

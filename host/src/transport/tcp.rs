@@ -57,7 +57,7 @@ pub async fn serve(server: Arc<Server>, addr: SocketAddr, token: String) -> anyh
     tracing::info!("listening on {}", listener.local_addr()?);
     let token: Arc<str> = token.into();
     loop {
-        let (stream, peer) = listener.accept().await?;
+        let (stream, peer) = accept(&listener).await?;
         let (server, token) = (Arc::clone(&server), Arc::clone(&token));
         tokio::spawn(async move {
             tracing::debug!(%peer, "connection");
@@ -66,6 +66,13 @@ pub async fn serve(server: Arc<Server>, addr: SocketAddr, token: String) -> anyh
             }
         });
     }
+}
+
+/// The next connection, set to send each write at once (see `no_delay`).
+async fn accept(listener: &TcpListener) -> std::io::Result<(TcpStream, SocketAddr)> {
+    let (stream, peer) = listener.accept().await?;
+    super::no_delay(&stream);
+    Ok((stream, peer))
 }
 
 async fn connection(server: Arc<Server>, stream: TcpStream, token: &str) -> std::io::Result<()> {
@@ -106,6 +113,16 @@ mod tests {
         assert_eq!(greet(b"s3cre", "s3cret"), Greeting::Refused);
         assert_eq!(greet(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#, "s3cret"), Greeting::Refused);
         assert_eq!(greet(b"", "s3cret"), Greeting::Refused);
+    }
+
+    /// The mechanism behind answers without a 40 ms stall: every accepted
+    /// connection has Nagle's algorithm off.
+    #[tokio::test]
+    async fn accepted_connections_send_each_write_at_once() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let _client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (stream, _) = accept(&listener).await.unwrap();
+        assert!(stream.nodelay().unwrap(), "TCP_NODELAY is set");
     }
 
     #[test]
