@@ -68,7 +68,7 @@ impl Chunk {
     pub fn budget_items(&self) -> u32 {
         match &self.payload {
             Payload::Item(_) => 1,
-            other => other.as_bytes().iter().filter(|&&b| b == b'\n').count() as u32,
+            other => bytecount::count(other.as_bytes(), b'\n') as u32,
         }
     }
 }

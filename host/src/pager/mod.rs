@@ -86,8 +86,18 @@ impl From<CursorError> for PageError {
     }
 }
 
-/// The page budget for these options, clamped by the server's limits.
-fn budget(limits: &PageLimits, paging: &Paging) -> Budget {
+/// The page a program following every cursor gets when it does not ask for
+/// one (`cordon call --all`): its pages never cross the wire, so they may be
+/// larger than any MCP page, which cuts the cost per page (the cursor, the
+/// hand-off to the guest's thread) to almost nothing per byte.
+const STREAM_PAGE: Budget = Budget { bytes: 2 << 20, items: u32::MAX };
+
+/// The page budget for these options, clamped by the server's limits; for a
+/// program that asked for no size, `STREAM_PAGE`.
+fn budget(limits: &PageLimits, paging: &Paging, for_model: bool) -> Budget {
+    if !for_model && paging.max_tokens.is_none() && paging.page_size.is_none() {
+        return STREAM_PAGE;
+    }
     let tokens = paging.max_tokens.map_or(limits.default_tokens, |t| t.min(u64::from(limits.max_tokens)) as u32);
     let items = paging.page_size.map_or(limits.max_items, |n| n.min(u64::from(limits.max_items)) as u32);
     Budget { bytes: tokens.saturating_mul(BYTES_PER_TOKEN).max(4), items: items.max(1) }
@@ -185,7 +195,7 @@ impl Pager {
         for_model: bool,
     ) -> Result<Page, PageError> {
         let runtime = &*self.runtime;
-        let budget = budget(&self.limits, &paging);
+        let budget = budget(&self.limits, &paging, for_model);
         let mut start = match &paging.cursor {
             None => {
                 tool.validate(&args).map_err(CallFailure::Tool)?;
@@ -481,12 +491,16 @@ mod tests {
     #[test]
     fn budgets_default_and_clamp_to_the_server_limits() {
         let limits = crate::limits::Limits::default().pages;
-        let default = budget(&limits, &Paging::default());
+        let default = budget(&limits, &Paging::default(), true);
         assert_eq!(default, Budget { bytes: limits.default_tokens * BYTES_PER_TOKEN, items: limits.max_items });
-        let huge =
-            budget(&limits, &Paging { max_tokens: Some(u64::MAX), page_size: Some(u64::MAX), ..Paging::default() });
+        let huge = budget(
+            &limits,
+            &Paging { max_tokens: Some(u64::MAX), page_size: Some(u64::MAX), ..Paging::default() },
+            true,
+        );
         assert_eq!(huge, Budget { bytes: limits.max_tokens * BYTES_PER_TOKEN, items: limits.max_items });
-        let tiny = budget(&limits, &Paging { max_tokens: Some(1), page_size: Some(1), ..Paging::default() });
-        assert_eq!(tiny, Budget { bytes: 4, items: 1 });
+        let tiny = budget(&limits, &Paging { max_tokens: Some(1), page_size: Some(1), ..Paging::default() }, false);
+        assert_eq!(tiny, Budget { bytes: 4, items: 1 }, "a program that asks gets what it asks");
+        assert_eq!(budget(&limits, &Paging::default(), false), STREAM_PAGE, "a program that does not: large pages");
     }
 }

@@ -83,13 +83,24 @@ impl Piece {
     }
 }
 
+/// How a chunk's SHA-256 is had: an item's is taken as it is pushed (its
+/// line on the page may differ: a newline added, a deep item cut); text and
+/// bytes are the page's own payload bytes from `offset`, hashed only when a
+/// program's metadata is rendered (`cordon call --all` never renders it, and
+/// a hash per byte less is most of the host's cost of paging a file).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ChunkHash {
+    Known(String),
+    At { offset: usize },
+}
+
 /// What a client learns about each chunk on a page.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChunkMeta {
     pub span: Option<Span>,
     pub bytes: usize,
-    /// SHA-256 of the chunk's payload bytes, hex.
-    pub sha256: String,
+    /// SHA-256 of the chunk's payload bytes (see `Page::chunk_sha256`).
+    pub sha256: ChunkHash,
     /// "utf8" for text, "base64" for raw bytes, "json" for items.
     pub encoding: &'static str,
     pub continued: bool,
@@ -129,6 +140,29 @@ pub struct Page {
     pub sha256: Option<String>,
 }
 
+impl Page {
+    /// The SHA-256 (hex) of a chunk's payload bytes.
+    pub fn chunk_sha256(&self, chunk: &ChunkMeta) -> String {
+        let offset = match &chunk.sha256 {
+            ChunkHash::Known(hex) => return hex.clone(),
+            ChunkHash::At { offset } => *offset,
+        };
+        let (end, mut at, mut hasher) = (offset + chunk.bytes, 0usize, Sha256::new());
+        for block in &self.blocks {
+            let bytes = match block {
+                Block::Text(text) => text.as_bytes(),
+                Block::Bytes(raw) => raw,
+            };
+            let (from, to) = (offset.max(at), end.min(at + bytes.len()));
+            if from < to {
+                hasher.update(&bytes[from - at..to - at]);
+            }
+            at += bytes.len();
+        }
+        hex::encode(hasher.finalize())
+    }
+}
+
 /// Gathers chunks up to a budget.
 pub struct Builder {
     budget: Budget,
@@ -140,6 +174,8 @@ pub struct Builder {
     bytes: u64,
     budget_items: u64,
     continued: bool,
+    /// The bytes of `blocks`, all together.
+    payload_len: usize,
 }
 
 impl Builder {
@@ -154,6 +190,7 @@ impl Builder {
             bytes: 0,
             budget_items: 0,
             continued: false,
+            payload_len: 0,
         }
     }
 
@@ -175,7 +212,7 @@ impl Builder {
                 self.chunks.push(ChunkMeta {
                     span: None,
                     bytes: shown.text.len(),
-                    sha256: hex::encode(Sha256::digest(shown.text.as_bytes())),
+                    sha256: ChunkHash::At { offset: self.payload_len },
                     encoding: "utf8",
                     continued: false,
                 });
@@ -195,18 +232,23 @@ impl Builder {
             Payload::Bytes(_) => "base64",
             Payload::Item(_) => "json",
         };
+        let sha256 = match &chunk.payload {
+            Payload::Item(_) => ChunkHash::Known(hex::encode(Sha256::digest(raw))),
+            _ => ChunkHash::At { offset: self.payload_len },
+        };
         self.chunks.push(ChunkMeta {
             span: chunk.span,
             bytes: raw.len(),
-            sha256: hex::encode(Sha256::digest(raw)),
+            sha256,
             encoding,
             continued: chunk.continued,
         });
         self.bytes += raw.len() as u64;
-        self.budget_items += u64::from(chunk.budget_items());
+        let lines = u64::from(chunk.budget_items());
+        self.budget_items += lines;
         self.items += match &chunk.payload {
             Payload::Item(_) => u64::from(!chunk.continued),
-            _ => u64::from(chunk.budget_items()),
+            _ => lines,
         };
         self.continued = chunk.continued;
         if let Some(s) = chunk.span {
@@ -225,6 +267,7 @@ impl Builder {
     fn append(&mut self, chunk: Chunk) {
         let text = match chunk.payload {
             Payload::Bytes(raw) => {
+                self.payload_len += raw.len();
                 match self.blocks.last_mut() {
                     Some(Block::Bytes(last)) => last.extend_from_slice(&raw),
                     _ => self.blocks.push(Block::Bytes(raw)),
@@ -238,6 +281,7 @@ impl Builder {
     }
 
     fn append_text(&mut self, text: String) {
+        self.payload_len += text.len();
         match self.blocks.last_mut() {
             Some(Block::Text(last)) => last.push_str(&text),
             _ => self.blocks.push(Block::Text(text)),
@@ -284,5 +328,33 @@ impl Builder {
             items_before: 0,
             sha256: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_chunks_hash_is_of_its_own_bytes_whichever_block_holds_them() {
+        let payloads = [
+            Payload::Text("ab\n".into()),
+            Payload::Bytes(vec![0xff, 0]),
+            Payload::Bytes(vec![1]),
+            Payload::Item(r#"{"a":1}"#.into()),
+            Payload::Text("cd".into()),
+        ];
+        let mut builder = Builder::new(Budget { bytes: 1 << 20, items: 100 }, 16);
+        for payload in payloads.clone() {
+            builder.push(Piece::Chunk(Chunk { payload, span: None, continued: false, resume: String::new() }));
+        }
+        let shown = Shown { text: "x.rs\n1:y\n".into(), resume: String::new(), heading: None };
+        builder.push(Piece::Shown(shown));
+        let page = builder.finish("t", 0, Value::Null);
+        let mut want: Vec<Vec<u8>> = payloads.iter().map(|p| p.as_bytes().to_vec()).collect();
+        want.push(b"x.rs\n1:y\n".to_vec());
+        let got: Vec<String> = page.chunks.iter().map(|c| page.chunk_sha256(c)).collect();
+        let want: Vec<String> = want.iter().map(|b| hex::encode(Sha256::digest(b))).collect();
+        assert_eq!(got, want);
     }
 }

@@ -377,7 +377,7 @@ fn chunks(page: &Page) -> Value {
             insert_span(&mut m, span);
         }
         m.insert("bytes".into(), c.bytes.into());
-        m.insert("sha256".into(), c.sha256.clone().into());
+        m.insert("sha256".into(), page.chunk_sha256(c).into());
         m.insert("encoding".into(), c.encoding.into());
         m.insert("continued".into(), c.continued.into());
         Value::Object(m)

@@ -312,22 +312,16 @@ impl<R: Read + Seek> ReadStream<R> {
 
 /// How many line ends `bytes` holds.
 fn count_newlines(bytes: &[u8]) -> u64 {
-    bytes.iter().filter(|&&b| b == b'\n').count() as u64
+    memchr::memchr_iter(b'\n', bytes).count() as u64
 }
 
 /// The index of the `n`th newline (1-based, `n` ≥ 1) in `bytes`, if there are
-/// that many.
+/// that many (never when `bytes` is shorter than `n`: not looked for).
 fn nth_newline(bytes: &[u8], n: u64) -> Option<usize> {
-    let mut from = 0;
-    let mut left = n;
-    loop {
-        let at = from + bytes[from..].iter().position(|&b| b == b'\n')?;
-        left -= 1;
-        if left == 0 {
-            return Some(at);
-        }
-        from = at + 1;
+    if n > bytes.len() as u64 {
+        return None;
     }
+    memchr::memchr_iter(b'\n', bytes).nth(usize::try_from(n - 1).ok()?)
 }
 
 /// Takes the longest text prefix of `bytes`, or, when it starts with bytes that
