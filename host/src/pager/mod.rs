@@ -132,6 +132,9 @@ struct Start {
     position: Option<String>,
     /// The heading in force after the last item delivered.
     heading: Option<String>,
+    /// The result the handle this page was asked with names, so the next
+    /// page's handle names it too (none: a first page, or a signed cursor).
+    stream: Option<String>,
     index: u64,
     fingerprint: Option<Fingerprint>,
     hasher: Sha256,
@@ -149,7 +152,7 @@ impl Pager {
         let parked = Arc::new(ParkedStreams::new(limits.parked, limits.parked_ttl));
         let reclaim: Arc<dyn Reclaim> = parked.clone();
         runtime.reclaim_with(Arc::downgrade(&reclaim));
-        let handles = Handles::new(handles);
+        let handles = Handles::new(handles, limits.cursor_ttl.as_secs());
         Pager { key, handles, parked, limits, runtime }
     }
 
@@ -212,6 +215,7 @@ impl Pager {
                     view,
                     position: None,
                     heading: None,
+                    stream: None,
                     index: 0,
                     fingerprint,
                     hasher: Sha256::default(),
@@ -322,7 +326,8 @@ impl Pager {
         // cursor itself) and the page size it asked for; the cursor holds the rest.
         let handle = match for_model {
             true => {
-                self.handles.mint(&cursor, expires).inspect_err(|e| tracing::warn!("no handle for a cursor: {e}")).ok()
+                let minted = self.handles.mint(start.stream.as_deref(), start.index + 1, &cursor, expires);
+                minted.inspect_err(|e| tracing::warn!("no handle for a cursor: {e}")).ok()
             }
             false => None,
         };
@@ -354,6 +359,7 @@ impl Pager {
     ) -> Result<Start, PageError> {
         let runtime = &*self.runtime;
         let behind;
+        let stream = handles::stream_of(text).map(str::to_owned);
         let text = match handles::is_handle(text) {
             true => {
                 behind = self.handles.resolve(text).map_err(|e| match e {
@@ -418,6 +424,7 @@ impl Pager {
             view,
             position: Some(cursor.resume),
             heading,
+            stream,
             index: cursor.page,
             fingerprint: cursor.fingerprint,
             hasher,
