@@ -266,3 +266,19 @@ fn a_cancelled_call_blocked_in_a_host_call_lets_go_of_its_slot_after_the_grace()
     assert_eq!(payload(&read["result"]), SMALL.as_bytes(), "the cancelled call is never answered: {read}");
     assert!(cancelled.elapsed() < HANG_GUARD, "the slot was held {:?} after the cancel", cancelled.elapsed());
 }
+
+#[test]
+fn every_call_starts_from_pristine_memory_even_in_a_reused_instance_slot() {
+    // Freed slots are reset in place (memset of the resident pages) rather
+    // than given back to the kernel: a call must still find nothing an
+    // earlier call left, neither in a static nor in a page it grew.
+    let fx = fixture();
+    let mut server = hostile_server(&fx);
+    for id in 1..=6 {
+        // The JSON form: the model's text form would leave out a zero and a false.
+        let reply = provoke(&mut server, id, json!({"behaviour": "remember", "format": "json"}));
+        let info = &reply["result"]["structuredContent"];
+        assert_eq!(reply["result"]["isError"], false, "{reply}");
+        assert_eq!((&info["prior_mark"], &info["dirty_page"]), (&json!(0), &json!(false)), "call {id}: {info}");
+    }
+}

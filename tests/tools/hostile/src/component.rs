@@ -47,13 +47,41 @@ impl Guest for Component {
         if args.place == Place::Open {
             misbehave(args.behaviour);
         }
-        Ok(wit::ChunkStream::new(Stream { args, sent: Cell::new(0) }))
+        let found = (args.behaviour == Behaviour::Remember).then(remember);
+        Ok(wit::ChunkStream::new(Stream { args, sent: Cell::new(0), found }))
     }
 }
 
 struct Stream {
     args: Args,
     sent: Cell<u64>,
+    /// What `remember` found of an earlier call: its mark, and whether a
+    /// freshly grown page held its bytes.
+    found: Option<(u64, bool)>,
+}
+
+/// The mark `remember` leaves in a static.
+static MARK: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Looks for an earlier call's marks and leaves its own: the static's value,
+/// and whether a page grown now holds anything but zeros (then fills it).
+fn remember() -> (u64, bool) {
+    use core::arch::wasm32::memory_grow;
+    let prior = MARK.swap(0xC0FF_EE00_D15E_A5E5, std::sync::atomic::Ordering::Relaxed);
+    let page = memory_grow(0, 1);
+    if page == usize::MAX {
+        return (prior, false);
+    }
+    let base = page * 65536;
+    let mut dirty = false;
+    for at in base..base + 65536 {
+        // SAFETY: the page was just grown and belongs to no Rust value.
+        unsafe {
+            dirty |= core::ptr::read_volatile(at as *const u8) != 0;
+            core::ptr::write_volatile(at as *mut u8, 0xAB);
+        }
+    }
+    (prior, dirty)
 }
 
 impl GuestChunkStream for Stream {
@@ -79,6 +107,10 @@ impl GuestChunkStream for Stream {
             misbehave(self.args.behaviour);
         }
         let mut info = json!({ "behaviour": format!("{:?}", self.args.behaviour) });
+        if let Some((prior, dirty)) = self.found {
+            info["prior_mark"] = prior.into();
+            info["dirty_page"] = dirty.into();
+        }
         if self.args.behaviour == Behaviour::HugeInfo {
             info["padding"] = "i".repeat(HUGE_TEXT_BYTES).into();
         }
@@ -129,7 +161,7 @@ fn misbehave(behaviour: Behaviour) {
         Behaviour::GuestHandles => {
             let args = Args { behaviour: Behaviour::Benign, place: Place::Next };
             for _ in 0..HANDLE_ATTEMPTS {
-                std::mem::forget(wit::ChunkStream::new(Stream { args, sent: Cell::new(0) }));
+                std::mem::forget(wit::ChunkStream::new(Stream { args, sent: Cell::new(0), found: None }));
             }
         }
         Behaviour::Trap => core::arch::wasm32::unreachable(),
@@ -146,7 +178,8 @@ fn misbehave(behaviour: Behaviour) {
         | Behaviour::HugeInfo
         | Behaviour::HugeError
         | Behaviour::SmallChunks
-        | Behaviour::EmptyChunks => {}
+        | Behaviour::EmptyChunks
+        | Behaviour::Remember => {}
     }
 }
 

@@ -79,6 +79,10 @@ pub enum Behaviour {
     /// Blocks in a WASI poll on a timer of `HOST_SLEEP_NS`, a host call the
     /// epoch deadline cannot interrupt, after a progress report saying so.
     SleepInHost,
+    /// Leaves marks for a later call to find (a static set, a page grown and
+    /// filled), after looking for the marks of an earlier one, and reports
+    /// what it found in `info` (`prior_mark`, `dirty_page`); otherwise benign.
+    Remember,
 }
 
 /// Where the misbehaviour happens.
@@ -116,7 +120,7 @@ pub fn input_schema() -> serde_json::Value {
                 "type": "string",
                 "enum": ["benign", "loop", "memory", "memory-huge", "handles", "guest-handles", "big-chunk",
                          "huge-chunk", "huge-info", "huge-error", "small-chunks", "empty-chunks", "trap",
-                         "panic", "sleep-in-host"],
+                         "panic", "sleep-in-host", "remember"],
                 "description": "What to do wrong."
             },
             "in": {
