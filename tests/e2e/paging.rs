@@ -309,7 +309,7 @@ fn byte_ranges_page_exactly_and_the_footer_counts_what_remains() {
     assert!(first["structuredContent"].get("start_line").is_none(), "lines are unknown mid-file");
     let footer = first["content"].as_array().unwrap().last().unwrap()["text"].as_str().unwrap().to_string();
     let end = first["structuredContent"]["end_byte"].as_u64().unwrap();
-    assert!(footer.contains(&format!("About {} more bytes", 20001 - end)), "{footer}");
+    assert!(footer.contains(&format!("about {} more bytes", 20001 - end)), "{footer}");
 }
 
 #[test]

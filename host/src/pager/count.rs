@@ -125,14 +125,18 @@ impl Whole {
         said
     }
 
-    /// "12,345 items (~80,000 tokens)" or "at least …".
+    /// The whole result in the footer's words, after "shows N":
+    /// "of 12345 items in 53 files (~80000 tokens in all)", or "of at least …".
     pub fn sentence(&self) -> String {
         let tokens = self.bytes.div_ceil(u64::from(BYTES_PER_TOKEN));
         let at_least = if self.exact { "" } else { "at least " };
-        let mut said = format!("{at_least}{} items (~{tokens} tokens) in all", self.items);
+        let mut said = format!("of {at_least}{} items", self.items);
         if !self.paths.is_empty() {
-            said.push_str(&format!(" in {at_least}{} files", self.paths.len()));
+            let files = self.paths.len();
+            said.push_str(&format!(" in {at_least}{files} file{}", if files == 1 { "" } else { "s" }));
         }
+        let all = if self.exact { "in all" } else { "counted so far" };
+        said.push_str(&format!(" (~{tokens} tokens {all})"));
         said
     }
 }
@@ -240,13 +244,13 @@ mod tests {
     fn a_count_says_its_totals_and_whether_they_are_exact() {
         let paths = vec![("b".to_string(), 3), ("a".to_string(), 1)];
         let whole = Whole { items: 4, bytes: 400, exact: true, paths };
-        assert_eq!(whole.sentence(), "4 items (~100 tokens) in all in 2 files");
+        assert_eq!(whole.sentence(), "of 4 items in 2 files (~100 tokens in all)");
         let shown = whole.to_json();
         assert_eq!(shown["top_paths"][0], json!({"path": "b", "items": 3}));
         assert_eq!((shown["estimated_tokens"].as_u64(), shown["exact"].as_bool()), (Some(100), Some(true)));
         assert_eq!(shown["top_dirs"][0], json!({"dir": ".", "items": 4}));
         let partial = Whole { exact: false, paths: Vec::new(), ..whole };
-        assert_eq!(partial.sentence(), "at least 4 items (~100 tokens) in all");
+        assert_eq!(partial.sentence(), "of at least 4 items (~100 tokens counted so far)");
         assert!(partial.to_json().get("top_paths").is_none());
     }
 

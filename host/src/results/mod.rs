@@ -426,32 +426,34 @@ fn remaining(page: &Page) -> Option<Remaining> {
     (bytes.is_some() || items.is_some()).then_some(Remaining { bytes, items })
 }
 
-/// The line the model reads when more remains.
+/// The line the model reads when more remains: one sentence saying what the
+/// page shows, of how much (exact or "at least"), and the call that continues.
 fn footer(page: &Page) -> Option<String> {
     let args = page.continue_with.as_ref()?;
-    let covered = match page.span {
-        Some(crate::tool::Span { lines: Some((a, b)), start_byte, end_byte }) => {
+    let plural = |n: u64| if n == 1 { "" } else { "s" };
+    let shows = match (page.span, &page.whole) {
+        (Some(crate::tool::Span { lines: Some((a, b)), start_byte, end_byte }), _) => {
             format!("lines {a}–{b} (bytes {start_byte}–{end_byte})")
         }
-        Some(span) => format!("bytes {}–{}", span.start_byte, span.end_byte),
-        None => format!("{} item{}, {} bytes", page.items, if page.items == 1 { "" } else { "s" }, page.bytes),
+        (Some(span), _) => format!("bytes {}–{}", span.start_byte, span.end_byte),
+        (None, Some(whole)) => format!("{} {}", page.items, whole.sentence()),
+        (None, None) if page.items_before == 0 => format!("{} item{}", page.items, plural(page.items)),
+        (None, None) => format!("items {}–{}", page.items_before + 1, page.items_before + page.items),
     };
-    let mut told = String::new();
+    let mut left = Vec::new();
     if let Some(Remaining { bytes, items }) = remaining(page) {
-        if let Some(left) = bytes {
-            told = format!(" About {left} more bytes (~{} tokens) remain.", left.div_ceil(u64::from(BYTES_PER_TOKEN)));
+        if let Some(bytes) = bytes {
+            left.push(format!("about {bytes} more bytes (~{} tokens)", bytes.div_ceil(u64::from(BYTES_PER_TOKEN))));
         }
-        if let Some(left) = items {
-            told.push_str(&format!(" {left} more items remain."));
+        if let (Some(items), None) = (items, &page.whole) {
+            left.push(format!("{items} more item{}", plural(items)));
         }
     }
-    let whole = page.whole.as_ref().map(|w| format!(" The whole result: {}.", w.sentence())).unwrap_or_default();
-    Some(format!(
-        "[Page {} shows {covered}; more remains.{whole}{told} To continue, call `{}` with {}]",
-        page.index + 1,
-        page.tool,
-        args
-    ))
+    let left = match left.is_empty() {
+        true => String::new(),
+        false => format!(", {} remain", left.join(" and ")),
+    };
+    Some(format!("[Page {} shows {shows}{left}; continue with `{}` {args}]", page.index + 1, page.tool))
 }
 
 fn content_block(block: &Block) -> Value {
@@ -593,6 +595,26 @@ mod tests {
         assert_eq!(held["replacements"], 1);
         let more = structured_of(page(vec![(Payload::Item(answer.to_string()), false)], json!({"path": "f"})));
         assert_eq!(more["items"], json!([answer]), "an item with fields the info lacks is kept");
+    }
+
+    #[test]
+    fn the_footer_is_one_sentence_saying_what_is_shown_of_how_much_and_how_to_go_on() {
+        let mut first = page(vec![(Payload::Item(r#"{"path":"a"}"#.into()), false)], json!({}));
+        first.continue_with = Some(json!({"cursor": "h1_x.1"}));
+        let paths = vec![("a".to_string(), 1)];
+        first.whole = Some(crate::pager::count::Whole { items: 13, bytes: 400, exact: true, paths });
+        let said = footer(&first).unwrap();
+        assert_eq!(
+            said,
+            r#"[Page 1 shows 1 of 13 items in 1 file (~100 tokens in all); continue with `t` {"cursor":"h1_x.1"}]"#
+        );
+        let mut later =
+            page(vec![(Payload::Item("[1]".into()), false), (Payload::Item("[2]".into()), false)], json!({}));
+        (later.index, later.items_before) = (1, 5);
+        later.continue_with = Some(json!({"cursor": "h1_x.2"}));
+        let said = footer(&later).unwrap();
+        assert_eq!(said, r#"[Page 2 shows items 6–7; continue with `t` {"cursor":"h1_x.2"}]"#);
+        assert_eq!(said.matches(". ").count(), 0, "one sentence");
     }
 
     #[test]
