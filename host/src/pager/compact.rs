@@ -61,13 +61,18 @@ impl Compact {
     /// `item` (a JSON text) in the compact form, ending with a newline, or
     /// `None` when the item has none of the shapes above (it is shown as JSON).
     pub fn render(&mut self, item: &str) -> Option<String> {
-        let Ok(Value::Object(item)) = serde_json::from_str::<Value>(item) else { return None };
+        self.render_value(&serde_json::from_str(item).ok()?)
+    }
+
+    /// `render`, for an item already parsed.
+    pub fn render_value(&mut self, item: &Value) -> Option<String> {
+        let item = item.as_object()?;
         let path = item.get("path")?.as_str()?;
         let shown = self.relative(path);
         if let (Some(line), Some(text)) = (item.get("line").and_then(Value::as_u64), item.get("text")) {
             let text = text.as_str()?;
             let mut out = self.heading(shown, "\n");
-            render_match(&mut out, &item, line, text);
+            render_match(&mut out, item, line, text);
             return Some(out);
         }
         if let Some(count) = item.get("count").and_then(Value::as_u64) {
@@ -122,13 +127,13 @@ impl Compact {
 
     /// `path` relative to the base when inside it (`.` for the base itself).
     pub fn relative(&self, path: &str) -> String {
-        match &self.base {
-            Some(base) if path == base => ".".into(),
-            Some(base) => match path.strip_prefix(base.as_str()).and_then(|rest| rest.strip_prefix('/')) {
-                Some(rest) if !base.is_empty() => rest.into(),
-                _ if base.is_empty() => path.trim_start_matches('/').into(),
-                _ => path.into(),
-            },
+        let Some(base) = &self.base else { return path.into() };
+        // A base of "" is the root directory, `/`.
+        if path == base || (base.is_empty() && path == "/") {
+            return ".".into();
+        }
+        match path.strip_prefix(base.as_str()).and_then(|rest| rest.strip_prefix('/')) {
+            Some(rest) => rest.into(),
             None => path.into(),
         }
     }

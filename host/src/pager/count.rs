@@ -208,11 +208,18 @@ pub fn count(runtime: &Runtime, ctx: &CallContext, counting: Counting<'_>) -> Op
                         }
                     };
                     whole.items += 1;
-                    let shown = view.as_mut().and_then(|v| v.render(item));
-                    whole.bytes += shown.map_or(item.len(), |text| text.len()) as u64;
-                    let named = serde_json::from_str::<Named>(item).ok();
-                    if let Some(path) = named.and_then(|n| n.path) {
-                        let path = view.as_ref().map_or(path.clone(), |v| v.relative(&path));
+                    // The text form parses the item once, to render it and to read its path.
+                    let (bytes, path) = match view.as_mut() {
+                        Some(view) => {
+                            let value = serde_json::from_str::<Value>(item).ok();
+                            let path = value.as_ref().and_then(|v| v.get("path")?.as_str()).map(|p| view.relative(p));
+                            let shown = value.as_ref().and_then(|v| view.render_value(v));
+                            (shown.map_or(item.len(), |text| text.len()), path)
+                        }
+                        None => (item.len(), serde_json::from_str::<Named>(item).ok().and_then(|n| n.path)),
+                    };
+                    whole.bytes += bytes as u64;
+                    if let Some(path) = path {
                         *paths.entry(path).or_default() += 1;
                     }
                     gathered.clear();

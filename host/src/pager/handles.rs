@@ -157,8 +157,9 @@ impl Handles {
         Handles { store, ttl_secs, swept: AtomicU64::new(now_secs()) }
     }
 
-    /// A new handle for `cursor`, which expires (and the handle with it) at
-    /// `expires`, in seconds since the Unix epoch.
+    /// A handle for `cursor`, the one that continues to page `page` of the
+    /// result `stream` (a new result when `None`), which expires (and the
+    /// handle with it) at `expires`, in seconds since the Unix epoch.
     pub fn mint(&self, stream: Option<&str>, page: u64, cursor: &str, expires: u64) -> Result<String, HandleError> {
         let stream = match stream {
             Some(stream) => stream.to_string(),

@@ -460,6 +460,15 @@ fn next_piece(
     let Some(first) = call.next(budget)? else { return Ok(None) };
     let Some(view) = view else { return Ok(Some(Piece::Chunk(first))) };
     let Payload::Item(text) = &first.payload else { return Ok(Some(Piece::Chunk(first))) };
+    let shown = |text: String, resume: String, view: &Compact| {
+        Piece::Shown(Shown { text, resume, heading: view.group().map(str::to_owned) })
+    };
+    if !first.continued {
+        return Ok(Some(match view.render(text) {
+            Some(text) => shown(text, first.resume, view),
+            None => Piece::Chunk(first),
+        }));
+    }
     let mut whole = text.clone();
     let mut pieces = vec![first];
     while pieces.last().is_some_and(|p| p.continued) {
@@ -471,7 +480,7 @@ fn next_piece(
     }
     if let Some(text) = view.render(&whole) {
         let resume = pieces.pop().map(|p| p.resume).unwrap_or_default();
-        return Ok(Some(Piece::Shown(Shown { text, resume, heading: view.group().map(str::to_owned) })));
+        return Ok(Some(shown(text, resume, view)));
     }
     let mut pieces = pieces.into_iter();
     let first = pieces.next().map(Piece::Chunk);
