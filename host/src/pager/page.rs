@@ -336,6 +336,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn an_item_larger_than_a_whole_page_is_cut_to_it_on_a_character_boundary() {
+        let item = |text: String| Shown { text, resume: "r".into(), heading: None };
+        let small = item("a\n".into()).cut_to(100);
+        assert_eq!(small.text, "a\n", "an item that fits is left whole");
+        let long = item("é".repeat(500)).cut_to(400);
+        assert!(long.text.len() <= 400 && long.text.ends_with(CUT_NOTE), "{}", long.text);
+        assert!(long.text.starts_with("éé") && long.resume == "r");
+        let tiny = item("é".repeat(10)).cut_to(5);
+        assert_eq!(tiny.text, "éé", "no room for the note: the text alone, whole characters");
+    }
+
+    #[test]
     fn each_chunks_hash_is_of_its_own_bytes_whichever_block_holds_them() {
         let payloads = [
             Payload::Text("ab\n".into()),
