@@ -3,13 +3,35 @@
 //! A user runs only `cargo build`/`cargo run`: this script runs a nested
 //! `cargo build --release --target wasm32-wasip2` for every tool crate into its
 //! own target directory (`<target>/guests`), copies the components into
-//! `OUT_DIR` and writes `builtin_tools.rs`, which `include_bytes!`s them. It also
-//! records the wasmtime version from `Cargo.lock`, a part of the compile-cache key.
+//! `OUT_DIR` and writes `builtin_tools.rs`, which `include_bytes!`s them with
+//! their manifests. A manifest comes from the tool crate itself, built natively
+//! as a build dependency (as for its unit tests), so the server lists its tools
+//! before compiling any component; the host checks each component's own
+//! `describe` against it once compiled. It also records the wasmtime version
+//! from `Cargo.lock`, a part of the compile-cache key.
 
 use std::env;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+use cordon_sdk::{Manifest, Tool};
+
+type ManifestFn = fn() -> Manifest;
+
+/// Every built-in tool crate (`tools/<name>`) with its manifest; a tool crate
+/// missing here fails the build, which says to add it.
+const MANIFESTS: &[(&str, ManifestFn)] = &[
+    ("edit", <cordon_tool_edit::EditTool as Tool>::manifest),
+    ("glob", <cordon_tool_glob::GlobTool as Tool>::manifest),
+    ("grep", <cordon_tool_grep::GrepTool as Tool>::manifest),
+    ("list", <cordon_tool_list::ListTool as Tool>::manifest),
+    ("mkdir", <cordon_tool_mkdir::MkdirTool as Tool>::manifest),
+    ("move", <cordon_tool_move::MoveTool as Tool>::manifest),
+    ("read", <cordon_tool_read::ReadTool as Tool>::manifest),
+    ("stat", <cordon_tool_stat::StatTool as Tool>::manifest),
+    ("write", <cordon_tool_write::WriteTool as Tool>::manifest),
+];
 
 const GUEST_TARGET: &str = "wasm32-wasip2";
 
@@ -52,21 +74,41 @@ fn main() {
     println!("cargo:rustc-env=CORDON_EXAMPLE_RUST_COMPONENT={}", example.display());
 
     let mut table = String::from(
-        "/// The built-in tools: (crate directory name, component bytes, their SHA-256).\n\
-         pub static BUILTIN_TOOLS: &[(&str, &[u8], &str)] = &[\n",
+        "/// A built-in tool: its crate directory's name, the component's bytes,\n\
+         /// their SHA-256 and the tool's manifest as JSON.\n\
+         pub type Builtin = (&'static str, &'static [u8], &'static str, &'static str);\n\n\
+         /// The built-in tools.\n\
+         pub static BUILTIN_TOOLS: &[Builtin] = &[\n",
     );
     for tool in &tools {
         let artifact = artifacts.join(format!("cordon_tool_{}.wasm", tool.replace('-', "_")));
         let embedded = out_dir.join(format!("{tool}.wasm"));
         fs::copy(&artifact, &embedded).unwrap_or_else(|e| panic!("copy {}: {e}", artifact.display()));
         let digest = sha256_hex(&fs::read(&embedded).unwrap());
-        table.push_str(&format!("    ({tool:?}, include_bytes!({:?}), {digest:?}),\n", embedded.display().to_string()));
+        let manifest = out_dir.join(format!("{tool}.manifest.json"));
+        fs::write(&manifest, manifest_json(tool)).unwrap();
+        table.push_str(&format!(
+            "    ({tool:?}, include_bytes!({:?}), {digest:?}, include_str!({:?})),\n",
+            embedded.display().to_string(),
+            manifest.display().to_string()
+        ));
     }
     table.push_str("];\n");
     fs::write(out_dir.join("builtin_tools.rs"), table).unwrap();
 
     let wasmtime = locked_version(&workspace.join("Cargo.lock"), "wasmtime");
     println!("cargo:rustc-env=CORDON_WASMTIME_VERSION={wasmtime}");
+}
+
+/// The manifest of the built-in tool `tool`, as JSON.
+fn manifest_json(tool: &str) -> String {
+    let Some((_, manifest)) = MANIFESTS.iter().find(|(name, _)| *name == tool) else {
+        panic!(
+            "the tool crate tools/{tool} is not in host/build.rs's MANIFESTS: add it there and as a \
+             build dependency in host/Cargo.toml, so its manifest is known at build time"
+        )
+    };
+    serde_json::to_string(&manifest()).expect("a manifest is JSON")
 }
 
 /// The tool crates: every directory under `dir` with a Cargo.toml, except the

@@ -1,6 +1,7 @@
-//! Start-up: from spawning the server to its first `tools/list` answer, cold
-//! (an empty state directory: Cordon compiles its tools) and warm (the compile
-//! cache present), beside the reference server.
+//! Start-up: from spawning the server to its first `tools/list` answer and to
+//! its first answered `read` of a small file, cold (an empty state directory:
+//! Cordon compiles its tools) and warm (the compile cache present), beside the
+//! reference server.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -19,29 +20,31 @@ pub fn run(opts: &Options, corpus: &Corpus, report: &mut Report) -> Result<()> {
     let root: &Path = &corpus.small_root;
     let warm = cordon_serve(&opts.cordon, &[root], &opts.state_dir, &[]);
     let peer = opts.peers.peer(&[root]);
+    let file = root.join("small.txt");
+    let ours_read = Read { tool: "read", arguments: json!({ "path": "small.txt" }) };
+    let theirs_read = Read { tool: "read_text_file", arguments: json!({ "path": file }) };
     let (mut cold_t, mut warm_t, mut peer_t) = (Vec::new(), Vec::new(), Vec::new());
     let (mut ours, mut theirs) = (0, 0);
     for run in 0..opts.runs {
         let fresh = std::env::temp_dir().join(format!("cordon-bench-cold-{}-{run}", std::process::id()));
         let _ = std::fs::remove_dir_all(&fresh);
         let cold = cordon_serve(&opts.cordon, &[root], &fresh, &[]);
-        let measured = first_tools_list(&cold);
+        let measured = first_answers(&cold, &ours_read);
         let _ = std::fs::remove_dir_all(&fresh);
-        let (t, n) = measured?;
-        cold_t.push(t);
-        ours = n;
-        let (t, _) = first_tools_list(&warm)?;
-        warm_t.push(t);
+        let first = measured?;
+        ours = first.tools;
+        cold_t.push(first);
+        warm_t.push(first_answers(&warm, &ours_read)?);
         if let Some(peer) = &peer {
-            let (t, n) = first_tools_list(peer)?;
-            peer_t.push(t);
-            theirs = n;
+            let first = first_answers(peer, &theirs_read)?;
+            theirs = first.tools;
+            peer_t.push(first);
         }
     }
     let mut table = Table::new(
         "Start-up",
         &[
-            "spawn to the first `tools/list` answer",
+            "spawn to",
             "Cordon, median",
             "Cordon, min – max",
             "reference server, median",
@@ -50,17 +53,26 @@ pub fn run(opts: &Options, corpus: &Corpus, report: &mut Report) -> Result<()> {
     );
     table.intro.push(format!(
         "The client writes `initialize`, `notifications/initialized` and `tools/list` at once and waits for \
-         the `tools/list` answer; the server is then closed. Cordon lists {ours} tools; the reference server \
-         lists {theirs}. Cold: an empty `--state-dir`, so Cordon compiles every built-in tool (the operating \
-         system's file cache stays warm); warm: the compile cache from earlier runs. The reference server has \
-         no compile cache: its one measurement is shown on both rows."
+         the `tools/list` answer, then calls `read` (the reference server: `read_text_file`) on a {}-byte file \
+         and waits for its answer; the server is then closed. Cordon lists {ours} tools; the reference server \
+         lists {theirs}. Cold: an empty `--state-dir`: Cordon lists its built-in tools from the manifests \
+         built with it and compiles each component in the background, a call compiling its own tool first \
+         if it comes before (the operating system's file cache stays warm); warm: the compile cache from \
+         earlier runs. The reference server has no compile cache: its one measurement is shown on both rows.",
+        crate::corpus::SMALL.len()
     ));
-    let peer_median = median_secs(&peer_t);
-    for (label, samples) in
-        [("cold: empty state directory (compiles the tools)", &cold_t), ("warm: compile cache present", &warm_t)]
-    {
-        let median = median_secs(samples);
-        let (min, max) = (samples.iter().min().copied(), samples.iter().max().copied());
+    type Case<'a> = (&'a str, &'a [First], fn(&First) -> Duration);
+    let cases: [Case; 4] = [
+        ("cold: the first `tools/list` answer", &cold_t, |f| f.list),
+        ("cold: the first answered `read`", &cold_t, |f| f.read),
+        ("warm: the first `tools/list` answer", &warm_t, |f| f.list),
+        ("warm: the first answered `read`", &warm_t, |f| f.read),
+    ];
+    for (label, samples, which) in cases {
+        let times: Vec<Duration> = samples.iter().map(which).collect();
+        let peer_times: Vec<Duration> = peer_t.iter().map(which).collect();
+        let (median, peer_median) = (median_secs(&times), median_secs(&peer_times));
+        let (min, max) = (times.iter().min().copied(), times.iter().max().copied());
         let range = match (min, max) {
             (Some(a), Some(b)) => format!("{} – {}", secs(a.as_secs_f64()), secs(b.as_secs_f64())),
             _ => "-".into(),
@@ -82,31 +94,56 @@ pub fn missing_peer_note() -> String {
         .into()
 }
 
-/// Spawns `launch` and times it to the `tools/list` answer; returns the time
-/// and the number of tools.
-fn first_tools_list(launch: &Launch) -> Result<(Duration, usize)> {
+/// A small read, as one server names it.
+struct Read {
+    tool: &'static str,
+    arguments: Value,
+}
+
+/// The times from spawning a server to its first answers, and how many tools
+/// it listed.
+struct First {
+    list: Duration,
+    read: Duration,
+    tools: usize,
+}
+
+/// Spawns `launch` and times it to the `tools/list` answer and then to the
+/// answer of `read`.
+fn first_answers(launch: &Launch, read: &Read) -> Result<First> {
     let start = Instant::now();
     let mut server = Server::spawn(launch)?;
     let _watchdog = server.watchdog(crate::WATCHDOG);
     server.send_request("initialize", initialize_params())?;
     server.notify("notifications/initialized")?;
     let list = server.send_request("tools/list", json!({}))?;
-    let reply = loop {
-        let reply = server.recv_response()?;
-        if reply["id"] == json!(list) {
-            break reply;
-        }
-        if let Some(error) = reply.get("error") {
-            bail!("{}: initialize failed: {error}", launch.name);
-        }
-    };
-    let elapsed = start.elapsed();
+    let reply = answer(&mut server, list, &launch.name)?;
+    let list = start.elapsed();
     let tools = reply["result"]["tools"].as_array().map(Vec::len).unwrap_or(0);
     if tools == 0 {
         bail!("{}: tools/list answered without tools: {}", launch.name, short(&reply));
     }
+    let call = server.send_request("tools/call", json!({ "name": read.tool, "arguments": read.arguments }))?;
+    let reply = answer(&mut server, call, &launch.name)?;
+    let read_at = start.elapsed();
+    if reply["result"]["isError"] == json!(true) || reply.get("error").is_some() {
+        bail!("{}: the first read failed: {}", launch.name, short(&reply));
+    }
     server.finish();
-    Ok((elapsed, tools))
+    Ok(First { list, read: read_at, tools })
+}
+
+/// The response to request `id`; an error answer to another request fails.
+fn answer(server: &mut Server, id: u64, name: &str) -> Result<Value> {
+    loop {
+        let reply = server.recv_response()?;
+        if reply["id"] == json!(id) {
+            return Ok(reply);
+        }
+        if let Some(error) = reply.get("error") {
+            bail!("{name}: initialize failed: {error}");
+        }
+    }
 }
 
 fn short(value: &Value) -> String {

@@ -1,9 +1,12 @@
 //! What a tool is: the WIT `access` and `manifest`.
 
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// The filesystem access a tool needs to do its work (WIT `access`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The filesystem access a tool needs to do its work (WIT `access`); in JSON
+/// `"none"`, `"read"` or `"write"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Access {
     /// The tool touches no files; it gets no preopens.
     None,
@@ -16,8 +19,11 @@ pub enum Access {
 
 /// What a tool is, as the host lists it to clients (WIT `manifest`, with the
 /// schemas parsed). The host checks a guest's manifest when it loads the tool:
-/// a valid name, schemas that are JSON objects.
-#[derive(Debug, Clone, PartialEq)]
+/// a valid name, schemas that are JSON objects. In JSON (the form the host
+/// embeds for its built-in tools, known at build time) the fields keep these
+/// names.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Manifest {
     /// The tool's name as clients call it: 1 to 64 lowercase letters, digits,
     /// `_` and `-`, not starting with `-` (see [`valid_name`]).
@@ -126,5 +132,16 @@ mod tests {
             (Access::Write, false, true, false)
         );
         assert_eq!(writer.input_schema, json!({ "type": "object" }));
+    }
+
+    #[test]
+    fn a_manifest_round_trips_through_json_with_access_in_lowercase() {
+        let writer = Manifest::writer("w", "1.0.0", "W", "writes", true, false);
+        let text = serde_json::to_string(&writer).unwrap();
+        assert!(text.contains(r#""access":"write""#), "{text}");
+        assert_eq!(serde_json::from_str::<Manifest>(&text).unwrap(), writer);
+        let mut extra: Value = serde_json::from_value(serde_json::to_value(&writer).unwrap()).unwrap();
+        extra["surprise"] = json!(1);
+        assert!(serde_json::from_value::<Manifest>(extra).is_err(), "an unknown field is refused");
     }
 }

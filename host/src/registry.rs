@@ -2,8 +2,14 @@
 //! components named with `--component`, and the third-party tools installed in
 //! the tools directory, each compiled (or loaded from the compile cache),
 //! linked, and described once.
+//!
+//! A built-in tool's manifest is known at build time, so the registry offers
+//! it at once and compiles its component later: in the background, in order,
+//! or first for the call that needs it (`Tool::compiled`). Once compiled, the
+//! component's own `describe` must give the embedded manifest. Other
+//! components are compiled and described when they are loaded.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
 
@@ -11,7 +17,7 @@ use crate::installed::Verified;
 use crate::policy::DirSpec;
 use crate::runtime::bindings::CordonToolPre;
 use crate::runtime::cache::Outcome;
-use crate::runtime::{CallState, Runtime, Target};
+use crate::runtime::{CallFailure, CallState, HostFault, Runtime, Target};
 use crate::tool::{ErrorCode, Manifest, ToolError};
 
 include!(concat!(env!("OUT_DIR"), "/builtin_tools.rs"));
@@ -28,28 +34,70 @@ pub enum Origin {
     Installed { grants: Vec<DirSpec> },
 }
 
-/// A loaded tool: its manifest, its linked component and its argument checker.
+/// A tool: its manifest, its argument checker and its component, compiled and
+/// linked now or on first need.
 pub struct Tool {
     pub manifest: Manifest,
     pub origin: Origin,
     /// The SHA-256 of the component, hex.
     pub digest: String,
+    validator: jsonschema::Validator,
+    /// The component, compiled once: set when it is loaded, or for a built-in
+    /// tool by whichever of the background compile and a call comes first.
+    code: OnceLock<Result<Compiled, Arc<LoadError>>>,
+    /// A built-in tool's embedded component, compiled on first need.
+    embedded: Option<&'static [u8]>,
+}
+
+/// A tool's component, compiled and linked.
+pub struct Compiled {
+    pre: CordonToolPre<CallState>,
     /// The WIT world the component targets, from its imports.
     pub world: &'static str,
     /// Whether the compiled code came from the cache.
     pub outcome: Outcome,
-    pre: CordonToolPre<CallState>,
-    validator: jsonschema::Validator,
 }
 
-impl Tool {
+impl Compiled {
     pub fn pre(&self) -> &CordonToolPre<CallState> {
         &self.pre
     }
+}
 
-    /// What the runtime runs for a call of this tool.
-    pub fn target(&self) -> Target<'_> {
-        Target { name: &self.manifest.name, pre: &self.pre }
+impl Tool {
+    /// The compiled component: compiles it now if no one has (a caller that
+    /// comes while another thread compiles it waits for that one). A built-in
+    /// component that cannot be compiled, or whose `describe` does not give the
+    /// manifest built with the server, fails every call with the reason.
+    pub fn compiled(&self, runtime: &Runtime) -> Result<&Compiled, CallFailure> {
+        let code = self.code.get_or_init(|| {
+            let bytes = self.embedded.expect("a tool without an embedded component was compiled when loaded");
+            let label = format!("built-in tool `{}`", self.manifest.name);
+            let compiled =
+                compile(runtime, bytes, &self.digest, &label).and_then(|(compiled, described)| match first_difference(
+                    &self.manifest,
+                    &described,
+                ) {
+                    None => Ok(compiled),
+                    Some(field) => {
+                        Err(LoadError::Manifest { label: label.clone(), problem: ManifestProblem::Differs { field } })
+                    }
+                });
+            match &compiled {
+                Ok(code) => tracing::info!(tool = %self.manifest.name, version = %self.manifest.version,
+                    cache = ?code.outcome, "loaded tool"),
+                Err(e) => tracing::error!("cannot load a built-in tool: {e}"),
+            }
+            compiled.map_err(Arc::new)
+        });
+        code.as_ref().map_err(|e| {
+            CallFailure::Host(HostFault::Unloadable { tool: self.manifest.name.clone(), reason: e.to_string() })
+        })
+    }
+
+    /// What the runtime runs for a call of this tool (compiled on first need).
+    pub fn target(&self, runtime: &Runtime) -> Result<Target<'_>, CallFailure> {
+        Ok(Target { name: &self.manifest.name, pre: &self.compiled(runtime)?.pre })
     }
 
     /// What cursors bind: the version and the component, so a cursor never
@@ -78,6 +126,21 @@ impl Tool {
             ))
         }
     }
+}
+
+/// Compiles (or loads from the cache) and links a component, and asks it
+/// what it is.
+fn compile(runtime: &Runtime, bytes: &[u8], digest: &str, label: &str) -> Result<(Compiled, Manifest), LoadError> {
+    let started = std::time::Instant::now();
+    let loaded =
+        runtime.load(bytes, digest).map_err(|source| LoadError::Component { label: label.to_string(), source })?;
+    let compiled = started.elapsed();
+    let manifest = runtime
+        .describe(&loaded.pre)
+        .map_err(|e| LoadError::Manifest { label: label.to_string(), problem: ManifestProblem::Malformed(e) })?;
+    tracing::debug!(tool = %manifest.name, ?compiled, described = ?(started.elapsed() - compiled), "load timings");
+    let world = runtime.world(&loaded.pre);
+    Ok((Compiled { pre: loaded.pre, world, outcome: loaded.outcome }, manifest))
 }
 
 /// A tool the host serves itself, without a component.
@@ -155,6 +218,11 @@ pub enum ManifestProblem {
     Reserved { tool: String, argument: &'static str },
     /// The input schema is not a valid JSON Schema.
     Schema { tool: String, error: String },
+    /// A built-in component's `describe` differs from the manifest built with
+    /// the server, first in `field`.
+    Differs { field: &'static str },
+    /// A built-in tool's manifest, embedded at build time, is not a manifest.
+    Embedded(String),
 }
 
 impl std::fmt::Display for LoadError {
@@ -182,6 +250,12 @@ impl std::fmt::Display for ManifestProblem {
             ManifestProblem::Schema { tool, error } => {
                 write!(f, "the input schema of `{tool}` is not a valid JSON Schema: {error}")
             }
+            ManifestProblem::Differs { field } => write!(
+                f,
+                "the component describes itself otherwise than the manifest built with the server (first in \
+                 `{field}`); rebuild the server"
+            ),
+            ManifestProblem::Embedded(error) => write!(f, "the manifest embedded at build time is malformed: {error}"),
         }
     }
 }
@@ -212,9 +286,11 @@ impl Source {
         }
     }
 
-    /// The built-in tool whose crate is `name`, if there is one.
+    /// The built-in tool whose crate is `name`, if there is one, to load
+    /// now (`cordon tool info`).
     pub fn builtin(name: &str) -> Option<Source> {
-        BUILTIN_TOOLS.iter().find(|(crate_dir, _, _)| *crate_dir == name).map(|(crate_dir, bytes, digest)| Source {
+        let (crate_dir, bytes, digest, _) = BUILTIN_TOOLS.iter().find(|(crate_dir, ..)| *crate_dir == name)?;
+        Some(Source {
             bytes: (*bytes).into(),
             digest: digest.to_string(),
             origin: Origin::Builtin,
@@ -243,12 +319,42 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// Loads every built-in tool and then `extra`, in parallel (each is a
-    /// compile or a cache load).
+    /// The built-in tools, offered at once with the manifests built with the
+    /// server and compiled on first need (see `compile_in_background`), and
+    /// `extra`, loaded now in parallel (each is a compile or a cache load).
     pub fn load(runtime: &Runtime, extra: Vec<Source>) -> Result<Registry, LoadError> {
-        let builtins = builtin_names().filter_map(Source::builtin);
-        let tools = load_all(runtime, builtins.chain(extra).collect())?;
+        let mut tools = BUILTIN_TOOLS.iter().map(builtin).collect::<Result<Vec<_>, _>>()?;
+        tools.extend(load_all(runtime, extra)?);
         Registry::new(tools)
+    }
+
+    /// Compiles the components not compiled yet on a thread of its own, one
+    /// after another (each compile uses every core), the tools that only read
+    /// first; a call that needs one before compiles it itself.
+    pub fn compile_in_background(&self, runtime: Arc<Runtime>) {
+        let mut tools: Vec<Arc<Tool>> = self.components().filter(|t| t.code.get().is_none()).cloned().collect();
+        if tools.is_empty() {
+            return;
+        }
+        tools.sort_by_key(|t| t.manifest.access != crate::tool::Access::Read);
+        let spawned = std::thread::Builder::new().name("cordon-compile".into()).spawn(move || {
+            for tool in tools {
+                // A failure is logged, and answered to each call of the tool.
+                let _ = tool.compiled(&runtime);
+            }
+        });
+        if let Err(e) = spawned {
+            tracing::warn!("no thread to compile the tools in the background ({e}): each compiles on first call");
+        }
+    }
+
+    /// Compiles every component not compiled yet, in parallel; the first
+    /// failure is the answer (`cordon tools`, which checks every tool).
+    pub fn compile_all(&self, runtime: &Runtime) -> Result<(), CallFailure> {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = self.components().map(|t| scope.spawn(|| t.compiled(runtime).map(drop))).collect();
+            handles.into_iter().try_for_each(|h| h.join().expect("a tool compiler panicked"))
+        })
     }
 
     /// This registry with its installed tools replaced by `installed`: the
@@ -310,49 +416,142 @@ fn load_all(runtime: &Runtime, sources: Vec<Source>) -> Result<Vec<Arc<Tool>>, L
     loaded.into_iter().map(|tool| tool.map(Arc::new)).collect()
 }
 
+/// The first field in which two manifests differ, if they do.
+fn first_difference(built: &Manifest, described: &Manifest) -> Option<&'static str> {
+    let fields: [(&'static str, bool); 10] = [
+        ("name", built.name == described.name),
+        ("version", built.version == described.version),
+        ("title", built.title == described.title),
+        ("description", built.description == described.description),
+        ("input_schema", built.input_schema == described.input_schema),
+        ("output_schema", built.output_schema == described.output_schema),
+        ("access", built.access == described.access),
+        ("read_only", built.read_only == described.read_only),
+        ("destructive", built.destructive == described.destructive),
+        ("idempotent", built.idempotent == described.idempotent),
+    ];
+    fields.into_iter().find(|(_, same)| !same).map(|(field, _)| field)
+}
+
+/// A built-in tool from its row in `BUILTIN_TOOLS`, with its embedded
+/// manifest, not compiled yet.
+fn builtin(row: &Builtin) -> Result<Arc<Tool>, LoadError> {
+    let (crate_dir, bytes, digest, manifest) = *row;
+    let label = format!("built-in tool `{crate_dir}`");
+    let manifest: Manifest = serde_json::from_str(manifest)
+        .map_err(|e| LoadError::Manifest { label: label.clone(), problem: ManifestProblem::Embedded(e.to_string()) })?;
+    let validator = checked(&manifest).map_err(|problem| LoadError::Manifest { label, problem })?;
+    Ok(Arc::new(Tool {
+        manifest,
+        origin: Origin::Builtin,
+        digest: digest.to_string(),
+        validator,
+        code: OnceLock::new(),
+        embedded: Some(bytes),
+    }))
+}
+
 /// Compiles (or loads from the cache), links and describes one component.
 pub fn load(runtime: &Runtime, source: Source) -> Result<Tool, LoadError> {
     let label = source.label.clone();
     let refused = |problem| LoadError::Manifest { label: label.clone(), problem };
-    let started = std::time::Instant::now();
-    let loaded = runtime
-        .load(&source.bytes, &source.digest)
-        .map_err(|source| LoadError::Component { label: label.clone(), source })?;
-    let compiled = started.elapsed();
-    let manifest = runtime.describe(&loaded.pre).map_err(|e| refused(ManifestProblem::Malformed(e)))?;
-    tracing::debug!(tool = %manifest.name, ?compiled, described = ?(started.elapsed() - compiled), "load timings");
+    let (compiled, manifest) = compile(runtime, &source.bytes, &source.digest, &label)?;
     if let Some(expected) = &source.expect_name
         && *expected != manifest.name
     {
         return Err(refused(ManifestProblem::Renamed { now: manifest.name, installed_as: expected.clone() }));
     }
+    let validator = checked(&manifest).map_err(refused)?;
+    tracing::info!(tool = %manifest.name, version = %manifest.version, cache = ?compiled.outcome, "loaded tool");
+    let code = OnceLock::from(Ok(compiled));
+    Ok(Tool { manifest, origin: source.origin, digest: source.digest, validator, code, embedded: None })
+}
+
+/// The argument checker of a manifest the host can offer: not a host tool's
+/// name, no argument the host owns, an input schema that is a JSON Schema.
+fn checked(manifest: &Manifest) -> Result<jsonschema::Validator, ManifestProblem> {
     if HostTool::ALL.iter().any(|host| host.name() == manifest.name) {
-        return Err(refused(ManifestProblem::HostName(manifest.name)));
+        return Err(ManifestProblem::HostName(manifest.name.clone()));
     }
-    if let Some(argument) = crate::args::reserved_argument(&manifest) {
-        return Err(refused(ManifestProblem::Reserved { tool: manifest.name, argument }));
+    if let Some(argument) = crate::args::reserved_argument(manifest) {
+        return Err(ManifestProblem::Reserved { tool: manifest.name.clone(), argument });
     }
-    let validator = jsonschema::validator_for(&manifest.input_schema)
-        .map_err(|e| refused(ManifestProblem::Schema { tool: manifest.name.clone(), error: e.to_string() }))?;
-    let world = runtime.world(&loaded.pre);
-    tracing::info!(tool = %manifest.name, version = %manifest.version, cache = ?loaded.outcome, "loaded tool");
-    Ok(Tool {
-        manifest,
-        origin: source.origin,
-        digest: source.digest,
-        world,
-        outcome: loaded.outcome,
-        pre: loaded.pre,
-        validator,
-    })
+    jsonschema::validator_for(&manifest.input_schema)
+        .map_err(|e| ManifestProblem::Schema { tool: manifest.name.clone(), error: e.to_string() })
 }
 
 /// The names of the built-in tools' crates (a built-in's name is its crate's).
 pub fn builtin_names() -> impl Iterator<Item = &'static str> {
-    BUILTIN_TOOLS.iter().map(|(crate_dir, _, _)| *crate_dir)
+    BUILTIN_TOOLS.iter().map(|(crate_dir, ..)| *crate_dir)
 }
 
 /// The names installed tools may not take: the built-in tools' and the host's.
 pub fn taken_names() -> impl Iterator<Item = &'static str> {
     builtin_names().chain(HostTool::ALL.iter().map(|t| t.name()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn runtime() -> Runtime {
+        let limits = crate::limits::Limits::default();
+        let capacity = crate::runtime::Capacity { parked: 0, in_flight: 2 };
+        Runtime::new(limits.call, capacity, None, Arc::new(crate::policy::Deny::none())).unwrap()
+    }
+
+    fn row(name: &str) -> &'static Builtin {
+        BUILTIN_TOOLS.iter().find(|(crate_dir, ..)| *crate_dir == name).unwrap()
+    }
+
+    #[test]
+    fn built_in_tools_are_offered_before_any_is_compiled_and_a_call_compiles_only_its_own() {
+        let runtime = runtime();
+        let registry = Registry::load(&runtime, Vec::new()).unwrap();
+        let names: Vec<&str> = registry.components().map(|t| t.manifest.name.as_str()).collect();
+        assert_eq!(names, builtin_names().collect::<Vec<_>>(), "every built-in tool, by its crate's name");
+        assert!(registry.components().all(|t| t.code.get().is_none()), "nothing compiled to list the tools");
+
+        let Some(Entry::Component(read)) = registry.get("read") else { panic!("read is offered") };
+        let compiled = read.compiled(&runtime).expect("the component describes itself as built");
+        assert!(runtime.imports(compiled.pre()).iter().any(|i| i.starts_with("wasi:filesystem")), "linked");
+        let waiting: Vec<&str> =
+            registry.components().filter(|t| t.code.get().is_none()).map(|t| t.manifest.name.as_str()).collect();
+        assert_eq!(waiting.len(), names.len() - 1, "only `read` was compiled: {waiting:?}");
+    }
+
+    #[test]
+    fn a_component_that_describes_itself_otherwise_than_built_fails_each_call_with_the_reason() {
+        let runtime = runtime();
+        let tool = builtin(row("stat")).unwrap();
+        let mut manifest = tool.manifest.clone();
+        manifest.version = "9.9.9".into();
+        let drifted = Tool {
+            manifest,
+            origin: Origin::Builtin,
+            digest: tool.digest.clone(),
+            validator: checked(&tool.manifest).unwrap(),
+            code: OnceLock::new(),
+            embedded: tool.embedded,
+        };
+        for _ in 0..2 {
+            let Err(CallFailure::Host(HostFault::Unloadable { tool, reason })) = drifted.compiled(&runtime) else {
+                panic!("a drifted component is not served")
+            };
+            assert_eq!(tool, "stat");
+            assert!(reason.contains("(first in `version`)"), "{reason}");
+            assert!(reason.contains("rebuild the server"), "{reason}");
+        }
+    }
+
+    #[test]
+    fn an_embedded_manifest_that_is_not_one_is_a_load_error() {
+        let (crate_dir, bytes, digest, _) = *row("read");
+        let broken = (crate_dir, bytes, digest, r#"{"name":"read"}"#);
+        let Err(LoadError::Manifest { label, problem: ManifestProblem::Embedded(why) }) = builtin(&broken) else {
+            panic!("a malformed embedded manifest is refused")
+        };
+        assert_eq!(label, "built-in tool `read`");
+        assert!(why.contains("missing field"), "{why}");
+    }
 }

@@ -189,6 +189,17 @@ impl Server {
             .map_err(StartError::Runtime)
     }
 
+    /// Compiles the tools not compiled yet in the background (a server that
+    /// serves: calls then rarely wait for a compile).
+    pub fn compile_in_background(&self) {
+        self.registry().compile_in_background(Arc::clone(&self.runtime));
+    }
+
+    /// Compiles every tool now; the first that cannot be is the error.
+    pub fn compile_all(&self) -> Result<(), CallFailure> {
+        self.registry().compile_all(&self.runtime)
+    }
+
     /// The tools as they are now.
     pub fn registry(&self) -> Arc<Registry> {
         Arc::clone(&self.registry.read().expect("registry lock"))
@@ -304,6 +315,11 @@ impl Server {
             }
             Entry::Component(tool) => tool,
         };
+        // A built-in tool not compiled yet (a cold start) is compiled now, or
+        // waited for, before the call's time starts.
+        if let Err(failure) = tool.compiled(&self.runtime) {
+            return Ok(Answer::Failed(failure));
+        }
         let deadline = Instant::now() + self.limits.call.wall_time;
         let (host, mut args) = crate::args::split(&tool.manifest, request.arguments).map_err(Fault::BadArgument)?;
         let attached = match host.upload.as_ref().map(|upload| staging::attach(&self.uploads, upload, &mut args)) {

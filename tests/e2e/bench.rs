@@ -36,8 +36,10 @@ fn smoke_run_reports_every_section_without_errors() {
         assert!(text.contains(heading), "no {heading:?} in the report:\n{text}");
     }
     for row in [
-        "| cold: empty state directory",
-        "| warm: compile cache present",
+        "| cold: the first `tools/list` answer |",
+        "| cold: the first answered `read` |",
+        "| warm: the first `tools/list` answer |",
+        "| warm: the first answered `read` |",
         "| common literal `fn `",
         "| `**/*.rs` |",
         "| Cordon | 4 MiB | 25,000 tokens",

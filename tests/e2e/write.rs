@@ -168,8 +168,10 @@ fn a_commit_after_the_target_changed_conflicts_and_aborted_or_expired_uploads_le
     let target = fx.write("target.txt", "version 1");
     let v1 = hex(&Sha256::digest(b"version 1"));
     let state = tempfile::tempdir().unwrap();
+    // `--compile-first`: no compile comes between staging and the checks within the 1 s TTL.
+    let state_dir = state.path().to_str().unwrap();
     let mut server =
-        Server::initialized(&fx.root(), &["--state-dir", state.path().to_str().unwrap(), "--upload-ttl-secs", "1"]);
+        Server::initialized(&fx.root(), &["--state-dir", state_dir, "--upload-ttl-secs", "1", "--compile-first"]);
     let mut id = 0;
     let content = b"version 2, staged".repeat(1000);
     let upload_id = upload(&mut server, &mut id, &content, 4096);

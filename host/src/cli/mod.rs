@@ -45,6 +45,11 @@ enum Command {
         /// HTTP on loopback: none required unless set].
         #[arg(long, env = "CORDON_TOKEN", value_name = "TOKEN", hide_env_values = true)]
         token: Option<String>,
+        /// Compile every tool before answering anything (a cold start then waits
+        /// for all of them) [default: list the tools at once, compile them in
+        /// the background, a call first compiling its own tool].
+        #[arg(long)]
+        compile_first: bool,
         #[command(flatten)]
         common: Common,
     },
@@ -229,7 +234,7 @@ pub fn main() -> ExitCode {
 
 fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
-        Command::Serve { tcp, http, token, common } => {
+        Command::Serve { tcp, http, token, compile_first, common } => {
             if tcp.is_some() && http.is_some() {
                 anyhow::bail!("the configuration names both [serve] tcp and http; choose one");
             }
@@ -239,6 +244,10 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             }
             let server = Server::start(&config)?;
             server.watch_installed();
+            match compile_first {
+                true => server.compile_all()?,
+                false => server.compile_in_background(),
+            }
             let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
             if token.as_ref().is_some_and(|t| t.len() < 16) {
                 anyhow::bail!("--token must be at least 16 characters");
@@ -279,6 +288,8 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         }
         Command::Tools { common, json } => {
             let server = Server::start(&common.config()?)?;
+            // Listing checks every tool: each is compiled (or loaded from the cache).
+            server.compile_all()?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&server.list_tools(Version::LATEST))?);
             } else {

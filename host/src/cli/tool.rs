@@ -145,7 +145,7 @@ fn add(component: &std::path::Path, grants: Vec<DirSpec>, common: &Common) -> an
         version: tool.manifest.version.clone(),
         file: lock::file_name(&name),
         sha256: sha256_hex(&bytes),
-        world: tool.world.to_string(),
+        world: tool.compiled(&runtime)?.world.to_string(),
         grants: resolved,
     };
     let shown_grants = grants_text(&entry.grants);
@@ -230,7 +230,8 @@ fn inspect(name: &str, as_json: bool, common: &Common) -> anyhow::Result<ExitCod
     };
     let size = source.bytes.len();
     let tool: Tool = registry::load(&runtime, source)?;
-    let imports = runtime.imports(tool.pre());
+    let compiled = tool.compiled(&runtime)?;
+    let imports = runtime.imports(compiled.pre());
     let grants = match &tool.origin {
         Origin::Installed { grants } => json!(grants),
         _ => json!("every configured root (built-in)"),
@@ -239,7 +240,7 @@ fn inspect(name: &str, as_json: bool, common: &Common) -> anyhow::Result<ExitCod
     let report = json!({
         "name": m.name, "version": m.version, "title": m.title, "description": m.description,
         "origin": if file.is_some() { "installed" } else { "built-in" },
-        "file": file, "bytes": size, "sha256": tool.digest, "world": tool.world, "imports": imports,
+        "file": file, "bytes": size, "sha256": tool.digest, "world": compiled.world, "imports": imports,
         "access": format!("{:?}", m.access).to_lowercase(), "grants": grants,
         "hints": { "readOnly": m.read_only, "destructive": m.destructive, "idempotent": m.idempotent },
         "input_schema": m.input_schema, "output_schema": m.output_schema,
@@ -256,7 +257,7 @@ fn inspect(name: &str, as_json: bool, common: &Common) -> anyhow::Result<ExitCod
         file.map(|f| format!(" ({})", f.display())).unwrap_or_default()
     );
     println!("sha256:  {} ({size} bytes)", tool.digest);
-    println!("world:   cordon:tool/{}@0.1.0", tool.world);
+    println!("world:   cordon:tool/{}@0.1.0", compiled.world);
     println!(
         "access:  {}; grants: {}",
         report["access"].as_str().unwrap_or_default(),

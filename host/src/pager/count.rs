@@ -190,7 +190,9 @@ pub fn count(runtime: &Runtime, ctx: &CallContext, counting: Counting<'_>) -> Op
     let counting = CallContext { grants: ctx.grants.clone(), signal: ctx.signal.clone(), deadline };
     let mut whole = Whole { items: 0, bytes: 0, exact: false, paths: Vec::new() };
     let mut paths: HashMap<String, u64> = HashMap::new();
-    let Ok(mut call) = runtime.open(tool.target(), &counting, args, None) else { return Some(whole) };
+    let Ok(mut call) = tool.target(runtime).and_then(|target| runtime.open(target, &counting, args, None)) else {
+        return Some(whole);
+    };
     let budget = Budget { bytes: 1 << 20, items: 100_000 };
     loop {
         if whole.bytes >= bounds.bytes || Instant::now() >= deadline || ctx.signal.is_cancelled() {

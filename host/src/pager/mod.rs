@@ -203,7 +203,7 @@ impl Pager {
             None => {
                 tool.validate(&args).map_err(CallFailure::Tool)?;
                 let args = args.to_string();
-                let mut call = runtime.open(tool.target(), ctx, &args, None)?;
+                let mut call = runtime.open(tool.target(runtime)?, ctx, &args, None)?;
                 let fingerprint = call.fingerprint()?;
                 let view = match paging.format.unwrap_or_default() {
                     Form::Text => Some(Compact::new(base(ctx), None)),
@@ -257,7 +257,8 @@ impl Pager {
                         // Pulled for an earlier, larger page: take it again at this
                         // budget, in the instance slot the old stream gives back.
                         drop(start.call);
-                        start.call = runtime.open(tool.target(), ctx, &start.args, start.position.as_deref())?;
+                        start.call =
+                            runtime.open(tool.target(runtime)?, ctx, &start.args, start.position.as_deref())?;
                         start.view = start.view.map(|_| Compact::new(base(ctx), start.heading.clone()));
                         continue;
                     }
@@ -401,7 +402,9 @@ impl Pager {
             Some(parked) => (parked.call, parked.pending, parked.view),
             None => {
                 tracing::debug!(tool = %tool.manifest.name, page = cursor.page, "stream gone, reopening at the cursor");
-                let call = runtime.open(tool.target(), ctx, &cursor.args, Some(&cursor.resume));
+                let call = tool
+                    .target(runtime)
+                    .and_then(|target| runtime.open(target, ctx, &cursor.args, Some(&cursor.resume)));
                 let view = cursor.compact.as_ref().map(|_| Compact::new(base(ctx), heading.clone()));
                 (call.map_err(gone)?, VecDeque::new(), view)
             }

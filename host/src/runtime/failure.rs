@@ -66,6 +66,9 @@ pub enum HostFault {
     Thread { reason: String },
     /// The call's thread ended without an answer.
     NoAnswer,
+    /// The tool's component could not be compiled or linked, or does not
+    /// describe itself as the server was built to offer it (`reason`).
+    Unloadable { tool: String, reason: String },
 }
 
 impl fmt::Display for Violation {
@@ -91,6 +94,7 @@ impl fmt::Display for HostFault {
             HostFault::Preopen { dir, reason } => write!(f, "cannot preopen {}: {reason}", dir.display()),
             HostFault::Thread { reason } => write!(f, "cannot start a thread for the call: {reason}"),
             HostFault::NoAnswer => f.write_str("the call's thread ended without an answer"),
+            HostFault::Unloadable { tool, reason } => write!(f, "the tool `{tool}` cannot be loaded: {reason}"),
         }
     }
 }
@@ -253,6 +257,8 @@ impl fmt::Display for CallFailure {
         }
     }
 }
+
+impl std::error::Error for CallFailure {}
 
 fn secs(d: &Duration) -> f64 {
     d.as_secs_f64()
