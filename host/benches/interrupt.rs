@@ -52,6 +52,12 @@ fn main() {
         components: vec![HOSTILE.into()],
         tools_dir: None,
         limits,
+        audit: cordon::audit::AuditSettings {
+            path: None,
+            on_failure: cordon::audit::OnFailure::Closed,
+            max_bytes: 1 << 24,
+            keep: 1,
+        },
     };
 
     let mut rows = Vec::new();
@@ -85,8 +91,14 @@ fn lateness(server: &Arc<Server>, behaviour: &str, wall_time: Duration) -> Durat
     let args = json!({ "behaviour": behaviour });
     let started = Instant::now();
     let signal = Arc::new(CallSignal::new());
-    let request =
-        CallRequest { name: "hostile", arguments: &args, client_roots: None, signal: &signal, for_model: false };
+    let request = CallRequest {
+        name: "hostile",
+        arguments: &args,
+        client_roots: None,
+        signal: &signal,
+        for_model: false,
+        who: cordon::audit::Who::new("bench"),
+    };
     let answer = server.call(request).unwrap();
     let answered = started.elapsed();
     let Answer::Failed(failure) = answer else { panic!("the hostile call was answered: {answer:?}") };

@@ -40,6 +40,16 @@ pub struct FileConfig {
     pub tools_dir: Option<PathBuf>,
     /// Log at debug level.
     pub debug: Option<bool>,
+    /// The audit trail's file (default: `<state-dir>/audit/audit.log`).
+    pub audit_log: Option<PathBuf>,
+    /// Keep no audit trail.
+    pub no_audit: Option<bool>,
+    /// `"closed"` (refuse calls) or `"open"` (go on) when the audit log cannot be written.
+    pub audit_on_failure: Option<crate::audit::OnFailure>,
+    /// Rotate the audit log at this size.
+    pub audit_max_bytes: Option<crate::limits::Bytes>,
+    /// Rotated audit files kept.
+    pub audit_keep: Option<usize>,
     /// `[limits]`: each key is the flag of the same name (see `limits`).
     /// Sizes in bytes are a number or a string with a unit (`"8 MiB"`).
     #[serde(default)]

@@ -32,8 +32,15 @@ pub fn follow(
     let mut out = stdout.lock();
     let signal = std::sync::Arc::new(crate::runtime::CallSignal::new());
     loop {
-        let request =
-            CallRequest { name: tool, arguments: &arguments, client_roots: None, signal: &signal, for_model: false };
+        let who = crate::audit::Who::new("cli");
+        let request = CallRequest {
+            name: tool,
+            arguments: &arguments,
+            client_roots: None,
+            signal: &signal,
+            for_model: false,
+            who,
+        };
         let page = match server.call(request) {
             Ok(Answer::Page(page)) => page,
             Ok(Answer::Host(value)) => {

@@ -20,6 +20,7 @@
 
 pub mod ambient;
 pub mod args;
+pub mod audit;
 pub mod cleanup;
 pub mod cli;
 pub mod config;

@@ -41,6 +41,8 @@ pub struct Tool {
     pub origin: Origin,
     /// The SHA-256 of the component, hex.
     pub digest: String,
+    /// The id of the trusted key whose signature the component carries.
+    pub signer: Option<String>,
     validator: jsonschema::Validator,
     /// The component, compiled once: set when it is loaded, or for a built-in
     /// tool by whichever of the background compile and a call comes first.
@@ -445,6 +447,7 @@ fn builtin(row: &Builtin) -> Result<Arc<Tool>, LoadError> {
         manifest,
         origin: Origin::Builtin,
         digest: digest.to_string(),
+        signer: None,
         validator,
         code: OnceLock::new(),
         embedded: Some(bytes),
@@ -464,7 +467,7 @@ pub fn load(runtime: &Runtime, source: Source) -> Result<Tool, LoadError> {
     let validator = checked(&manifest).map_err(refused)?;
     tracing::info!(tool = %manifest.name, version = %manifest.version, cache = ?compiled.outcome, "loaded tool");
     let code = OnceLock::from(Ok(compiled));
-    Ok(Tool { manifest, origin: source.origin, digest: source.digest, validator, code, embedded: None })
+    Ok(Tool { manifest, origin: source.origin, digest: source.digest, signer: None, validator, code, embedded: None })
 }
 
 /// The argument checker of a manifest the host can offer: not a host tool's
@@ -530,6 +533,7 @@ mod tests {
             manifest,
             origin: Origin::Builtin,
             digest: tool.digest.clone(),
+            signer: None,
             validator: checked(&tool.manifest).unwrap(),
             code: OnceLock::new(),
             embedded: tool.embedded,

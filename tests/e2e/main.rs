@@ -2,6 +2,7 @@
 
 mod support;
 
+mod audit;
 mod bench;
 mod cache;
 mod canary;

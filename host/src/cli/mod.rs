@@ -1,17 +1,20 @@
 //! The command line: `cordon serve`, `cordon tools`, `cordon call`, and
 //! `cordon tool …` (installing third-party tools, in `tool`).
 
+mod audit;
 mod template;
 mod tool;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use serde_json::{Value, json};
 use tracing_subscriber::EnvFilter;
 
+use crate::audit::{AuditSettings, OnFailure, Who};
 use crate::config::{FileConfig, Loaded};
 use crate::limits::Settings;
 use crate::policy::DirSpec;
@@ -78,6 +81,11 @@ enum Command {
         #[command(flatten)]
         common: Common,
     },
+    /// Check the audit trail.
+    Audit {
+        #[command(subcommand)]
+        command: audit::AuditCommand,
+    },
     /// Write, install, inspect and remove third-party tools.
     Tool {
         #[command(subcommand)]
@@ -123,6 +131,22 @@ struct Common {
     /// [default: <state-dir>/handles].
     #[arg(long, env = "CORDON_HANDLE_STORE", value_name = "URL", hide_env_values = true)]
     handle_store: Option<String>,
+    /// The audit trail, chained JSON lines, one per call, page, refusal and tool change
+    /// [default: <state-dir>/audit/audit.log].
+    #[arg(long, env = "CORDON_AUDIT_LOG", value_name = "FILE")]
+    audit_log: Option<PathBuf>,
+    /// Keep no audit trail.
+    #[arg(long, conflicts_with = "audit_log")]
+    no_audit: bool,
+    /// When the audit log cannot be written: refuse calls (closed) or go on and say so on stderr (open).
+    #[arg(long, value_enum, value_name = "WHAT", default_value_t = OnFailure::Closed)]
+    audit_on_failure: OnFailure,
+    /// Rotate the audit log once it holds this many bytes (units allowed: 16MiB).
+    #[arg(long, value_name = "N", default_value = "16MiB", value_parser = crate::limits::parse_bytes)]
+    audit_max_bytes: u64,
+    /// Rotated audit files kept (audit.log.1 … audit.log.N).
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    audit_keep: usize,
     /// Log at debug level (to stderr; RUST_LOG overrides).
     #[arg(long)]
     debug: bool,
@@ -136,8 +160,23 @@ impl Common {
         let loaded = Loaded::read(path)?;
         let given =
             |id: &str| matches!(matches.value_source(id), Some(ValueSource::CommandLine | ValueSource::EnvVariable));
-        let FileConfig { roots, deny, read_only, state_dir, no_cache, components, tools_dir, debug, limits, .. } =
-            &loaded.file;
+        let FileConfig {
+            roots,
+            deny,
+            read_only,
+            state_dir,
+            no_cache,
+            components,
+            tools_dir,
+            debug,
+            limits,
+            audit_log,
+            no_audit,
+            audit_on_failure,
+            audit_max_bytes,
+            audit_keep,
+            ..
+        } = &loaded.file;
         if let (false, Some(roots)) = (given("roots"), roots) {
             self.roots = roots.iter().map(|r| r.resolve(&loaded.base)).collect();
         }
@@ -158,6 +197,19 @@ impl Common {
         self.read_only = flag("read_only", self.read_only, read_only);
         self.no_cache = flag("no_cache", self.no_cache, no_cache);
         self.debug = flag("debug", self.debug, debug);
+        self.no_audit = flag("no_audit", self.no_audit, no_audit);
+        if let (false, Some(path)) = (given("audit_log"), audit_log) {
+            self.audit_log = Some(loaded.path(path));
+        }
+        if let (false, Some(on_failure)) = (given("audit_on_failure"), audit_on_failure) {
+            self.audit_on_failure = *on_failure;
+        }
+        if let (false, Some(bytes)) = (given("audit_max_bytes"), audit_max_bytes) {
+            self.audit_max_bytes = bytes.0;
+        }
+        if let (false, Some(keep)) = (given("audit_keep"), audit_keep) {
+            self.audit_keep = *keep;
+        }
         self.limits.merge(limits, given);
         Ok(Some(loaded))
     }
@@ -168,7 +220,7 @@ impl Common {
         let tools_dir = self.tools_dir.clone().or_else(|| state_dir.as_ref().map(|dir| dir.join("tools")));
         Ok(Config {
             roots: self.roots.clone(),
-            state_dir: if self.no_cache { None } else { state_dir },
+            state_dir: if self.no_cache { None } else { state_dir.clone() },
             cursor_key: self.cursor_key.clone(),
             handle_store: self.handle_store.clone(),
             components: self.components.clone(),
@@ -176,6 +228,19 @@ impl Common {
             deny: self.deny.clone(),
             read_only: self.read_only,
             limits,
+            audit: AuditSettings {
+                path: match self.no_audit {
+                    true => None,
+                    // `--no-cache` writes nothing: no default audit file either.
+                    false => self
+                        .audit_log
+                        .clone()
+                        .or_else(|| state_dir.as_ref().filter(|_| !self.no_cache).map(|d| d.join("audit/audit.log"))),
+                },
+                on_failure: self.audit_on_failure,
+                max_bytes: self.audit_max_bytes,
+                keep: self.audit_keep,
+            },
         })
     }
 }
@@ -205,6 +270,7 @@ pub fn main() -> ExitCode {
     let common = match &mut cli.command {
         Command::Serve { common, .. } | Command::Tools { common, .. } | Command::Call { common, .. } => Some(common),
         Command::Tool { command } => command.common(),
+        Command::Audit { .. } => None,
     };
     let (debug, file_serve) = match common {
         Some(common) => match common.merge_file(sub) {
@@ -243,6 +309,16 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
                 anyhow::bail!("no roots: give at least one directory with --root DIR (or DIR:ro)");
             }
             let server = Server::start(&config)?;
+            let serving = match (tcp, http) {
+                (Some(addr), _) => format!("tcp {addr}"),
+                (None, Some(addr)) => format!("http {addr}"),
+                (None, None) => "stdio".to_string(),
+            };
+            if let Err(e) = server.record_start(&serving, &config)
+                && config.audit.on_failure == OnFailure::Closed
+            {
+                anyhow::bail!("{e}; no call may run unrecorded (audit-on-failure = closed)");
+            }
             server.watch_installed();
             match compile_first {
                 true => server.compile_all()?,
@@ -256,8 +332,12 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
                 let random = crate::pager::parked::new_id;
                 format!("{:016x}{:016x}", random(), random())
             };
-            match (tcp, http) {
-                (None, None) => runtime.block_on(crate::transport::stdio::serve(server)),
+            let stopping = Arc::clone(&server);
+            let served = match (tcp, http) {
+                (None, None) => {
+                    runtime.block_on(crate::transport::stdio::serve(server));
+                    Ok(())
+                }
                 (None, Some(addr)) => {
                     let token = match token {
                         None if !addr.ip().is_loopback() => {
@@ -268,7 +348,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
                         token => token,
                     };
                     let options = crate::transport::http::HttpOptions { addr, token };
-                    runtime.block_on(crate::transport::http::serve(server, options))?;
+                    runtime.block_on(crate::transport::http::serve(server, options))
                 }
                 (Some(addr), _) => {
                     let token = token.unwrap_or_else(|| {
@@ -281,9 +361,11 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
                             "serving TCP on a non-loopback address ({addr}); anyone who can reach it and knows the token can use the roots"
                         );
                     }
-                    runtime.block_on(crate::transport::tcp::serve(server, addr, token))?;
+                    runtime.block_on(crate::transport::tcp::serve(server, addr, token))
                 }
-            }
+            };
+            stopping.record_stop();
+            served?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Tools { common, json } => {
@@ -303,6 +385,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Tool { command } => command.run(),
+        Command::Audit { command } => command.run(),
         Command::Call { tool, json, all, jsonl, common } => {
             let arguments: Value =
                 serde_json::from_str(&json).map_err(|e| anyhow::anyhow!("--json is not valid JSON: {e}"))?;
@@ -320,6 +403,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
                 client_roots: None,
                 signal: &signal,
                 for_model: true,
+                who: Who::new("cli"),
             };
             let answer = server.call(request).map_err(ErrorObject::from);
             let failed = matches!(answer, Ok(Answer::Failed(_)));

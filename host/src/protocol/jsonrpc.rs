@@ -86,6 +86,8 @@ pub enum Kind {
     Host,
     /// No such tool.
     NotFound,
+    /// The audit trail cannot be written and the server fails closed.
+    AuditUnavailable,
 }
 
 /// A request id: a string or a number, never null.

@@ -39,6 +39,9 @@ pub enum Fault {
     /// The client declared roots but did not answer `roots/list` within
     /// `waited_secs`.
     RootsUnanswered { waited_secs: u64 },
+    /// The audit trail cannot be written (`reason`) and the server fails
+    /// closed: the call was refused, or its answer withheld.
+    AuditUnavailable { reason: String },
 }
 
 impl Fault {
@@ -78,6 +81,9 @@ impl Fault {
                 ErrorObject::new(Code::InvalidParams, message).with_kind(Kind::NotFound, json!({ "tool": name }))
             }
             Fault::HandleStore { .. } => ErrorObject::new(Code::InternalError, message),
+            Fault::AuditUnavailable { .. } => {
+                ErrorObject::new(Code::InternalError, message).with_kind(Kind::AuditUnavailable, json!({}))
+            }
         }
     }
 }
@@ -121,6 +127,11 @@ impl fmt::Display for Fault {
                 f,
                 "the handle store could not be read ({reason}); try again, or continue with the signed cursor in \
                  `_meta[\"cordon/page\"].cursor`"
+            ),
+            Fault::AuditUnavailable { reason } => write!(
+                f,
+                "the call is refused: {reason}, and this server records every call before answering it \
+                 (audit-on-failure = closed); an operator must make the audit log writable"
             ),
             Fault::RootsUnanswered { waited_secs } => write!(
                 f,

@@ -6,6 +6,7 @@
 use serde_json::{Map, Value, json};
 
 pub mod faults;
+pub mod outcome;
 pub use faults::Fault;
 
 use crate::pager::BYTES_PER_TOKEN;

@@ -22,6 +22,7 @@ use std::time::Instant;
 use serde_json::{Value, json};
 use tokio::sync::{Semaphore, mpsc};
 
+use crate::audit::Who;
 use crate::framing::Frame;
 use crate::protocol::jsonrpc::{self, Code, ErrorObject, Id, Message};
 use crate::protocol::mcp::{LogLevel, Request, Version};
@@ -99,22 +100,25 @@ pub struct Session {
     roots: ClientRoots,
     /// The latest stream of unsolicited messages (see `unsolicited`).
     listener: AtomicU64,
+    /// Who the client is, for the audit trail: the transport's part, then
+    /// the name and version `initialize` gave.
+    who: Mutex<Who>,
 }
 
 impl Session {
     /// A session on a transport that only answers (Streamable HTTP here: it
     /// has no stream on which to ask the client anything).
-    pub fn new(server: Arc<Server>) -> Arc<Session> {
-        Session::with(server, false)
+    pub fn new(server: Arc<Server>, who: Who) -> Arc<Session> {
+        Session::with(server, who, false)
     }
 
     /// A session on a transport that also carries the server's requests to the
     /// client (stdio, TCP), so it can ask for the client's roots.
-    pub fn duplex(server: Arc<Server>) -> Arc<Session> {
-        Session::with(server, true)
+    pub fn duplex(server: Arc<Server>, who: Who) -> Arc<Session> {
+        Session::with(server, who, true)
     }
 
-    fn with(server: Arc<Server>, duplex: bool) -> Arc<Session> {
+    fn with(server: Arc<Server>, who: Who, duplex: bool) -> Arc<Session> {
         let slots = Arc::new(Semaphore::new(server.limits().max_concurrent_calls.max(1)));
         Arc::new(Session {
             server,
@@ -124,6 +128,7 @@ impl Session {
             slots,
             roots: ClientRoots::new(duplex),
             listener: AtomicU64::new(0),
+            who: Mutex::new(who),
         })
     }
 
@@ -253,6 +258,7 @@ impl Session {
                 (Request::Initialize { protocol_version, client, roots }, _) => {
                     let version = Version::negotiate(protocol_version);
                     tracing::info!(%client, requested = %protocol_version, negotiated = version.as_str(), "initialize");
+                    self.who.lock().expect("who lock").client = Some(client.clone());
                     *self.version.lock().expect("version lock") = Some(version);
                     self.roots.initialized(*roots);
                     return reply(None, Ok(results::initialize_result(version, self.server.instructions())));
@@ -315,7 +321,9 @@ impl Session {
             }
             None => CallSignal::new(),
         });
+        let who = Who { era: Some(ctx.version.as_str()), ..self.who.lock().expect("who lock").clone() };
         if let Err(fault) = self.server.offered(&name) {
+            self.server.refused(&who, &results::outcome::reason(&fault), Some(&name), fault.to_string());
             return Handled::Now(Some(self.respond(&id, Err(fault.into()), ctx.version.is_modern())));
         }
         {
@@ -354,6 +362,7 @@ impl Session {
                     client_roots,
                     signal: &signal,
                     for_model: true,
+                    who,
                 })
             })
             .await;

@@ -16,16 +16,19 @@ use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::Bytes;
+use axum::extract::ConnectInfo;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use axum::serve::{Listener, ListenerExt};
+use axum::serve::{ListenerExt, TapIo};
 use futures_util::StreamExt;
 use futures_util::stream::{self, Stream};
+use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 
+use crate::audit::Who;
 use crate::framing::Frame;
 use crate::protocol::jsonrpc::{self, Code, ErrorObject};
 use crate::protocol::mcp::LEGACY_VERSIONS;
@@ -73,15 +76,13 @@ pub async fn serve(server: Arc<Server>, options: HttpOptions) -> anyhow::Result<
         sessions: Mutex::new(HashMap::new()),
     });
     let app = Router::new().route("/mcp", post(on_post).get(on_get).delete(on_delete)).with_state(endpoint);
-    axum::serve(listener, app).await?;
+    axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>()).await?;
     Ok(())
 }
 
 /// `listener`, with every connection it accepts set to send each write at
 /// once (see `no_delay`).
-fn answering_at_once(
-    listener: tokio::net::TcpListener,
-) -> impl Listener<Io = tokio::net::TcpStream, Addr = SocketAddr> {
+fn answering_at_once(listener: tokio::net::TcpListener) -> TapIo<tokio::net::TcpListener, fn(&mut TcpStream)> {
     listener.tap_io(|stream| super::no_delay(stream))
 }
 
@@ -92,12 +93,22 @@ fn refuse(status: StatusCode, code: Code, message: &str) -> Response {
 }
 
 impl Endpoint {
+    /// Who sent a request: the peer, and the id of the token when one is
+    /// required (the request gets past `admit` only with it).
+    fn who(&self, peer: Option<Peer>) -> Who {
+        let token_id = self.token.as_deref().map(Who::token_id);
+        Who { peer: peer.map(|p| p.to_string()), token_id, ..Who::new("http") }
+    }
+
     /// Origin, Host and token, before anything else is looked at.
-    fn admit(&self, headers: &HeaderMap) -> Result<(), Box<Response>> {
+    /// A refusal is recorded in the audit trail with who sent it.
+    fn admit(&self, headers: &HeaderMap, who: &Who) -> Result<(), Box<Response>> {
+        let refused = |reason: &str, message: &str| self.server.refused(who, reason, None, message.to_string());
         if let Some(origin) = headers.get(header::ORIGIN) {
             let allowed = origin.to_str().ok().and_then(origin_host).is_some_and(is_loopback_name);
             if !allowed {
                 tracing::warn!(?origin, "refused a request from a foreign origin");
+                refused("bad_origin", &format!("the Origin {origin:?} is not allowed"));
                 return Err(Box::new(refuse(
                     StatusCode::FORBIDDEN,
                     Code::InvalidRequest,
@@ -109,6 +120,7 @@ impl Endpoint {
             let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).map(host_name);
             if !host.is_some_and(is_loopback_name) {
                 tracing::warn!(?host, "refused a request for a foreign Host (DNS rebinding?)");
+                refused("bad_host", &format!("the Host {host:?} is not allowed"));
                 return Err(Box::new(refuse(
                     StatusCode::FORBIDDEN,
                     Code::InvalidRequest,
@@ -123,6 +135,7 @@ impl Endpoint {
                 .and_then(|v| v.strip_prefix("Bearer "))
                 .map(str::trim);
             if !given.is_some_and(|g| super::tcp::constant_time_eq(g.as_bytes(), token.as_bytes())) {
+                refused("bad_token", "no bearer token, or not the server's");
                 let mut response = refuse(
                     StatusCode::UNAUTHORIZED,
                     Code::Unauthorized,
@@ -161,6 +174,9 @@ impl Endpoint {
         id
     }
 }
+
+/// The address a connection comes from, as handlers see it.
+type Peer = SocketAddr;
 
 /// The host of an `Origin` (`scheme://host[:port]`).
 fn origin_host(origin: &str) -> Option<&str> {
@@ -228,7 +244,8 @@ fn json_reply(reply: Reply, modern: bool, session_id: Option<&str>) -> Response 
 
 async fn on_post(State(endpoint): State<Arc<Endpoint>>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
-    if let Err(refusal) = endpoint.admit(&parts.headers) {
+    let who = endpoint.who(parts.extensions.get::<ConnectInfo<Peer>>().map(|p| p.0));
+    if let Err(refusal) = endpoint.admit(&parts.headers, &who) {
         return *refusal;
     }
     let content_type = parts.headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
@@ -257,7 +274,7 @@ async fn on_post(State(endpoint): State<Arc<Endpoint>>, request: Request) -> Res
             Some(session) => (session, true),
             None => return refuse(StatusCode::NOT_FOUND, Code::InvalidRequest, "Session not found: initialize again"),
         },
-        _ => (Session::new(Arc::clone(&endpoint.server)), false),
+        _ => (Session::new(Arc::clone(&endpoint.server), who), false),
     };
     let limit = endpoint.server.limits().max_line_bytes;
     let frame = match axum::body::to_bytes(body, limit).await {
@@ -339,8 +356,12 @@ fn events(
 
 /// A legacy session's stream of messages the server sends unasked
 /// (`notifications/tools/list_changed`), as SSE; the stateless era has none.
-async fn on_get(State(endpoint): State<Arc<Endpoint>>, headers: HeaderMap) -> Response {
-    if let Err(refusal) = endpoint.admit(&headers) {
+async fn on_get(
+    State(endpoint): State<Arc<Endpoint>>,
+    ConnectInfo(peer): ConnectInfo<Peer>,
+    headers: HeaderMap,
+) -> Response {
+    if let Err(refusal) = endpoint.admit(&headers, &endpoint.who(Some(peer))) {
         return *refusal;
     }
     let session_id = headers.get(SESSION_ID).and_then(|v| v.to_str().ok());
@@ -369,8 +390,12 @@ async fn on_get(State(endpoint): State<Arc<Endpoint>>, headers: HeaderMap) -> Re
     response
 }
 
-async fn on_delete(State(endpoint): State<Arc<Endpoint>>, headers: HeaderMap) -> Response {
-    if let Err(refusal) = endpoint.admit(&headers) {
+async fn on_delete(
+    State(endpoint): State<Arc<Endpoint>>,
+    ConnectInfo(peer): ConnectInfo<Peer>,
+    headers: HeaderMap,
+) -> Response {
+    if let Err(refusal) = endpoint.admit(&headers, &endpoint.who(Some(peer))) {
         return *refusal;
     }
     if modern_header(&mcp_headers(&headers)) {
@@ -406,7 +431,7 @@ mod tests {
         let addr = listener.local_addr().unwrap();
         let mut listener = answering_at_once(listener);
         let _client = std::net::TcpStream::connect(addr).unwrap();
-        let (stream, _) = Listener::accept(&mut listener).await;
+        let (stream, _) = axum::serve::Listener::accept(&mut listener).await;
         assert!(stream.nodelay().unwrap(), "TCP_NODELAY is set");
     }
 

@@ -2,11 +2,14 @@
 
 use std::sync::Arc;
 
+use crate::audit::Who;
 use crate::server::Server;
 use crate::session::Session;
 
 /// Serves one session on stdin/stdout until stdin closes.
 pub async fn serve(server: Arc<Server>) {
     let max_line = server.limits().max_line_bytes;
-    super::lines::serve(tokio::io::stdin(), tokio::io::stdout(), Session::duplex(server), max_line).await;
+    // The client is the process that started this one.
+    let who = Who { peer: Some(format!("pid {}", std::os::unix::process::parent_id())), ..Who::new("stdio") };
+    super::lines::serve(tokio::io::stdin(), tokio::io::stdout(), Session::duplex(server, who), max_line).await;
 }

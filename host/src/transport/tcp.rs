@@ -14,6 +14,7 @@ use std::sync::Arc;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 
+use crate::audit::Who;
 use crate::protocol::jsonrpc::{self, Code, ErrorObject};
 use crate::server::Server;
 use crate::session::Session;
@@ -61,7 +62,7 @@ pub async fn serve(server: Arc<Server>, addr: SocketAddr, token: String) -> anyh
         let (server, token) = (Arc::clone(&server), Arc::clone(&token));
         tokio::spawn(async move {
             tracing::debug!(%peer, "connection");
-            if let Err(e) = connection(server, stream, &token).await {
+            if let Err(e) = connection(server, stream, peer, &token).await {
                 tracing::debug!(%peer, "connection ended: {e}");
             }
         });
@@ -75,7 +76,8 @@ async fn accept(listener: &TcpListener) -> std::io::Result<(TcpStream, SocketAdd
     Ok((stream, peer))
 }
 
-async fn connection(server: Arc<Server>, stream: TcpStream, token: &str) -> std::io::Result<()> {
+async fn connection(server: Arc<Server>, stream: TcpStream, peer: SocketAddr, token: &str) -> std::io::Result<()> {
+    let who = Who { peer: Some(peer.to_string()), ..Who::new("tcp") };
     let (read, mut write) = stream.into_split();
     let mut reader = BufReader::new(read);
     let mut first = Vec::new();
@@ -87,6 +89,7 @@ async fn connection(server: Arc<Server>, stream: TcpStream, token: &str) -> std:
             Ok(())
         }
         Greeting::Refused => {
+            server.refused(&who, "bad_token", None, "the first line was not the server's token".into());
             let error = ErrorObject::new(
                 Code::Unauthorized,
                 "Unauthorized: send the server's token alone on the first line (see `cordon serve --tcp`)",
@@ -96,7 +99,8 @@ async fn connection(server: Arc<Server>, stream: TcpStream, token: &str) -> std:
         }
         Greeting::Authorized => {
             let max_line = server.limits().max_line_bytes;
-            super::lines::serve(reader, write, Session::duplex(server), max_line).await;
+            let who = Who { token_id: Some(Who::token_id(token)), ..who };
+            super::lines::serve(reader, write, Session::duplex(server, who), max_line).await;
             Ok(())
         }
     }

@@ -2,12 +2,15 @@
 //! `session` for the request handling), and one tool call end to end.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
 
 use crate::ambient;
+use crate::audit::{Audit, AuditError, AuditSettings, Event, ToolRef, Who};
 use crate::installed::{InstallError, ToolsDir};
 use crate::limits::Limits;
 use crate::pager::cursor::{CursorKey, KeyError};
@@ -21,6 +24,9 @@ use crate::runtime::{CallContext, CallFailure, CallSignal, Capacity, LimitError,
 use crate::staging;
 use crate::tool::{Access, Manifest};
 use crate::uploads::Uploads;
+use record::{Seen, mode, tool_ref};
+
+mod record;
 
 /// Everything needed to start a server.
 #[derive(Debug, Clone)]
@@ -44,6 +50,19 @@ pub struct Config {
     /// Offer no tool that writes, and treat every root as read-only.
     pub read_only: bool,
     pub limits: Limits,
+    /// Where the audit trail goes (see `audit`).
+    pub audit: AuditSettings,
+}
+
+impl Config {
+    /// The SHA-256 of what the configuration says, secrets left out (the
+    /// cursor key, the handle store's address, which may hold a password).
+    pub fn digest(&self) -> String {
+        let Config { roots, state_dir, components, tools_dir, deny, read_only, limits, audit, .. } = self;
+        let said =
+            format!("{roots:?} {state_dir:?} {components:?} {tools_dir:?} {deny:?} {read_only} {limits:?} {audit:?}");
+        hex::encode(Sha256::digest(said.as_bytes()))
+    }
 }
 
 /// Why a server (or a runtime alone) cannot start, or its installed tools
@@ -70,6 +89,8 @@ pub enum StartError {
     BuiltinName(String),
     /// The handle store (`--handle-store`) cannot be reached.
     HandleStore(HandleError),
+    /// The audit log cannot be opened, and the server fails closed.
+    Audit(AuditError),
 }
 
 impl std::fmt::Display for StartError {
@@ -81,6 +102,11 @@ impl std::fmt::Display for StartError {
             StartError::CursorKey(e) => write!(f, "the cursor key is unusable: {e}"),
             StartError::CursorKeyFile(e) => write!(f, "load the cursor key: {e}"),
             StartError::Runtime(e) => e.fmt(f),
+            StartError::Audit(e) => write!(
+                f,
+                "{e}; no call may run unrecorded (audit-on-failure = closed): fix the path, or give \
+                 --audit-log FILE, --audit-on-failure open or --no-audit"
+            ),
             StartError::Tools(e) => e.fmt(f),
             StartError::Installed(e) => e.fmt(f),
             StartError::HandleStore(e) => write!(f, "the handle store (--handle-store) cannot be used: {e}"),
@@ -107,6 +133,10 @@ pub struct Server {
     calls: Slots,
     /// What `initialize` tells the model, the roots named.
     instructions: String,
+    /// The audit trail every call, refusal and tool change goes to.
+    audit: Audit,
+    /// Calls recorded, for the `stop` record.
+    recorded: AtomicU64,
 }
 
 impl Server {
@@ -165,6 +195,7 @@ impl Server {
         let pager = Arc::new(Pager::new(key, handles, config.limits.pages, Arc::clone(&runtime)));
         let calls = Slots::new("max_calls_in_flight", config.limits.max_calls_in_flight);
         let instructions = results::instructions(policy.roots());
+        let audit = Audit::open(&config.audit).map_err(StartError::Audit)?;
         Ok(Arc::new(Server {
             runtime,
             registry,
@@ -175,6 +206,8 @@ impl Server {
             limits: config.limits,
             calls,
             instructions,
+            audit,
+            recorded: AtomicU64::new(0),
         }))
     }
 
@@ -249,12 +282,26 @@ impl Server {
             }
             *seen = text.clone();
         }
-        let sources = installed_sources(&self.policy, &dir, text)?;
         let current = self.registry();
-        let next = current.with_installed(&self.runtime, sources).map_err(StartError::Tools)?;
+        let next = installed_sources(&self.policy, &dir, text)
+            .and_then(|sources| current.with_installed(&self.runtime, sources).map_err(StartError::Tools));
+        let next = match next {
+            Ok(next) => next,
+            Err(e) => {
+                let _ = self.audit.record(&Event::ToolsRejected { reason: e.to_string() });
+                return Err(e);
+            }
+        };
         if current.same_tools(&next) {
             return Ok(false);
         }
+        let names =
+            |r: &Registry| r.components().map(|t| (t.manifest.name.clone(), t.digest.clone())).collect::<Vec<_>>();
+        let (before, after) = (names(&current), names(&next));
+        let added = next.components().filter(|t| !before.contains(&(t.manifest.name.clone(), t.digest.clone())));
+        let removed = before.iter().filter(|b| !after.contains(b)).map(|(name, _)| name.clone()).collect();
+        let added = added.map(|t| tool_ref(t)).collect();
+        let _ = self.audit.record(&Event::ToolsChanged { added, removed });
         tracing::info!(
             tools = ?next.entries().iter().map(|e| e.manifest().name.as_str()).collect::<Vec<_>>(),
             "the installed tools changed"
@@ -306,6 +353,19 @@ impl Server {
     /// thread of its own and the answer comes by the wall-time limit plus the
     /// host grace, even from a guest blocked in a host call.
     pub fn call(self: &Arc<Self>, request: CallRequest<'_>) -> Result<Answer, Fault> {
+        let started = Instant::now();
+        if !self.audit.admits_calls() {
+            let fault = Fault::AuditUnavailable { reason: "the audit log cannot be written".into() };
+            tracing::warn!(tool = request.name, who = ?request.who, "{fault}");
+            return Err(fault);
+        }
+        let mut seen = Seen::default();
+        let answer = self.run(&request, &mut seen);
+        self.record(&request, seen, answer, started)
+    }
+
+    /// The call itself; what it ran goes into `seen`, for the record.
+    fn run(self: &Arc<Self>, request: &CallRequest<'_>, seen: &mut Seen) -> Result<Answer, Fault> {
         let tool = match self.offered(request.name)? {
             Entry::Host { tool: HostTool::Upload, .. } => {
                 return Ok(match staging::call_upload(&self.uploads, request.arguments) {
@@ -315,6 +375,12 @@ impl Server {
             }
             Entry::Component(tool) => tool,
         };
+        seen.tool = Some(ToolRef {
+            name: tool.manifest.name.clone(),
+            version: tool.manifest.version.clone(),
+            sha256: tool.digest.clone(),
+            signer: tool.signer.clone(),
+        });
         // A built-in tool not compiled yet (a cold start) is compiled now, or
         // waited for, before the call's time starts.
         if let Err(failure) = tool.compiled(&self.runtime) {
@@ -335,6 +401,7 @@ impl Server {
             }
         };
         grants.extend(attached.as_ref().map(|a| a.grant.clone()));
+        seen.grants = grants.iter().map(|g| json!({ "path": g.host, "mode": mode(g) })).collect();
         // Held until this call is answered (a guest left blocked past its
         // deadline keeps only its instance slot).
         let _in_flight = match self.calls.acquire(deadline, request.signal) {
@@ -372,6 +439,8 @@ pub struct CallRequest<'a> {
     /// result's count; a program following the signed cursor (`cordon call
     /// --all`) needs neither.
     pub for_model: bool,
+    /// Who asked, for the audit trail.
+    pub who: Who,
 }
 
 impl Server {

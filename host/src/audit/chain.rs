@@ -1,0 +1,265 @@
+//! The audit file: JSON lines, each chained to the one before it.
+//!
+//! A line is a JSON object whose last two fields are `prev`, the hash of the
+//! line before it (64 zeros for the first line ever), and `hash`, the SHA-256
+//! of the line's text up to the `,"hash":` that introduces it. Editing a line
+//! breaks its own `hash`; deleting or moving one breaks the `prev` (and the
+//! `seq`) of the line after it. The chain goes on across rotations and across
+//! the processes that share the file.
+//!
+//! Every `cordon` process started with the same configuration appends to the
+//! same file (an MCP client starts one `cordon serve` per session), so each
+//! append takes an exclusive lock on a lock file beside it, reads the last
+//! line for its `seq` and `hash`, rotates when the file is full, writes the
+//! line and flushes it, and lets go. Rotation crates (`file-rotate`,
+//! `tracing-appender`) keep a file's state in one process and rotate without
+//! a lock, which would fork the chain here; this module renames under the
+//! same lock instead: `audit.log` → `audit.log.1` → … → `audit.log.N`.
+
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use cap_std::fs::{Dir, File, OpenOptions};
+
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+/// What introduces a line's own hash; everything before it is hashed.
+const HASH_FIELD: &str = ",\"hash\":\"";
+
+/// The `prev` of the first line ever written.
+pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+/// How much of a file's end is read at first to find its last line.
+const TAIL: u64 = 16 * 1024;
+
+/// An audit file and how it rotates.
+pub struct Chain {
+    path: PathBuf,
+    /// The audit file's directory, and the file's name in it.
+    dir: Dir,
+    name: String,
+    lock: std::fs::File,
+    /// Rotate once the file holds this many bytes.
+    max_bytes: u64,
+    /// Rotated files kept (`audit.log.1` … `audit.log.N`).
+    keep: usize,
+}
+
+/// Where the chain stands: the last line's number and hash.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Tail {
+    seq: u64,
+    hash: String,
+}
+
+impl Chain {
+    /// The chain in the file at `path` (its directory is created), rotated at
+    /// `max_bytes`, keeping `keep` rotated files.
+    pub fn open(path: &Path, max_bytes: u64, keep: usize) -> std::io::Result<Chain> {
+        let parent = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let name = path.file_name().and_then(|n| n.to_str()).ok_or_else(|| {
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, "the audit log needs a UTF-8 file name")
+        })?;
+        let dir = crate::ambient::create_dir_handle(parent)?;
+        let lock = dir.open_with(format!("{name}.lock"), OpenOptions::new().create(true).write(true))?.into_std();
+        Ok(Chain {
+            path: path.to_path_buf(),
+            dir,
+            name: name.to_string(),
+            lock,
+            max_bytes: max_bytes.max(1),
+            keep: keep.max(1),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends one event (a JSON object without `seq`, `prev`, `hash`) as the
+    /// next line, flushed before it returns.
+    pub fn append(&self, event: Map<String, Value>) -> std::io::Result<()> {
+        self.lock.lock()?;
+        let appended = self.append_locked(event);
+        let unlocked = self.lock.unlock();
+        appended.and(unlocked)
+    }
+
+    fn append_locked(&self, event: Map<String, Value>) -> std::io::Result<()> {
+        let appending = || OpenOptions::new().create(true).append(true).read(true).clone();
+        let mut file = self.dir.open_with(&self.name, &appending())?;
+        let mut tail = last_line(&mut file)?.map(|line| tail_of(&line)).transpose()?;
+        if tail.is_none() {
+            // Just rotated: the chain goes on from the newest rotated file.
+            if let Ok(mut previous) = self.dir.open(rotated(&self.name, 1)) {
+                tail = last_line(&mut previous)?.map(|line| tail_of(&line)).transpose()?;
+            }
+        }
+        let size = file.metadata()?.len();
+        let line = line(tail.as_ref(), event);
+        if size > 0 && size + line.len() as u64 > self.max_bytes {
+            self.rotate()?;
+            file = self.dir.open_with(&self.name, &appending())?;
+        }
+        file.write_all(line.as_bytes())?;
+        file.flush()
+    }
+
+    /// `audit.log.K` → `.K+1` for K = keep−1 … 1, then `audit.log` → `.1`.
+    fn rotate(&self) -> std::io::Result<()> {
+        for k in (1..self.keep).rev() {
+            match self.dir.rename(rotated(&self.name, k), &self.dir, rotated(&self.name, k + 1)) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
+        }
+        self.dir.rename(&self.name, &self.dir, rotated(&self.name, 1))
+    }
+}
+
+/// The name of the `k`-th rotated file of the audit file `name`
+/// (`audit.log.1` is the newest).
+pub fn rotated(name: &str, k: usize) -> String {
+    format!("{name}.{k}")
+}
+
+/// The line for `event` after `tail`, newline included.
+fn line(tail: Option<&Tail>, event: Map<String, Value>) -> String {
+    let seq = tail.map_or(1, |t| t.seq + 1);
+    let prev = tail.map_or(GENESIS, |t| t.hash.as_str());
+    let mut body = serde_json::to_string(&serde_json::json!({ "seq": seq })).expect("JSON");
+    body.pop(); // the closing brace
+    for (key, value) in event {
+        if matches!(key.as_str(), "seq" | "prev" | "hash") {
+            continue;
+        }
+        body.push(',');
+        body.push_str(&Value::String(key).to_string());
+        body.push(':');
+        body.push_str(&value.to_string());
+    }
+    body.push_str(",\"prev\":\"");
+    body.push_str(prev);
+    body.push('"');
+    let hash = hex::encode(Sha256::digest(body.as_bytes()));
+    format!("{body}{HASH_FIELD}{hash}\"}}\n")
+}
+
+/// The last complete line of `file` (without its newline), if it has one.
+fn last_line(file: &mut File) -> std::io::Result<Option<String>> {
+    let size = file.metadata()?.len();
+    let mut want = TAIL;
+    loop {
+        let from = size.saturating_sub(want);
+        file.seek(SeekFrom::Start(from))?;
+        let mut buf = Vec::with_capacity((size - from) as usize);
+        file.take(size - from).read_to_end(&mut buf)?;
+        let body = buf.strip_suffix(b"\n").unwrap_or(&buf);
+        if body.is_empty() {
+            return Ok(None);
+        }
+        match body.iter().rposition(|&b| b == b'\n') {
+            Some(at) => return Ok(Some(String::from_utf8_lossy(&body[at + 1..]).into_owned())),
+            None if from == 0 => return Ok(Some(String::from_utf8_lossy(body).into_owned())),
+            None => want *= 4,
+        }
+    }
+}
+
+/// The `seq` and `hash` of a line already in the file.
+fn tail_of(line: &str) -> std::io::Result<Tail> {
+    let checked = check_line(line).map_err(|e| {
+        std::io::Error::new(std::io::ErrorKind::InvalidData, format!("the audit file's last line is damaged: {e}"))
+    })?;
+    Ok(Tail { seq: checked.seq, hash: checked.hash })
+}
+
+/// A line whose own hash holds.
+#[derive(Debug)]
+pub struct Checked {
+    pub seq: u64,
+    pub prev: String,
+    pub hash: String,
+}
+
+/// Checks a line's own hash and reads its `seq` and `prev`.
+pub fn check_line(line: &str) -> Result<Checked, &'static str> {
+    let at = line.rfind(HASH_FIELD).ok_or("no hash field")?;
+    let (body, rest) = line.split_at(at);
+    let hash = rest[HASH_FIELD.len()..].strip_suffix("\"}").ok_or("the hash is not the last field")?;
+    if hex::encode(Sha256::digest(body.as_bytes())) != hash {
+        return Err("its hash does not match its text (the line was changed)");
+    }
+    let value: Value = serde_json::from_str(line).map_err(|_| "not a JSON object")?;
+    let seq = value["seq"].as_u64().ok_or("no seq")?;
+    let prev = value["prev"].as_str().ok_or("no prev")?.to_string();
+    Ok(Checked { seq, prev, hash: hash.to_string() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn event(n: u64) -> Map<String, Value> {
+        json!({ "event": "test", "n": n }).as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn lines_chain_from_the_genesis_and_each_hash_covers_its_text() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.log");
+        let chain = Chain::open(&path, 1 << 20, 3).unwrap();
+        for n in 0..3 {
+            chain.append(event(n)).unwrap();
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3);
+        let first = check_line(lines[0]).unwrap();
+        assert_eq!((first.seq, first.prev.as_str()), (1, GENESIS));
+        let second = check_line(lines[1]).unwrap();
+        assert_eq!((second.seq, second.prev), (2, first.hash));
+        assert!(lines[2].starts_with(r#"{"seq":3,"event":"test","n":2,"prev":""#), "{}", lines[2]);
+        let edited = lines[1].replace("\"n\":1", "\"n\":7");
+        assert!(check_line(&edited).is_err());
+    }
+
+    #[test]
+    fn rotation_keeps_the_chain_and_the_newest_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.log");
+        let chain = Chain::open(&path, 300, 2).unwrap();
+        for n in 0..12 {
+            chain.append(event(n)).unwrap();
+        }
+        let rotated = |k| dir.path().join(rotated("audit.log", k));
+        assert!(rotated(2).exists() && !rotated(3).exists(), "two rotated files kept");
+        let newest_rotated = std::fs::read_to_string(rotated(1)).unwrap();
+        let current = std::fs::read_to_string(&path).unwrap();
+        let last_before = check_line(newest_rotated.lines().last().unwrap()).unwrap();
+        let first_after = check_line(current.lines().next().unwrap()).unwrap();
+        assert_eq!(first_after.prev, last_before.hash, "the chain goes on in the new file");
+        assert_eq!(first_after.seq, last_before.seq + 1);
+        // A new writer (another process, a restart) continues it too.
+        let again = Chain::open(&path, 300, 2).unwrap();
+        again.append(event(99)).unwrap();
+        let current = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(check_line(current.lines().last().unwrap()).unwrap().seq, 13);
+    }
+
+    #[test]
+    fn a_line_longer_than_the_first_tail_read_is_found_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.log");
+        let chain = Chain::open(&path, 1 << 30, 1).unwrap();
+        let mut big = event(0);
+        big.insert("pad".into(), Value::String("x".repeat(100_000)));
+        chain.append(big).unwrap();
+        chain.append(event(1)).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let seqs: Vec<u64> = text.lines().map(|l| check_line(l).unwrap().seq).collect();
+        assert_eq!(seqs, [1, 2]);
+    }
+}

@@ -1,0 +1,348 @@
+//! The audit trail: one chained JSON line per event (see `chain`), for "who
+//! read what" — every tool call and page, refusals before a call, changes to
+//! the installed tools, and the server's start and stop.
+//!
+//! Secrets never appear: no token (only its id, the first 16 hex digits of its
+//! SHA-256), no cursor key, and no file content. The arguments a call carries
+//! content in (`content`, `data`, `old_string`, `new_string`, …) and every
+//! string longer than `LONG_STRING` (a cursor, a long text) are replaced by
+//! their size and SHA-256.
+//!
+//! When an event cannot be written, `OnFailure` decides: `Closed` (the
+//! default) answers the call whose record failed with an error instead of its
+//! result, and refuses calls until a write works again (tried again after
+//! `RETRY`); `Open` lets calls go on and says so on stderr.
+
+pub mod chain;
+pub mod verify;
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::{Duration, Instant, SystemTime};
+
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+
+use chain::Chain;
+
+/// Strings longer than this in a call's arguments are replaced by their size
+/// and SHA-256.
+pub const LONG_STRING: usize = 256;
+
+/// Arguments that carry file content, replaced by size and SHA-256 whatever
+/// their length.
+const CONTENT_KEYS: &[&str] = &["content", "data", "old_string", "new_string", "old_text", "new_text", "text"];
+
+/// While failing closed, how long calls are refused before a write is tried.
+const RETRY: Duration = Duration::from_secs(1);
+
+/// What happens to calls when the audit file cannot be written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum OnFailure {
+    /// Answer the call whose record failed with an error, and refuse calls
+    /// until the file can be written again.
+    #[default]
+    Closed,
+    /// Let calls go on; each failure is reported on stderr.
+    Open,
+}
+
+/// Where the audit trail goes and how it rotates.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditSettings {
+    /// `None`: no audit trail.
+    pub path: Option<PathBuf>,
+    pub on_failure: OnFailure,
+    /// Rotate the file once it holds this many bytes.
+    pub max_bytes: u64,
+    /// Rotated files kept.
+    pub keep: usize,
+}
+
+/// Who made a request: what a record says about the client, no secret.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Who {
+    /// `stdio`, `tcp`, `http` or `cli`.
+    pub transport: &'static str,
+    /// The peer's address (TCP, HTTP), or the parent process (stdio).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peer: Option<String>,
+    /// The token's id (the first 16 hex digits of its SHA-256), when one was sent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token_id: Option<String>,
+    /// The client's name and version, as it gave them at `initialize`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
+    /// The protocol revision of the request.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub era: Option<&'static str>,
+}
+
+impl Who {
+    pub fn new(transport: &'static str) -> Who {
+        Who { transport, ..Who::default() }
+    }
+
+    /// The id of a token: the first 16 hex digits of its SHA-256.
+    pub fn token_id(token: &str) -> String {
+        hex::encode(&Sha256::digest(token.as_bytes())[..8])
+    }
+}
+
+/// A tool as a record names it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolRef {
+    pub name: String,
+    pub version: String,
+    pub sha256: String,
+    /// The id of the key whose signature the tool carries, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signer: Option<String>,
+}
+
+/// One call (one page) as the record keeps it.
+#[derive(Debug, Clone, Serialize)]
+pub struct CallRecord {
+    pub who: Who,
+    pub tool: ToolRef,
+    /// The arguments, content replaced by size and SHA-256 (see `redact`).
+    pub arguments: Value,
+    /// The call's grants: `{ "path", "mode" }`.
+    pub grants: Value,
+    /// `{"result": "page", "page": …, "bytes": …, "last": …}`, `{"tool_error": CODE}`,
+    /// `{"limit": NAME}`, `{"error": KIND}`.
+    pub outcome: Value,
+    pub duration_ms: f64,
+}
+
+/// What the trail records.
+#[derive(Debug)]
+pub enum Event<'a> {
+    /// The server started: its version, process, configuration digest, roots
+    /// and tools.
+    Start { config_sha256: String, roots: Value, tools: Vec<ToolRef>, serving: String },
+    /// The server is stopping.
+    Stop { calls: u64 },
+    /// A tool call, or one page of it.
+    Call(&'a CallRecord),
+    /// A request refused before any tool ran: `reason` is a short code
+    /// (`unknown_tool`, `read_only`, `invalid_cursor`, `bad_token`,
+    /// `bad_origin`, `audit_unavailable`, …), `detail` its sentence.
+    Refused { who: &'a Who, reason: &'a str, tool: Option<&'a str>, detail: String },
+    /// The installed tools changed (an install, a removal, a reload).
+    ToolsChanged { added: Vec<ToolRef>, removed: Vec<String> },
+    /// An installed tool could not be loaded (a digest mismatch, a bad
+    /// signature, a broken component): the tools stayed as they were.
+    ToolsRejected { reason: String },
+}
+
+impl Event<'_> {
+    fn name(&self) -> &'static str {
+        match self {
+            Event::Start { .. } => "start",
+            Event::Stop { .. } => "stop",
+            Event::Call(_) => "call",
+            Event::Refused { .. } => "refused",
+            Event::ToolsChanged { .. } => "tools_changed",
+            Event::ToolsRejected { .. } => "tools_rejected",
+        }
+    }
+
+    /// The event's fields, `time`, `event` and `pid` first.
+    fn fields(&self) -> Map<String, Value> {
+        let mut m = Map::new();
+        m.insert("time".into(), humantime::format_rfc3339_micros(SystemTime::now()).to_string().into());
+        m.insert("event".into(), self.name().into());
+        m.insert("pid".into(), std::process::id().into());
+        let more = match self {
+            Event::Start { config_sha256, roots, tools, serving } => json!({
+                "version": env!("CARGO_PKG_VERSION"), "serving": serving, "config_sha256": config_sha256,
+                "roots": roots, "tools": tools,
+            }),
+            Event::Stop { calls } => json!({ "calls": calls }),
+            Event::Call(record) => serde_json::to_value(record).expect("a record is JSON"),
+            Event::Refused { who, reason, tool, detail } => {
+                json!({ "who": who, "reason": reason, "tool": tool, "detail": detail })
+            }
+            Event::ToolsChanged { added, removed } => json!({ "added": added, "removed": removed }),
+            Event::ToolsRejected { reason } => json!({ "reason": reason }),
+        };
+        if let Value::Object(more) = more {
+            m.extend(more.into_iter().filter(|(_, v)| !v.is_null()));
+        }
+        m
+    }
+}
+
+/// Why an event could not be recorded.
+#[derive(Debug)]
+pub struct AuditError {
+    path: PathBuf,
+    source: std::io::Error,
+}
+
+impl std::fmt::Display for AuditError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the audit log {} cannot be written: {}", self.path.display(), self.source)
+    }
+}
+
+impl std::error::Error for AuditError {}
+
+/// The audit trail of one process.
+pub struct Audit {
+    chain: Option<Chain>,
+    on_failure: OnFailure,
+    /// Since when writes fail, if they do.
+    failing: Mutex<Option<Instant>>,
+}
+
+impl Audit {
+    /// The trail `settings` describe (none without a path). A file that cannot
+    /// be opened stops the start when failing closed.
+    pub fn open(settings: &AuditSettings) -> Result<Audit, AuditError> {
+        let Some(path) = &settings.path else { return Ok(Audit::off()) };
+        let chain = match Chain::open(path, settings.max_bytes, settings.keep) {
+            Ok(chain) => Some(chain),
+            Err(source) if settings.on_failure == OnFailure::Closed => {
+                return Err(AuditError { path: path.clone(), source });
+            }
+            Err(source) => {
+                tracing::error!(
+                    "{}; going on without an audit trail (audit-on-failure = open)",
+                    AuditError { path: path.clone(), source }
+                );
+                None
+            }
+        };
+        Ok(Audit { chain, on_failure: settings.on_failure, failing: Mutex::new(None) })
+    }
+
+    /// No audit trail.
+    pub fn off() -> Audit {
+        Audit { chain: None, on_failure: OnFailure::Open, failing: Mutex::new(None) }
+    }
+
+    pub fn is_on(&self) -> bool {
+        self.chain.is_some()
+    }
+
+    /// Records `event`. A failure is logged; it is the caller's to act on
+    /// when failing closed (see `fails_closed`).
+    pub fn record(&self, event: &Event<'_>) -> Result<(), AuditError> {
+        let Some(chain) = &self.chain else { return Ok(()) };
+        let written = chain.append(event.fields());
+        let mut failing = self.failing.lock().expect("failing lock");
+        match written {
+            Ok(()) => {
+                if failing.take().is_some() {
+                    tracing::warn!(path = %chain.path().display(), "the audit log is written again");
+                }
+                Ok(())
+            }
+            Err(source) => {
+                let error = AuditError { path: chain.path().to_path_buf(), source };
+                let policy = match self.on_failure {
+                    OnFailure::Closed => "calls are refused until it can be (audit-on-failure = closed)",
+                    OnFailure::Open => "calls go on without it (audit-on-failure = open)",
+                };
+                tracing::error!("{error}; {policy}");
+                failing.get_or_insert_with(Instant::now);
+                Err(error)
+            }
+        }
+    }
+
+    /// Whether a failed record must fail its call.
+    pub fn fails_closed(&self) -> bool {
+        self.on_failure == OnFailure::Closed
+    }
+
+    /// Whether calls may start: not while failing closed, except once every
+    /// `RETRY`, to try the file again.
+    pub fn admits_calls(&self) -> bool {
+        if self.on_failure == OnFailure::Open {
+            return true;
+        }
+        let mut failing = self.failing.lock().expect("failing lock");
+        match *failing {
+            None => true,
+            Some(since) if since.elapsed() >= RETRY => {
+                *failing = Some(Instant::now());
+                true
+            }
+            Some(_) => false,
+        }
+    }
+}
+
+/// A call's arguments for the record: content and long strings replaced by
+/// `{"bytes": N, "sha256": HEX}`, at any depth.
+pub fn redact(arguments: &Value) -> Value {
+    fn digest(text: &str) -> Value {
+        json!({ "bytes": text.len(), "sha256": hex::encode(Sha256::digest(text.as_bytes())) })
+    }
+    fn walk(value: &Value, key: Option<&str>) -> Value {
+        match value {
+            Value::String(s) if key.is_some_and(|k| CONTENT_KEYS.contains(&k)) || s.len() > LONG_STRING => digest(s),
+            Value::Object(m) => Value::Object(m.iter().map(|(k, v)| (k.clone(), walk(v, Some(k)))).collect()),
+            Value::Array(items) => Value::Array(items.iter().map(|v| walk(v, key)).collect()),
+            other => other.clone(),
+        }
+    }
+    walk(arguments, None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn content_and_long_strings_are_replaced_by_size_and_hash_at_any_depth() {
+        let long = "p".repeat(LONG_STRING + 1);
+        let args = json!({
+            "path": "a.txt", "content": "secret", "pattern": "fn ",
+            "edits": [{ "old_string": "x", "new_string": "y" }], "cursor": long,
+        });
+        let redacted = redact(&args);
+        assert_eq!(redacted["path"], "a.txt");
+        assert_eq!(redacted["pattern"], "fn ");
+        assert_eq!(redacted["content"]["bytes"], 6);
+        assert_eq!(redacted["content"]["sha256"], hex::encode(Sha256::digest(b"secret")));
+        assert_eq!(redacted["edits"][0]["old_string"]["bytes"], 1);
+        assert_eq!(redacted["cursor"]["bytes"], LONG_STRING + 1);
+        assert!(!redacted.to_string().contains("secret"));
+    }
+
+    #[test]
+    fn failing_closed_refuses_calls_until_a_retry_and_open_never_does() {
+        for on_failure in [OnFailure::Closed, OnFailure::Open] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("audit.log");
+            let settings = AuditSettings { path: Some(path.clone()), on_failure, max_bytes: 1 << 20, keep: 1 };
+            let audit = Audit::open(&settings).unwrap();
+            let stop = Event::Stop { calls: 0 };
+            audit.record(&stop).unwrap();
+            // The file can no longer be opened for appending (as a full disk
+            // or a revoked permission would refuse writes).
+            std::fs::remove_file(&path).unwrap();
+            std::fs::create_dir(&path).unwrap();
+            assert!(audit.record(&stop).is_err());
+            match on_failure {
+                OnFailure::Closed => {
+                    assert!(audit.fails_closed());
+                    assert!(!audit.admits_calls(), "refused while failing");
+                    *audit.failing.lock().unwrap() = Some(Instant::now() - RETRY);
+                    assert!(audit.admits_calls(), "one call tries again");
+                    assert!(!audit.admits_calls(), "and the next waits for the retry");
+                }
+                OnFailure::Open => assert!(audit.admits_calls() && !audit.fails_closed()),
+            }
+            std::fs::remove_dir(&path).unwrap();
+            audit.record(&stop).unwrap();
+            assert!(audit.admits_calls(), "writable again");
+        }
+    }
+}

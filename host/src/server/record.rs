@@ -1,0 +1,110 @@
+//! What the server tells the audit trail: each call (or its refusal), its
+//! start and stop. A call's record is written before its answer leaves:
+//! failing closed, an answer whose record cannot be written is withheld.
+
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use serde_json::{Value, json};
+
+use super::{CallRequest, Config, Server};
+use crate::audit::{self, AuditError, CallRecord, Event, ToolRef, Who};
+use crate::policy::Mode;
+use crate::registry::Tool;
+use crate::results::{self, Answer, Fault};
+
+/// What a call ran, for its record.
+#[derive(Default)]
+pub(super) struct Seen {
+    pub tool: Option<ToolRef>,
+    pub grants: Vec<Value>,
+}
+
+/// `ro` or `rw`: a grant's mode as the record names it.
+pub(super) fn mode(grant: &crate::policy::Grant) -> &'static str {
+    match grant.perms {
+        wasmtime_wasi::FsPerms::ReadWrite => "rw",
+        wasmtime_wasi::FsPerms::ReadOnly => "ro",
+    }
+}
+
+impl Server {
+    /// Records a call (a `call` line, or a `refused` one for a request the
+    /// server refused: an unknown tool, a bad cursor or handle, …) and
+    /// returns its answer; failing closed, an answer
+    /// whose record cannot be written is withheld.
+    pub(super) fn record(
+        &self,
+        request: &CallRequest<'_>,
+        seen: Seen,
+        answer: Result<Answer, Fault>,
+        started: Instant,
+    ) -> Result<Answer, Fault> {
+        if !self.audit.is_on() {
+            return answer;
+        }
+        let written = match (&answer, seen.tool) {
+            (Err(fault), _) => self.audit.record(&Event::Refused {
+                who: &request.who,
+                reason: &results::outcome::reason(fault),
+                tool: Some(request.name),
+                detail: fault.to_string(),
+            }),
+            (Ok(_), tool) => {
+                let tool = tool.unwrap_or_else(|| ToolRef {
+                    name: request.name.to_string(),
+                    version: env!("CARGO_PKG_VERSION").into(),
+                    sha256: "host".into(),
+                    signer: None,
+                });
+                let record = CallRecord {
+                    who: request.who.clone(),
+                    tool,
+                    arguments: audit::redact(request.arguments),
+                    grants: Value::Array(seen.grants),
+                    outcome: results::outcome::outcome(&answer),
+                    duration_ms: (started.elapsed().as_secs_f64() * 1e6).round() / 1e3,
+                };
+                self.audit.record(&Event::Call(&record))
+            }
+        };
+        self.recorded.fetch_add(1, Ordering::Relaxed);
+        match written {
+            Err(e) if self.audit.fails_closed() => Err(Fault::AuditUnavailable { reason: e.to_string() }),
+            _ => answer,
+        }
+    }
+
+    /// Records a refusal that happens before the server runs anything (a
+    /// bad token, a foreign Origin, an unknown tool seen by a session); failing
+    /// closed changes nothing, as nothing ran.
+    pub fn refused(&self, who: &Who, reason: &str, tool: Option<&str>, detail: String) {
+        let _ = self.audit.record(&Event::Refused { who, reason, tool, detail });
+    }
+
+    /// Records the server's start: what it serves, its configuration's
+    /// digest, its roots and its tools.
+    pub fn record_start(&self, serving: &str, config: &Config) -> Result<(), AuditError> {
+        let roots: Vec<Value> = (self.policy.roots().iter())
+            .map(|r| json!({ "path": r.path, "mode": if r.mode == Mode::ReadWrite { "rw" } else { "ro" } }))
+            .collect();
+        let tools = self.registry().components().map(|t| tool_ref(t)).collect();
+        let config_sha256 = config.digest();
+        self.audit.record(&Event::Start { config_sha256, roots: Value::Array(roots), tools, serving: serving.into() })
+    }
+
+    /// Records the server's stop.
+    pub fn record_stop(&self) {
+        let _ = self.audit.record(&Event::Stop { calls: self.recorded.load(Ordering::Relaxed) });
+    }
+}
+
+/// A loaded tool as a record names it.
+pub(super) fn tool_ref(tool: &Tool) -> ToolRef {
+    ToolRef {
+        name: tool.manifest.name.clone(),
+        version: tool.manifest.version.clone(),
+        sha256: tool.digest.clone(),
+        signer: tool.signer.clone(),
+    }
+}
