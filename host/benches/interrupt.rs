@@ -52,6 +52,8 @@ fn main() {
         components: vec![HOSTILE.into()],
         tools_dir: None,
         limits,
+        trusted_keys: Vec::new(),
+        require_signatures: false,
         audit: cordon::audit::AuditSettings {
             path: None,
             on_failure: cordon::audit::OnFailure::Closed,

@@ -29,6 +29,28 @@ pub fn read_file(path: &Path) -> io::Result<Vec<u8>> {
     std::fs::read(path)
 }
 
+/// A file named on the command line, opened for reading.
+pub fn open_file(path: &Path) -> io::Result<std::fs::File> {
+    std::fs::File::open(path)
+}
+
+/// An exclusive advisory lock (`flock`) on a file already opened through a
+/// capability, held until the guard drops (std's locks take a std file).
+pub fn lock_exclusive(file: &cap_std::fs::File) -> io::Result<Exclusive> {
+    let file = file.try_clone()?.into_std();
+    file.lock()?;
+    Ok(Exclusive(file))
+}
+
+/// Holds the lock `lock_exclusive` took.
+pub struct Exclusive(std::fs::File);
+
+impl Drop for Exclusive {
+    fn drop(&mut self) {
+        let _ = self.0.unlock();
+    }
+}
+
 /// Opens an existing directory (a configured root) as a capability.
 pub fn open_dir(path: &Path) -> io::Result<Dir> {
     Dir::open_ambient_dir(path, ambient_authority())

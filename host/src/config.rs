@@ -50,6 +50,10 @@ pub struct FileConfig {
     pub audit_max_bytes: Option<crate::limits::Bytes>,
     /// Rotated audit files kept.
     pub audit_keep: Option<usize>,
+    /// PEM public keys whose signatures on installed tools are trusted.
+    pub trusted_keys: Option<Vec<PathBuf>>,
+    /// Refuse installed tools without a valid signature from a trusted key.
+    pub require_signatures: Option<bool>,
     /// `[limits]`: each key is the flag of the same name (see `limits`).
     /// Sizes in bytes are a number or a string with a unit (`"8 MiB"`).
     #[serde(default)]

@@ -273,11 +273,13 @@ pub struct Source {
     pub label: String,
     /// The name its manifest must give (installed tools are pinned by name).
     pub expect_name: Option<String>,
+    /// The id of the trusted key whose signature it carries, checked.
+    pub signer: Option<String>,
 }
 
 impl Source {
     /// An installed tool, checked against its pin, with its resolved grants.
-    pub fn installed(verified: Verified, grants: Vec<DirSpec>) -> Source {
+    pub fn installed(verified: Verified, grants: Vec<DirSpec>, signer: Option<String>) -> Source {
         let Verified { entry, bytes } = verified;
         Source {
             bytes: bytes.into(),
@@ -285,6 +287,7 @@ impl Source {
             origin: Origin::Installed { grants },
             label: format!("installed tool `{}`", entry.name),
             expect_name: Some(entry.name),
+            signer,
         }
     }
 
@@ -298,6 +301,7 @@ impl Source {
             origin: Origin::Builtin,
             label: format!("built-in tool `{crate_dir}`"),
             expect_name: None,
+            signer: None,
         })
     }
 
@@ -311,6 +315,7 @@ impl Source {
             origin: Origin::Component(path.to_path_buf()),
             label: format!("component {}", path.display()),
             expect_name: None,
+            signer: None,
         })
     }
 }
@@ -467,7 +472,8 @@ pub fn load(runtime: &Runtime, source: Source) -> Result<Tool, LoadError> {
     let validator = checked(&manifest).map_err(refused)?;
     tracing::info!(tool = %manifest.name, version = %manifest.version, cache = ?compiled.outcome, "loaded tool");
     let code = OnceLock::from(Ok(compiled));
-    Ok(Tool { manifest, origin: source.origin, digest: source.digest, signer: None, validator, code, embedded: None })
+    let (origin, digest, signer) = (source.origin, source.digest, source.signer);
+    Ok(Tool { manifest, origin, digest, signer, validator, code, embedded: None })
 }
 
 /// The argument checker of a manifest the host can offer: not a host tool's

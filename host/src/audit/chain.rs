@@ -39,7 +39,7 @@ pub struct Chain {
     /// The audit file's directory, and the file's name in it.
     dir: Dir,
     name: String,
-    lock: std::fs::File,
+    lock: File,
     /// Rotate once the file holds this many bytes.
     max_bytes: u64,
     /// Rotated files kept (`audit.log.1` … `audit.log.N`).
@@ -62,7 +62,7 @@ impl Chain {
             std::io::Error::new(std::io::ErrorKind::InvalidInput, "the audit log needs a UTF-8 file name")
         })?;
         let dir = crate::ambient::create_dir_handle(parent)?;
-        let lock = dir.open_with(format!("{name}.lock"), OpenOptions::new().create(true).write(true))?.into_std();
+        let lock = dir.open_with(format!("{name}.lock"), OpenOptions::new().create(true).write(true))?;
         Ok(Chain {
             path: path.to_path_buf(),
             dir,
@@ -80,10 +80,8 @@ impl Chain {
     /// Appends one event (a JSON object without `seq`, `prev`, `hash`) as the
     /// next line, flushed before it returns.
     pub fn append(&self, event: Map<String, Value>) -> std::io::Result<()> {
-        self.lock.lock()?;
-        let appended = self.append_locked(event);
-        let unlocked = self.lock.unlock();
-        appended.and(unlocked)
+        let _held = crate::ambient::lock_exclusive(&self.lock)?;
+        self.append_locked(event)
     }
 
     fn append_locked(&self, event: Map<String, Value>) -> std::io::Result<()> {

@@ -67,7 +67,7 @@ pub fn verify(files: &[&Path]) -> Result<Verified, Broken> {
     let mut verified = Verified { lines: 0, first_seq: 0, last_seq: 0, from_genesis: false };
     for &file in files {
         let broken = |line, why| Broken { file: file.to_path_buf(), line, why };
-        let reader = std::fs::File::open(file).map_err(|e| broken(0, Why::Unreadable(e.to_string())))?;
+        let reader = crate::ambient::open_file(file).map_err(|e| broken(0, Why::Unreadable(e.to_string())))?;
         for (n, text) in std::io::BufReader::new(reader).lines().enumerate() {
             let at = n as u64 + 1;
             let text = text.map_err(|e| broken(at, Why::Unreadable(e.to_string())))?;

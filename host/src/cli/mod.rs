@@ -147,6 +147,14 @@ struct Common {
     /// Rotated audit files kept (audit.log.1 … audit.log.N).
     #[arg(long, value_name = "N", default_value_t = 5)]
     audit_keep: usize,
+    /// A public key (PEM, P-256: cosign.pub, `openssl ec -pubout`) whose signatures on
+    /// installed tools are trusted. Repeatable.
+    #[arg(long = "trusted-key", value_name = "PEM")]
+    trusted_keys: Vec<PathBuf>,
+    /// Refuse any installed tool without a valid signature from a trusted key (at
+    /// `tool add`, at start and on reload).
+    #[arg(long)]
+    require_signatures: bool,
     /// Log at debug level (to stderr; RUST_LOG overrides).
     #[arg(long)]
     debug: bool,
@@ -175,6 +183,8 @@ impl Common {
             audit_on_failure,
             audit_max_bytes,
             audit_keep,
+            trusted_keys,
+            require_signatures,
             ..
         } = &loaded.file;
         if let (false, Some(roots)) = (given("roots"), roots) {
@@ -198,6 +208,10 @@ impl Common {
         self.no_cache = flag("no_cache", self.no_cache, no_cache);
         self.debug = flag("debug", self.debug, debug);
         self.no_audit = flag("no_audit", self.no_audit, no_audit);
+        self.require_signatures = flag("require_signatures", self.require_signatures, require_signatures);
+        if let (false, Some(keys)) = (given("trusted_keys"), trusted_keys) {
+            self.trusted_keys = keys.iter().map(|k| loaded.path(k)).collect();
+        }
         if let (false, Some(path)) = (given("audit_log"), audit_log) {
             self.audit_log = Some(loaded.path(path));
         }
@@ -228,6 +242,8 @@ impl Common {
             deny: self.deny.clone(),
             read_only: self.read_only,
             limits,
+            trusted_keys: self.trusted_keys.clone(),
+            require_signatures: self.require_signatures,
             audit: AuditSettings {
                 path: match self.no_audit {
                     true => None,

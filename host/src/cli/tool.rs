@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 use super::Common;
 use crate::installed::lock::{self, Entry};
+use crate::installed::signature::{SignatureError, Signing};
 use crate::installed::{ToolsDir, sha256_hex};
 use crate::policy::DirSpec;
 use crate::policy::Mode;
@@ -41,6 +42,10 @@ pub enum ToolCommand {
         /// Repeatable. Without any, the tool gets no filesystem access.
         #[arg(long = "grant", value_name = "ro:DIR|rw:DIR", value_parser = DirSpec::grant)]
         grants: Vec<DirSpec>,
+        /// The component's signature (`cosign sign-blob --key K TOOL.wasm`, or `openssl dgst
+        /// -sha256 -sign K TOOL.wasm`, base64 or DER), checked against the trusted keys.
+        #[arg(long, value_name = "FILE")]
+        signature: Option<PathBuf>,
         #[command(flatten)]
         common: Common,
     },
@@ -86,7 +91,9 @@ impl ToolCommand {
     pub(super) fn run(self) -> anyhow::Result<ExitCode> {
         match self {
             ToolCommand::New { name, dir, sdk } => super::template::create(&name, dir, sdk),
-            ToolCommand::Add { component, grants, common } => add(&component, grants, &common),
+            ToolCommand::Add { component, grants, signature, common } => {
+                add(&component, grants, signature.as_deref(), &common)
+            }
             ToolCommand::List { json, common } => list(json, &common),
             ToolCommand::Inspect { name, json, common } => inspect(&name, json, &common),
             ToolCommand::Remove { name, common } => {
@@ -104,13 +111,31 @@ fn tools_dir(config: &Config) -> anyhow::Result<ToolsDir> {
     Ok(ToolsDir::create(path)?)
 }
 
-fn add(component: &std::path::Path, grants: Vec<DirSpec>, common: &Common) -> anyhow::Result<ExitCode> {
+fn add(
+    component: &std::path::Path,
+    grants: Vec<DirSpec>,
+    signature: Option<&std::path::Path>,
+    common: &Common,
+) -> anyhow::Result<ExitCode> {
     let config = common.config()?;
     let dir = tools_dir(&config)?;
     let runtime = Server::runtime_only(&config)?;
     let mut source = Source::component(component)?;
     source.origin = Origin::Installed { grants: Vec::new() };
     let bytes = source.bytes.to_vec();
+    let signing = Signing::load(&config.trusted_keys, config.require_signatures)?;
+    let signed = match signature {
+        Some(path) => {
+            let text = crate::ambient::read_file(path).with_context(|| format!("read {}", path.display()))?;
+            let signed = signing.keys.verify(&bytes, &text);
+            Some(signed.with_context(|| format!("{} is refused", component.display()))?)
+        }
+        None if signing.required => {
+            let why = SignatureError::Missing;
+            anyhow::bail!("{} is refused: {why}", component.display());
+        }
+        None => None,
+    };
     let tool =
         registry::load(&runtime, source).with_context(|| format!("{} is not a usable tool", component.display()))?;
     let name = tool.manifest.name.clone();
@@ -147,6 +172,7 @@ fn add(component: &std::path::Path, grants: Vec<DirSpec>, common: &Common) -> an
         sha256: sha256_hex(&bytes),
         world: tool.compiled(&runtime)?.world.to_string(),
         grants: resolved,
+        signature: signed,
     };
     let shown_grants = grants_text(&entry.grants);
     let replaced = dir.install(entry.clone(), &bytes)?;
@@ -156,6 +182,10 @@ fn add(component: &std::path::Path, grants: Vec<DirSpec>, common: &Common) -> an
     };
     println!("{verb} `{name}` {} (sha256 {}) in {}", entry.version, entry.sha256, dir.path().display());
     println!("grants: {shown_grants}");
+    match &entry.signature {
+        Some(signed) => println!("signed by the trusted key {}", signed.key_id),
+        None => println!("unsigned"),
+    }
     if tool.manifest.access != Access::None && entry.grants.is_empty() {
         println!(
             "note: `{name}` asks for {:?} access but has no grant; it will be refused every path",
@@ -174,19 +204,24 @@ fn grants_text(grants: &[DirSpec]) -> String {
 }
 
 fn list(as_json: bool, common: &Common) -> anyhow::Result<ExitCode> {
-    let dir = tools_dir(&common.config()?)?;
+    let config = common.config()?;
+    let dir = tools_dir(&config)?;
+    let signing = Signing::load(&config.trusted_keys, config.require_signatures)?;
     let lock = dir.lock()?;
     let rows: Vec<Value> = lock
         .tools
         .iter()
         .map(|entry| {
-            let status = match dir.verify(entry) {
-                Ok(_) => "ok".to_string(),
-                Err(e) => e.to_string(),
+            let (status, signer) = match dir.verify(entry) {
+                Ok(verified) => match signing.signer(entry, &verified.bytes) {
+                    Ok(signer) => ("ok".to_string(), signer),
+                    Err(why) => (format!("refused: {why}"), None),
+                },
+                Err(e) => (e.to_string(), None),
             };
             json!({
                 "name": entry.name, "version": entry.version, "world": entry.world, "sha256": entry.sha256,
-                "grants": entry.grants, "file": dir.path().join(&entry.file), "status": status,
+                "grants": entry.grants, "file": dir.path().join(&entry.file), "status": status, "signer": signer,
             })
         })
         .collect();
@@ -198,6 +233,10 @@ fn list(as_json: bool, common: &Common) -> anyhow::Result<ExitCode> {
     for (entry, row) in lock.tools.iter().zip(&rows) {
         println!("{} {}  sha256 {}…  {}", entry.name, entry.version, &entry.sha256[..16], entry.world);
         println!("  grants: {}", grants_text(&entry.grants));
+        match row["signer"].as_str() {
+            Some(key) => println!("  signer: the trusted key {key}"),
+            None => println!("  signer: none (unsigned, or its signature does not hold)"),
+        }
         println!("  status: {}", row["status"].as_str().unwrap_or_default());
     }
     let bad = rows.iter().filter(|r| r["status"] != "ok").count();
@@ -219,7 +258,8 @@ fn inspect(name: &str, as_json: bool, common: &Common) -> anyhow::Result<ExitCod
     let (source, file) = match installed {
         Some((entry, verified)) => {
             let file = config.tools_dir.as_ref().map(|d| d.join(&entry.file));
-            (Source::installed(verified, entry.grants), file)
+            let signer = entry.signature.as_ref().map(|s| s.key_id.clone());
+            (Source::installed(verified, entry.grants, signer), file)
         }
         None => match Source::builtin(name) {
             Some(source) => (source, None),
@@ -241,7 +281,7 @@ fn inspect(name: &str, as_json: bool, common: &Common) -> anyhow::Result<ExitCod
         "name": m.name, "version": m.version, "title": m.title, "description": m.description,
         "origin": if file.is_some() { "installed" } else { "built-in" },
         "file": file, "bytes": size, "sha256": tool.digest, "world": compiled.world, "imports": imports,
-        "access": format!("{:?}", m.access).to_lowercase(), "grants": grants,
+        "access": format!("{:?}", m.access).to_lowercase(), "grants": grants, "signer": tool.signer,
         "hints": { "readOnly": m.read_only, "destructive": m.destructive, "idempotent": m.idempotent },
         "input_schema": m.input_schema, "output_schema": m.output_schema,
     });

@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::signature::Signed;
 use crate::policy::DirSpec;
 
 /// The lockfile's name inside the tools directory.
@@ -41,6 +42,10 @@ pub struct Entry {
     /// (`ro:DIR` or `rw:DIR`, as it is written).
     #[serde(deserialize_with = "crate::policy::deserialize_grants")]
     pub grants: Vec<DirSpec>,
+    /// The signature it was added with, and the trusted key that verified
+    /// it; checked again at every start and reload.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<Signed>,
 }
 
 impl Lock {
@@ -106,6 +111,7 @@ mod tests {
             sha256: "ab".repeat(32),
             world: "cordon-tool".into(),
             grants: vec![DirSpec::grant("ro:/data").unwrap()],
+            signature: None,
         }
     }
 

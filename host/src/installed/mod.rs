@@ -11,6 +11,7 @@
 //! so a file swapped after the check is never run.
 
 pub mod lock;
+pub mod signature;
 
 use std::fmt;
 use std::io::{self, Read, Write};
@@ -246,6 +247,7 @@ mod tests {
             sha256: sha256_hex(bytes),
             world: "cordon-tool".into(),
             grants: Vec::new(),
+            signature: None,
         }
     }
 

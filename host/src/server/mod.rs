@@ -11,6 +11,7 @@ use sha2::{Digest, Sha256};
 
 use crate::ambient;
 use crate::audit::{Audit, AuditError, AuditSettings, Event, ToolRef, Who};
+use crate::installed::signature::{SignatureError, Signing};
 use crate::installed::{InstallError, ToolsDir};
 use crate::limits::Limits;
 use crate::pager::cursor::{CursorKey, KeyError};
@@ -52,6 +53,10 @@ pub struct Config {
     pub limits: Limits,
     /// Where the audit trail goes (see `audit`).
     pub audit: AuditSettings,
+    /// PEM public keys whose signatures on installed tools are trusted.
+    pub trusted_keys: Vec<PathBuf>,
+    /// Refuse installed tools without a valid signature from a trusted key.
+    pub require_signatures: bool,
 }
 
 impl Config {
@@ -91,6 +96,11 @@ pub enum StartError {
     HandleStore(HandleError),
     /// The audit log cannot be opened, and the server fails closed.
     Audit(AuditError),
+    /// A trusted key cannot be used.
+    Keys(SignatureError),
+    /// An installed tool has no valid signature from a trusted key, and
+    /// signatures are required.
+    Unsigned { tool: String, why: SignatureError },
 }
 
 impl std::fmt::Display for StartError {
@@ -102,6 +112,8 @@ impl std::fmt::Display for StartError {
             StartError::CursorKey(e) => write!(f, "the cursor key is unusable: {e}"),
             StartError::CursorKeyFile(e) => write!(f, "load the cursor key: {e}"),
             StartError::Runtime(e) => e.fmt(f),
+            StartError::Keys(e) => e.fmt(f),
+            StartError::Unsigned { tool, why } => write!(f, "the installed tool `{tool}` is refused: {why}"),
             StartError::Audit(e) => write!(
                 f,
                 "{e}; no call may run unrecorded (audit-on-failure = closed): fix the path, or give \
@@ -168,7 +180,8 @@ impl Server {
         let runtime = Runtime::new(config.limits.call, config.limits.capacity(), cache_dir, Arc::clone(policy.deny()))
             .map(Arc::new)
             .map_err(StartError::Runtime)?;
-        let installed = Installed::new(config.tools_dir.clone());
+        let signing = Signing::load(&config.trusted_keys, config.require_signatures).map_err(StartError::Keys)?;
+        let installed = Installed::new(config.tools_dir.clone(), signing);
         let mut extra = config
             .components
             .iter()
@@ -178,7 +191,7 @@ impl Server {
         let lock_text = match installed.dir()? {
             Some(dir) => {
                 let text = dir.lock_text().map_err(StartError::Installed)?;
-                extra.extend(installed_sources(&policy, &dir, text.clone())?);
+                extra.extend(installed_sources(&policy, &installed.signing, &dir, text.clone())?);
                 text
             }
             None => None,
@@ -283,7 +296,7 @@ impl Server {
             *seen = text.clone();
         }
         let current = self.registry();
-        let next = installed_sources(&self.policy, &dir, text)
+        let next = installed_sources(&self.policy, &self.installed.signing, &dir, text)
             .and_then(|sources| current.with_installed(&self.runtime, sources).map_err(StartError::Tools));
         let next = match next {
             Ok(next) => next,
@@ -511,11 +524,13 @@ struct Installed {
     seen: Mutex<Option<String>>,
     /// Bumped each time the offered tools change.
     changes: tokio::sync::watch::Sender<u64>,
+    /// The trusted keys, and whether installed tools must be signed.
+    signing: Signing,
 }
 
 impl Installed {
-    fn new(path: Option<PathBuf>) -> Installed {
-        Installed { path, seen: Mutex::new(None), changes: tokio::sync::watch::Sender::new(0) }
+    fn new(path: Option<PathBuf>, signing: Signing) -> Installed {
+        Installed { path, seen: Mutex::new(None), changes: tokio::sync::watch::Sender::new(0), signing }
     }
 
     /// The tools directory, if one is configured and exists.
@@ -531,10 +546,18 @@ impl Installed {
 /// pin (one that fails refuses them all), with the grants that still apply
 /// here (a grant whose directory is gone or outside every root is dropped,
 /// with a warning).
-fn installed_sources(policy: &Policy, dir: &ToolsDir, lock_text: Option<String>) -> Result<Vec<Source>, StartError> {
+fn installed_sources(
+    policy: &Policy,
+    signing: &Signing,
+    dir: &ToolsDir,
+    lock_text: Option<String>,
+) -> Result<Vec<Source>, StartError> {
     let lock = dir.parse(lock_text).map_err(StartError::Installed)?;
     let mut sources = Vec::new();
     for verified in dir.verified(&lock).map_err(StartError::Installed)? {
+        let signer = signing
+            .signer(&verified.entry, &verified.bytes)
+            .map_err(|why| StartError::Unsigned { tool: verified.entry.name.clone(), why })?;
         let mut grants = Vec::new();
         for grant in &verified.entry.grants {
             match policy.resolve_grant(grant) {
@@ -545,7 +568,7 @@ fn installed_sources(policy: &Policy, dir: &ToolsDir, lock_text: Option<String>)
         if crate::registry::builtin_names().any(|b| b == verified.entry.name) {
             return Err(StartError::BuiltinName(verified.entry.name));
         }
-        sources.push(Source::installed(verified, grants));
+        sources.push(Source::installed(verified, grants, signer));
     }
     Ok(sources)
 }
