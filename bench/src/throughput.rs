@@ -48,6 +48,7 @@ impl Samples {
 pub fn run(opts: &Options, corpus: &Corpus, report: &mut Report) -> Result<()> {
     let root = corpus.small_root.as_path();
     let cordon = cordon_serve(&opts.cordon, &[root], &opts.state_dir, &[]);
+    let unaudited = cordon_serve(&opts.cordon, &[root], &opts.state_dir, &["--no-audit"]);
     let ours = ("read", json!({"path": "small.txt"}));
     let peer = opts.peers.peer(&[root]);
     let file = root.join("small.txt");
@@ -55,8 +56,10 @@ pub fn run(opts: &Options, corpus: &Corpus, report: &mut Report) -> Result<()> {
     let seconds = Duration::from_secs_f64(opts.seconds);
     let n = opts.clients;
     let (mut processes, mut peers, mut pipelined) = (Samples::default(), Samples::default(), Samples::default());
+    let mut without_audit = Samples::default();
     for _ in 0..opts.runs {
         processes.0.push(sequential(&cordon, n, seconds, &ours)?);
+        without_audit.0.push(sequential(&unaudited, n, seconds, &ours)?);
         if let Some(peer) = &peer {
             peers.0.push(sequential(peer, n, seconds, &theirs)?);
         }
@@ -71,7 +74,9 @@ pub fn run(opts: &Options, corpus: &Corpus, report: &mut Report) -> Result<()> {
         "{n} concurrent clients issue small reads (a {}-byte file: `read` for Cordon, `read_text_file` for the \
          reference server) for {} s per run; latency is request written to answer read. The reference server \
          speaks stdio only, so each client has its own server process, and Cordon is measured the same way; \
-         Cordon is also measured with one session carrying {n} calls in flight. Median of {} run(s).",
+         Cordon is also measured with one session carrying {n} calls in flight, and without its audit trail \
+         (`--no-audit`; by default every call appends a chained line to the audit log under a file lock, shared \
+         by the {n} processes). Median of {} run(s).",
         crate::corpus::SMALL.len(),
         opts.seconds,
         opts.runs
@@ -84,6 +89,7 @@ pub fn run(opts: &Options, corpus: &Corpus, report: &mut Report) -> Result<()> {
     push(format!("Cordon: {n} processes, one client each"), &processes);
     push(format!("reference server: {n} processes, one client each"), &peers);
     push(format!("Cordon: 1 process, one session, {n} calls in flight"), &pipelined);
+    push(format!("Cordon: {n} processes, one client each, no audit trail"), &without_audit);
     if peer.is_some() {
         let (c, p) = (&processes, &peers);
         table.row(vec![

@@ -11,7 +11,9 @@
 //! wire, and its `faults` is the one place a request's fault becomes a
 //! JSON-RPC error. `limits` is the one table of limits (flags, configuration
 //! keys, defaults, validation); `installed` keeps the third-party tools added
-//! with `cordon tool add`; `staging` and `uploads` hold content staged for
+//! with `cordon tool add`, pinned by digest and, with `installed::signature`,
+//! by a trusted key's signature; `audit` is the chained audit trail the
+//! server records each call and refusal in; `staging` and `uploads` hold content staged for
 //! writes; `cli` is the front door and `config` its file; `cleanup` sweeps
 //! stray temporary files at start; `ambient` is the only module that opens
 //! paths with ambient authority. Each imports only modules below it:

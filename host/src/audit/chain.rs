@@ -9,9 +9,13 @@
 //!
 //! Every `cordon` process started with the same configuration appends to the
 //! same file (an MCP client starts one `cordon serve` per session), so each
-//! append takes an exclusive lock on a lock file beside it, reads the last
-//! line for its `seq` and `hash`, rotates when the file is full, writes the
-//! line and flushes it, and lets go. Rotation crates (`file-rotate`,
+//! append takes the process's own lock (a `flock` does not exclude threads
+//! that share its open file) and then an exclusive lock on a lock file
+//! beside it, reads the last line for its `seq` and `hash`, rotates when the
+//! file is full, writes the line and flushes it, and lets go. A line whose
+//! write failed halfway (a full disk) is cut off again at once, or, if the
+//! process died before, by the next append: a torn last line without its
+//! newline was never a record. Rotation crates (`file-rotate`,
 //! `tracing-appender`) keep a file's state in one process and rotate without
 //! a lock, which would fork the chain here; this module renames under the
 //! same lock instead: `audit.log` → `audit.log.1` → … → `audit.log.N`.
@@ -31,7 +35,7 @@ const HASH_FIELD: &str = ",\"hash\":\"";
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
 /// How much of a file's end is read at first to find its last line.
-const TAIL: u64 = 16 * 1024;
+const TAIL: u64 = 4 * 1024;
 
 /// An audit file and how it rotates.
 pub struct Chain {
@@ -40,6 +44,8 @@ pub struct Chain {
     dir: Dir,
     name: String,
     lock: File,
+    /// Excludes this process's threads from each other (the file lock does not).
+    appending: std::sync::Mutex<()>,
     /// Rotate once the file holds this many bytes.
     max_bytes: u64,
     /// Rotated files kept (`audit.log.1` … `audit.log.N`).
@@ -68,6 +74,7 @@ impl Chain {
             dir,
             name: name.to_string(),
             lock,
+            appending: std::sync::Mutex::new(()),
             max_bytes: max_bytes.max(1),
             keep: keep.max(1),
         })
@@ -80,6 +87,7 @@ impl Chain {
     /// Appends one event (a JSON object without `seq`, `prev`, `hash`) as the
     /// next line, flushed before it returns.
     pub fn append(&self, event: Map<String, Value>) -> std::io::Result<()> {
+        let _ours = self.appending.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let _held = crate::ambient::lock_exclusive(&self.lock)?;
         self.append_locked(event)
     }
@@ -87,6 +95,7 @@ impl Chain {
     fn append_locked(&self, event: Map<String, Value>) -> std::io::Result<()> {
         let appending = || OpenOptions::new().create(true).append(true).read(true).clone();
         let mut file = self.dir.open_with(&self.name, &appending())?;
+        cut_torn_tail(&mut file, &self.path)?;
         let mut tail = last_line(&mut file)?.map(|line| tail_of(&line)).transpose()?;
         if tail.is_none() {
             // Just rotated: the chain goes on from the newest rotated file.
@@ -94,14 +103,19 @@ impl Chain {
                 tail = last_line(&mut previous)?.map(|line| tail_of(&line)).transpose()?;
             }
         }
-        let size = file.metadata()?.len();
+        let mut size = file.metadata()?.len();
         let line = line(tail.as_ref(), event);
         if size > 0 && size + line.len() as u64 > self.max_bytes {
             self.rotate()?;
             file = self.dir.open_with(&self.name, &appending())?;
+            size = 0;
         }
-        file.write_all(line.as_bytes())?;
-        file.flush()
+        let written = file.write_all(line.as_bytes()).and_then(|()| file.flush());
+        if written.is_err() {
+            // Best effort: a line written halfway is no record.
+            let _ = file.set_len(size);
+        }
+        written
     }
 
     /// `audit.log.K` → `.K+1` for K = keep−1 … 1, then `audit.log` → `.1`.
@@ -144,6 +158,35 @@ fn line(tail: Option<&Tail>, event: Map<String, Value>) -> String {
     format!("{body}{HASH_FIELD}{hash}\"}}\n")
 }
 
+/// Cuts off what follows the last newline of `file`: the remains of a line
+/// whose write failed halfway (a full disk, a killed process).
+fn cut_torn_tail(file: &mut File, path: &Path) -> std::io::Result<()> {
+    let size = file.metadata()?.len();
+    if size == 0 {
+        return Ok(());
+    }
+    let mut last = [0u8];
+    file.seek(SeekFrom::Start(size - 1))?;
+    file.read_exact(&mut last)?;
+    if last[0] == b'\n' {
+        return Ok(());
+    }
+    let mut want = TAIL;
+    let keep = loop {
+        let from = size.saturating_sub(want);
+        file.seek(SeekFrom::Start(from))?;
+        let mut buf = Vec::new();
+        (&mut *file).take(size - from).read_to_end(&mut buf)?;
+        match buf.iter().rposition(|&b| b == b'\n') {
+            Some(at) => break from + at as u64 + 1,
+            None if from == 0 => break 0,
+            None => want *= 4,
+        }
+    };
+    tracing::warn!(path = %path.display(), bytes = size - keep, "cut a torn last line off the audit log");
+    file.set_len(keep)
+}
+
 /// The last complete line of `file` (without its newline), if it has one.
 fn last_line(file: &mut File) -> std::io::Result<Option<String>> {
     let size = file.metadata()?.len();
@@ -165,12 +208,19 @@ fn last_line(file: &mut File) -> std::io::Result<Option<String>> {
     }
 }
 
-/// The `seq` and `hash` of a line already in the file.
+/// The `seq` and `hash` to go on from after a line already in the file. A
+/// damaged line (edited, or garbage) is not a reason to stop recording: the
+/// chain goes on from the SHA-256 of its text as it is, with the `seq` it
+/// claims (else 0), and `cordon audit verify` names it.
 fn tail_of(line: &str) -> std::io::Result<Tail> {
-    let checked = check_line(line).map_err(|e| {
-        std::io::Error::new(std::io::ErrorKind::InvalidData, format!("the audit file's last line is damaged: {e}"))
-    })?;
-    Ok(Tail { seq: checked.seq, hash: checked.hash })
+    match check_line(line) {
+        Ok(checked) => Ok(Tail { seq: checked.seq, hash: checked.hash }),
+        Err(why) => {
+            tracing::error!("the audit log's last line is damaged ({why}); the chain goes on from it as it is");
+            let seq = serde_json::from_str::<Value>(line).ok().and_then(|v| v["seq"].as_u64()).unwrap_or(0);
+            Ok(Tail { seq, hash: hex::encode(Sha256::digest(line.as_bytes())) })
+        }
+    }
 }
 
 /// A line whose own hash holds.
@@ -245,6 +295,60 @@ mod tests {
         again.append(event(99)).unwrap();
         let current = std::fs::read_to_string(&path).unwrap();
         assert_eq!(check_line(current.lines().last().unwrap()).unwrap().seq, 13);
+    }
+
+    #[test]
+    fn a_torn_last_line_is_cut_off_and_the_chain_goes_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.log");
+        let chain = Chain::open(&path, 1 << 20, 1).unwrap();
+        chain.append(event(0)).unwrap();
+        let whole = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, format!("{whole}{{\"seq\":2,\"event\":\"te")).unwrap();
+        chain.append(event(1)).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<Checked> = text.lines().map(|l| check_line(l).unwrap()).collect();
+        assert_eq!((lines.len(), lines[1].seq), (2, 2));
+        assert_eq!(lines[1].prev, lines[0].hash);
+    }
+
+    #[test]
+    fn a_damaged_last_line_does_not_stop_the_trail_and_verify_still_names_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.log");
+        let chain = Chain::open(&path, 1 << 20, 1).unwrap();
+        chain.append(event(0)).unwrap();
+        let whole = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, whole.replace("\"n\":0", "\"n\":5")).unwrap();
+        chain.append(event(1)).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let second = check_line(text.lines().nth(1).unwrap()).unwrap();
+        assert_eq!(second.seq, 2);
+        let broken = crate::audit::verify::verify(&[&path]).unwrap_err();
+        assert_eq!(broken.line, 1, "the edited line is named");
+    }
+
+    #[test]
+    fn threads_of_one_process_append_whole_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.log");
+        let chain = std::sync::Arc::new(Chain::open(&path, 1 << 30, 1).unwrap());
+        let threads: Vec<_> = (0..8)
+            .map(|t| {
+                let chain = std::sync::Arc::clone(&chain);
+                std::thread::spawn(move || {
+                    for n in 0..50 {
+                        let mut e = event(t * 100 + n);
+                        e.insert("pad".into(), Value::String("x".repeat(3000)));
+                        chain.append(e).unwrap();
+                    }
+                })
+            })
+            .collect();
+        threads.into_iter().for_each(|t| t.join().unwrap());
+        let text = std::fs::read_to_string(&path).unwrap();
+        let seqs: Vec<u64> = text.lines().map(|l| check_line(l).unwrap().seq).collect();
+        assert_eq!(seqs, (1..=400).collect::<Vec<u64>>());
     }
 
     #[test]
