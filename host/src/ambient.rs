@@ -34,18 +34,26 @@ pub fn open_file(path: &Path) -> io::Result<std::fs::File> {
     std::fs::File::open(path)
 }
 
-/// An exclusive advisory lock (`flock`) on a file already opened through a
-/// capability, held until the guard drops (std's locks take a std file).
-pub fn lock_exclusive(file: &cap_std::fs::File) -> io::Result<Exclusive> {
-    let file = file.try_clone()?.into_std();
-    file.lock()?;
-    Ok(Exclusive(file))
+/// A lock file, opened through a capability, whose exclusive advisory lock
+/// (`flock`) a holder takes and gives back (std's locks take a std file).
+pub struct LockFile(std::fs::File);
+
+impl LockFile {
+    pub fn new(file: cap_std::fs::File) -> LockFile {
+        LockFile(file.into_std())
+    }
+
+    /// Waits for the exclusive lock; held until the guard drops.
+    pub fn exclusive(&self) -> io::Result<Exclusive<'_>> {
+        self.0.lock()?;
+        Ok(Exclusive(&self.0))
+    }
 }
 
-/// Holds the lock `lock_exclusive` took.
-pub struct Exclusive(std::fs::File);
+/// Holds a `LockFile`'s lock.
+pub struct Exclusive<'a>(&'a std::fs::File);
 
-impl Drop for Exclusive {
+impl Drop for Exclusive<'_> {
     fn drop(&mut self) {
         let _ = self.0.unlock();
     }

@@ -20,10 +20,10 @@
 //! a lock, which would fork the chain here; this module renames under the
 //! same lock instead: `audit.log` → `audit.log.1` → … → `audit.log.N`.
 
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use cap_std::fs::{Dir, File, OpenOptions};
+use cap_std::fs::{Dir, File, FileExt, MetadataExt, OpenOptions};
 
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
@@ -43,13 +43,26 @@ pub struct Chain {
     /// The audit file's directory, and the file's name in it.
     dir: Dir,
     name: String,
-    lock: File,
-    /// Excludes this process's threads from each other (the file lock does not).
-    appending: std::sync::Mutex<()>,
+    lock: crate::ambient::LockFile,
+    /// The file as this process last appended to it; its lock also excludes
+    /// this process's threads from each other (the file lock does not).
+    open: std::sync::Mutex<Option<Open>>,
     /// Rotate once the file holds this many bytes.
     max_bytes: u64,
     /// Rotated files kept (`audit.log.1` … `audit.log.N`).
     keep: usize,
+}
+
+/// The audit file kept open between appends, and where its chain stood when
+/// this process last wrote to it.
+struct Open {
+    file: File,
+    /// The file's inode: another process's rotation gives the path a new one.
+    ino: u64,
+    /// The file's size after this process's last line, and that line's tail:
+    /// still the chain's end while the size is the same.
+    end: u64,
+    tail: Option<Tail>,
 }
 
 /// Where the chain stands: the last line's number and hash.
@@ -69,12 +82,13 @@ impl Chain {
         })?;
         let dir = crate::ambient::create_dir_handle(parent)?;
         let lock = dir.open_with(format!("{name}.lock"), OpenOptions::new().create(true).write(true))?;
+        let lock = crate::ambient::LockFile::new(lock);
         Ok(Chain {
             path: path.to_path_buf(),
             dir,
             name: name.to_string(),
             lock,
-            appending: std::sync::Mutex::new(()),
+            open: std::sync::Mutex::new(None),
             max_bytes: max_bytes.max(1),
             keep: keep.max(1),
         })
@@ -87,35 +101,64 @@ impl Chain {
     /// Appends one event (a JSON object without `seq`, `prev`, `hash`) as the
     /// next line, flushed before it returns.
     pub fn append(&self, event: Map<String, Value>) -> std::io::Result<()> {
-        let _ours = self.appending.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let _held = crate::ambient::lock_exclusive(&self.lock)?;
-        self.append_locked(event)
+        let mut open = self.open.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let _held = self.lock.exclusive()?;
+        let appended = self.append_locked(&mut open, event);
+        if appended.is_err() {
+            // Read everything afresh next time.
+            *open = None;
+        }
+        appended
     }
 
-    fn append_locked(&self, event: Map<String, Value>) -> std::io::Result<()> {
-        let appending = || OpenOptions::new().create(true).append(true).read(true).clone();
-        let mut file = self.dir.open_with(&self.name, &appending())?;
-        cut_torn_tail(&mut file, &self.path)?;
-        let mut tail = last_line(&mut file)?.map(|line| tail_of(&line)).transpose()?;
-        if tail.is_none() {
-            // Just rotated: the chain goes on from the newest rotated file.
-            if let Ok(mut previous) = self.dir.open(rotated(&self.name, 1)) {
-                tail = last_line(&mut previous)?.map(|line| tail_of(&line)).transpose()?;
+    /// The file at the path, kept open unless another process rotated it.
+    fn current<'a>(&self, open: &'a mut Option<Open>) -> std::io::Result<&'a mut Open> {
+        let ino = match self.dir.metadata(&self.name) {
+            Ok(meta) => Some(meta.ino()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(e),
+        };
+        if open.as_ref().is_none_or(|o| Some(o.ino) != ino) {
+            let file = self.dir.open_with(&self.name, OpenOptions::new().create(true).append(true).read(true))?;
+            let ino = file.metadata()?.ino();
+            *open = Some(Open { file, ino, end: 0, tail: None });
+        }
+        Ok(open.as_mut().expect("just opened"))
+    }
+
+    fn append_locked(&self, open: &mut Option<Open>, event: Map<String, Value>) -> std::io::Result<()> {
+        let mut current = self.current(open)?;
+        let mut size = current.file.metadata()?.len();
+        if size != current.end || current.tail.is_none() {
+            // Another process wrote since (or this is the first append).
+            let (kept, last) = last_line(&mut current.file, size, Some(&self.path))?;
+            size = kept;
+            current.tail = last.map(|line| tail_of(&line)).transpose()?;
+            if current.tail.is_none()
+                && let Ok(mut previous) = self.dir.open(rotated(&self.name, 1))
+            {
+                // Just rotated: the chain goes on from the newest rotated file.
+                let end = previous.metadata()?.len();
+                current.tail = last_line(&mut previous, end, None)?.1.map(|line| tail_of(&line)).transpose()?;
             }
         }
-        let mut size = file.metadata()?.len();
-        let line = line(tail.as_ref(), event);
+        let (line, after) = line(current.tail.as_ref(), event);
         if size > 0 && size + line.len() as u64 > self.max_bytes {
+            let tail = current.tail.take();
             self.rotate()?;
-            file = self.dir.open_with(&self.name, &appending())?;
+            current = self.current(open)?;
+            current.tail = tail;
             size = 0;
         }
-        let written = file.write_all(line.as_bytes()).and_then(|()| file.flush());
+        let written = current.file.write_all(line.as_bytes()).and_then(|()| current.file.flush());
         if written.is_err() {
             // Best effort: a line written halfway is no record.
-            let _ = file.set_len(size);
+            let _ = current.file.set_len(size);
+            return written;
         }
-        written
+        current.end = size + line.len() as u64;
+        current.tail = Some(after);
+        Ok(())
     }
 
     /// `audit.log.K` → `.K+1` for K = keep−1 … 1, then `audit.log` → `.1`.
@@ -136,8 +179,9 @@ pub fn rotated(name: &str, k: usize) -> String {
     format!("{name}.{k}")
 }
 
-/// The line for `event` after `tail`, newline included.
-fn line(tail: Option<&Tail>, event: Map<String, Value>) -> String {
+/// The line for `event` after `tail`, newline included, and where the chain
+/// stands after it.
+fn line(tail: Option<&Tail>, event: Map<String, Value>) -> (String, Tail) {
     let seq = tail.map_or(1, |t| t.seq + 1);
     let prev = tail.map_or(GENESIS, |t| t.hash.as_str());
     let mut body = serde_json::to_string(&serde_json::json!({ "seq": seq })).expect("JSON");
@@ -155,56 +199,46 @@ fn line(tail: Option<&Tail>, event: Map<String, Value>) -> String {
     body.push_str(prev);
     body.push('"');
     let hash = hex::encode(Sha256::digest(body.as_bytes()));
-    format!("{body}{HASH_FIELD}{hash}\"}}\n")
+    (format!("{body}{HASH_FIELD}{hash}\"}}\n"), Tail { seq, hash })
 }
 
-/// Cuts off what follows the last newline of `file`: the remains of a line
-/// whose write failed halfway (a full disk, a killed process).
-fn cut_torn_tail(file: &mut File, path: &Path) -> std::io::Result<()> {
-    let size = file.metadata()?.len();
-    if size == 0 {
-        return Ok(());
-    }
-    let mut last = [0u8];
-    file.seek(SeekFrom::Start(size - 1))?;
-    file.read_exact(&mut last)?;
-    if last[0] == b'\n' {
-        return Ok(());
-    }
-    let mut want = TAIL;
-    let keep = loop {
-        let from = size.saturating_sub(want);
-        file.seek(SeekFrom::Start(from))?;
-        let mut buf = Vec::new();
-        (&mut *file).take(size - from).read_to_end(&mut buf)?;
-        match buf.iter().rposition(|&b| b == b'\n') {
-            Some(at) => break from + at as u64 + 1,
-            None if from == 0 => break 0,
-            None => want *= 4,
-        }
-    };
-    tracing::warn!(path = %path.display(), bytes = size - keep, "cut a torn last line off the audit log");
-    file.set_len(keep)
-}
-
-/// The last complete line of `file` (without its newline), if it has one.
-fn last_line(file: &mut File) -> std::io::Result<Option<String>> {
-    let size = file.metadata()?.len();
+/// The end of `file`, read with one `pread` when the last line is short: the
+/// size that holds only whole lines, and the last whole line (without its
+/// newline). Bytes after the last newline are the remains of a line whose
+/// write failed halfway (a full disk, a killed process); `cut_torn` says
+/// whether to cut them off.
+fn last_line(file: &mut File, size: u64, cut_torn: Option<&Path>) -> std::io::Result<(u64, Option<String>)> {
     let mut want = TAIL;
     loop {
         let from = size.saturating_sub(want);
-        file.seek(SeekFrom::Start(from))?;
-        let mut buf = Vec::with_capacity((size - from) as usize);
-        file.take(size - from).read_to_end(&mut buf)?;
-        let body = buf.strip_suffix(b"\n").unwrap_or(&buf);
-        if body.is_empty() {
-            return Ok(None);
+        let mut buf = vec![0u8; (size - from) as usize];
+        file.read_exact_at(&mut buf, from)?;
+        let whole = match buf.iter().rposition(|&b| b == b'\n') {
+            Some(at) => at + 1,
+            None if from == 0 => 0,
+            None => {
+                want *= 4;
+                continue;
+            }
+        };
+        let kept = from + whole as u64;
+        if let (true, Some(path)) = (kept < size, cut_torn) {
+            tracing::warn!(path = %path.display(), bytes = size - kept, "cut a torn last line off the audit log");
+            file.set_len(kept)?;
         }
-        match body.iter().rposition(|&b| b == b'\n') {
-            Some(at) => return Ok(Some(String::from_utf8_lossy(&body[at + 1..]).into_owned())),
-            None if from == 0 => return Ok(Some(String::from_utf8_lossy(body).into_owned())),
-            None => want *= 4,
-        }
+        let body = &buf[..whole.saturating_sub(1)];
+        let start = match body.iter().rposition(|&b| b == b'\n') {
+            Some(at) => at + 1,
+            None if from == 0 => 0,
+            // The last whole line began before what was read.
+            None if whole > 0 => {
+                want *= 4;
+                continue;
+            }
+            None => 0,
+        };
+        let line = (whole > 0).then(|| String::from_utf8_lossy(&body[start..]).into_owned());
+        return Ok((kept, line));
     }
 }
 
