@@ -332,6 +332,25 @@ mod tests {
     }
 
     #[test]
+    fn two_writers_rotating_in_turn_keep_one_chain() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.log");
+        let (a, b) = (Chain::open(&path, 400, 50).unwrap(), Chain::open(&path, 400, 50).unwrap());
+        for n in 0..40 {
+            let writer = if n % 3 == 0 { &a } else { &b };
+            writer.append(event(n)).unwrap();
+        }
+        let mut files: Vec<PathBuf> =
+            (1..=50).map(|k| dir.path().join(rotated("audit.log", k))).filter(|f| f.exists()).collect();
+        assert!(files.len() > 3, "rotated several times");
+        files.reverse();
+        files.push(path);
+        let all: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
+        let verified = crate::audit::verify::verify(&all).unwrap();
+        assert_eq!((verified.lines, verified.last_seq, verified.from_genesis), (40, 40, true));
+    }
+
+    #[test]
     fn a_torn_last_line_is_cut_off_and_the_chain_goes_on() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("audit.log");
