@@ -208,3 +208,35 @@ fn an_unwritable_audit_log_refuses_calls_when_closed_and_lets_them_go_on_when_op
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("audit log") && stderr.contains("audit-on-failure"), "{stderr}");
 }
+
+#[test]
+fn installs_and_removals_are_recorded_by_the_command_that_makes_them() {
+    let fx = Fixture::new();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("audit.log");
+    let tools = dir.path().join("tools");
+    let grant = format!("ro:{}", fx.root().display());
+    let cordon = |args: &[&str]| {
+        let out = Command::new(cordon_bin())
+            .args(args)
+            .arg("--tools-dir")
+            .arg(&tools)
+            .arg("--audit-log")
+            .arg(&log)
+            .arg("--state-dir")
+            .arg(crate::support::shared_state_dir())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    cordon(&["tool", "add", crate::tools::RUST_EXAMPLE, "--grant", &grant]);
+    cordon(&["tool", "remove", "todos"]);
+    let records = lines(&log);
+    let events: Vec<&str> = records.iter().map(|r| r["event"].as_str().unwrap()).collect();
+    assert_eq!(events, ["tool_installed", "tool_removed"]);
+    assert_eq!(records[0]["tool"]["name"], "todos");
+    assert_eq!(records[0]["tool"]["sha256"].as_str().unwrap().len(), 64);
+    assert_eq!(records[0]["grants"], json!([grant]));
+    assert_eq!(records[1]["tool"]["sha256"], records[0]["tool"]["sha256"]);
+    assert_eq!(verify(&[&log]).0, 0);
+}

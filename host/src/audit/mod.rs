@@ -131,7 +131,12 @@ pub enum Event<'a> {
     /// (`unknown_tool`, `read_only`, `invalid_cursor`, `bad_token`,
     /// `bad_origin`, `audit_unavailable`, …), `detail` its sentence.
     Refused { who: &'a Who, reason: &'a str, tool: Option<&'a str>, detail: String },
-    /// The installed tools changed (an install, a removal, a reload).
+    /// `cordon tool add` installed a tool, with its grants (`replaced`: the
+    /// version of the tool of that name it replaced).
+    ToolInstalled { tool: ToolRef, grants: Value, replaced: Option<String> },
+    /// `cordon tool remove` removed a tool.
+    ToolRemoved { tool: ToolRef },
+    /// A running server's installed tools changed (it reloaded them).
     ToolsChanged { added: Vec<ToolRef>, removed: Vec<String> },
     /// An installed tool could not be loaded (a digest mismatch, a bad
     /// signature, a broken component): the tools stayed as they were.
@@ -145,6 +150,8 @@ impl Event<'_> {
             Event::Stop { .. } => "stop",
             Event::Call(_) => "call",
             Event::Refused { .. } => "refused",
+            Event::ToolInstalled { .. } => "tool_installed",
+            Event::ToolRemoved { .. } => "tool_removed",
             Event::ToolsChanged { .. } => "tools_changed",
             Event::ToolsRejected { .. } => "tools_rejected",
         }
@@ -166,6 +173,10 @@ impl Event<'_> {
             Event::Refused { who, reason, tool, detail } => {
                 json!({ "who": who, "reason": reason, "tool": tool, "detail": detail })
             }
+            Event::ToolInstalled { tool, grants, replaced } => {
+                json!({ "tool": tool, "grants": grants, "replaced": replaced })
+            }
+            Event::ToolRemoved { tool } => json!({ "tool": tool }),
             Event::ToolsChanged { added, removed } => json!({ "added": added, "removed": removed }),
             Event::ToolsRejected { reason } => json!({ "reason": reason }),
         };

@@ -10,6 +10,7 @@ use clap::Subcommand;
 use serde_json::{Value, json};
 
 use super::Common;
+use crate::audit::{Audit, Event, ToolRef};
 use crate::installed::lock::{self, Entry};
 use crate::installed::signature::{SignatureError, Signing};
 use crate::installed::{ToolsDir, sha256_hex};
@@ -97,8 +98,12 @@ impl ToolCommand {
             ToolCommand::List { json, common } => list(json, &common),
             ToolCommand::Inspect { name, json, common } => inspect(&name, json, &common),
             ToolCommand::Remove { name, common } => {
-                let entry = tools_dir(&common.config()?)?.uninstall(&name)?;
+                let config = common.config()?;
+                // Opened first: failing closed, an audit log that cannot be opened stops the change.
+                let audit = Audit::open(&config.audit)?;
+                let entry = tools_dir(&config)?.uninstall(&name)?;
                 println!("removed `{}` {}; a running server drops it within a second", entry.name, entry.version);
+                recorded(&audit, &Event::ToolRemoved { tool: tool_ref(&entry) })?;
                 Ok(ExitCode::SUCCESS)
             }
         }
@@ -119,6 +124,8 @@ fn add(
 ) -> anyhow::Result<ExitCode> {
     let config = common.config()?;
     let dir = tools_dir(&config)?;
+    // Opened first: failing closed, an audit log that cannot be opened stops the install.
+    let audit = Audit::open(&config.audit)?;
     let runtime = Server::runtime_only(&config)?;
     let mut source = Source::component(component)?;
     source.origin = Origin::Installed { grants: Vec::new() };
@@ -176,6 +183,11 @@ fn add(
     };
     let shown_grants = grants_text(&entry.grants);
     let replaced = dir.install(entry.clone(), &bytes)?;
+    let installed = Event::ToolInstalled {
+        tool: tool_ref(&entry),
+        grants: json!(entry.grants),
+        replaced: replaced.as_ref().map(|old| old.version.clone()),
+    };
     let verb = match replaced {
         Some(old) => format!("replaced `{name}` {} with", old.version),
         None => "installed".to_string(),
@@ -193,7 +205,27 @@ fn add(
         );
     }
     println!("a running server offers it within a second; `cordon tool inspect {name}` shows it");
+    recorded(&audit, &installed)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// An installed tool as an audit record names it.
+fn tool_ref(entry: &Entry) -> ToolRef {
+    ToolRef {
+        name: entry.name.clone(),
+        version: entry.version.clone(),
+        sha256: entry.sha256.clone(),
+        signer: entry.signature.as_ref().map(|s| s.key_id.clone()),
+    }
+}
+
+/// Records a change already made; failing closed, a record that cannot be
+/// written is an error (exit 2) that says the change was made.
+fn recorded(audit: &Audit, event: &Event<'_>) -> anyhow::Result<()> {
+    match audit.record(event) {
+        Err(e) if audit.fails_closed() => Err(anyhow::anyhow!("the change was made, but not recorded: {e}")),
+        _ => Ok(()),
+    }
 }
 
 fn grants_text(grants: &[DirSpec]) -> String {
