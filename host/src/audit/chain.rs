@@ -133,13 +133,13 @@ impl Chain {
             // Another process wrote since (or this is the first append).
             let (kept, last) = last_line(&mut current.file, size, Some(&self.path))?;
             size = kept;
-            current.tail = last.map(|line| tail_of(&line)).transpose()?;
+            current.tail = last.map(|line| tail_of(&line));
             if current.tail.is_none()
                 && let Ok(mut previous) = self.dir.open(rotated(&self.name, 1))
             {
                 // Just rotated: the chain goes on from the newest rotated file.
                 let end = previous.metadata()?.len();
-                current.tail = last_line(&mut previous, end, None)?.1.map(|line| tail_of(&line)).transpose()?;
+                current.tail = last_line(&mut previous, end, None)?.1.map(|line| tail_of(&line));
             }
         }
         let (line, after) = line(current.tail.as_ref(), event);
@@ -246,13 +246,13 @@ fn last_line(file: &mut File, size: u64, cut_torn: Option<&Path>) -> std::io::Re
 /// damaged line (edited, or garbage) is not a reason to stop recording: the
 /// chain goes on from the SHA-256 of its text as it is, with the `seq` it
 /// claims (else 0), and `cordon audit verify` names it.
-fn tail_of(line: &str) -> std::io::Result<Tail> {
+fn tail_of(line: &str) -> Tail {
     match check_line(line) {
-        Ok(checked) => Ok(Tail { seq: checked.seq, hash: checked.hash }),
+        Ok(checked) => Tail { seq: checked.seq, hash: checked.hash },
         Err(why) => {
             tracing::error!("the audit log's last line is damaged ({why}); the chain goes on from it as it is");
             let seq = serde_json::from_str::<Value>(line).ok().and_then(|v| v["seq"].as_u64()).unwrap_or(0);
-            Ok(Tail { seq, hash: hex::encode(Sha256::digest(line.as_bytes())) })
+            Tail { seq, hash: hex::encode(Sha256::digest(line.as_bytes())) }
         }
     }
 }

@@ -143,8 +143,7 @@ impl TrustedKeys {
     /// The trusted key whose signature `signature` (base64 or DER) is over
     /// `bytes`, as the lockfile keeps it.
     pub fn verify(&self, bytes: &[u8], signature: &[u8]) -> Result<Signed, SignatureError> {
-        let der = decode(signature)?;
-        let parsed = DerSignature::from_bytes(&der).map_err(|e| SignatureError::Malformed { reason: e.to_string() })?;
+        let (der, parsed) = parse(signature)?;
         match self.keys.iter().find(|k| k.key.verify(bytes, &parsed).is_ok()) {
             Some(key) => {
                 Ok(Signed { key_id: key.id.clone(), signature: base64::engine::general_purpose::STANDARD.encode(&der) })
@@ -159,8 +158,7 @@ impl TrustedKeys {
         let Some(key) = self.keys.iter().find(|k| k.id == signed.key_id) else {
             return Err(SignatureError::Untrusted { key_id: signed.key_id.clone() });
         };
-        let der = decode(signed.signature.as_bytes())?;
-        let parsed = DerSignature::from_bytes(&der).map_err(|e| SignatureError::Malformed { reason: e.to_string() })?;
+        let (_, parsed) = parse(signed.signature.as_bytes())?;
         key.key.verify(bytes, &parsed).map_err(|_| SignatureError::Unverified { tried: vec![key.id.clone()] })
     }
 }
@@ -178,16 +176,19 @@ impl TrustedKey {
     }
 }
 
-/// The DER of a signature given as base64 (cosign, `openssl … | base64`) or
-/// as raw DER (`openssl dgst -sign` alone).
-fn decode(signature: &[u8]) -> Result<Vec<u8>, SignatureError> {
-    if signature.first() == Some(&0x30) {
-        return Ok(signature.to_vec());
-    }
-    let text: Vec<u8> = signature.iter().copied().filter(|b| !b.is_ascii_whitespace()).collect();
-    base64::engine::general_purpose::STANDARD
-        .decode(text)
-        .map_err(|e| SignatureError::Malformed { reason: e.to_string() })
+/// A signature given as base64 (cosign, `openssl … | base64`) or as raw DER
+/// (`openssl dgst -sign` alone): its DER, and the signature it encodes.
+fn parse(signature: &[u8]) -> Result<(Vec<u8>, DerSignature), SignatureError> {
+    let malformed = |reason: String| SignatureError::Malformed { reason };
+    let der = match signature.first() {
+        Some(0x30) => signature.to_vec(),
+        _ => {
+            let text: Vec<u8> = signature.iter().copied().filter(|b| !b.is_ascii_whitespace()).collect();
+            base64::engine::general_purpose::STANDARD.decode(text).map_err(|e| malformed(e.to_string()))?
+        }
+    };
+    let parsed = DerSignature::from_bytes(&der).map_err(|e| malformed(e.to_string()))?;
+    Ok((der, parsed))
 }
 
 #[cfg(test)]

@@ -31,6 +31,16 @@ pub enum Mode {
     ReadWrite,
 }
 
+impl Mode {
+    /// `ro` or `rw`, as grants and roots spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::ReadOnly => "ro",
+            Mode::ReadWrite => "rw",
+        }
+    }
+}
+
 /// A configured root, resolved.
 #[derive(Debug, Clone)]
 pub struct Root {
@@ -45,6 +55,16 @@ pub struct Grant {
     pub host: PathBuf,
     pub guest: String,
     pub perms: FsPerms,
+}
+
+impl Grant {
+    /// Whether the call may change what it was granted.
+    pub fn mode(&self) -> Mode {
+        match self.perms {
+            FsPerms::ReadWrite => Mode::ReadWrite,
+            FsPerms::ReadOnly => Mode::ReadOnly,
+        }
+    }
 }
 
 /// Why the roots could not be set up.

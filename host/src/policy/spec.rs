@@ -100,11 +100,7 @@ impl From<DirSpec> for String {
 /// The grant spelling, `ro:DIR` or `rw:DIR`, which reads back as it was.
 impl fmt::Display for DirSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mode = match self.mode {
-            Mode::ReadOnly => "ro",
-            Mode::ReadWrite => "rw",
-        };
-        write!(f, "{mode}:{}", self.path.display())
+        write!(f, "{}:{}", self.mode.as_str(), self.path.display())
     }
 }
 

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::ambient;
-use crate::audit::{Audit, AuditError, AuditSettings, Event, ToolRef, Who};
+use crate::audit::{Audit, AuditError, AuditSettings, Event, Who};
 use crate::installed::signature::{SignatureError, Signing};
 use crate::installed::{InstallError, ToolsDir};
 use crate::limits::Limits;
@@ -25,7 +25,7 @@ use crate::runtime::{CallContext, CallFailure, CallSignal, Capacity, LimitError,
 use crate::staging;
 use crate::tool::{Access, Manifest};
 use crate::uploads::Uploads;
-use record::{Seen, mode, tool_ref};
+use record::{Seen, tool_ref};
 
 mod record;
 
@@ -388,12 +388,7 @@ impl Server {
             }
             Entry::Component(tool) => tool,
         };
-        seen.tool = Some(ToolRef {
-            name: tool.manifest.name.clone(),
-            version: tool.manifest.version.clone(),
-            sha256: tool.digest.clone(),
-            signer: tool.signer.clone(),
-        });
+        seen.tool = Some(tool_ref(&tool));
         // A built-in tool not compiled yet (a cold start) is compiled now, or
         // waited for, before the call's time starts.
         if let Err(failure) = tool.compiled(&self.runtime) {
@@ -414,7 +409,9 @@ impl Server {
             }
         };
         grants.extend(attached.as_ref().map(|a| a.grant.clone()));
-        seen.grants = grants.iter().map(|g| json!({ "path": g.host, "mode": mode(g) })).collect();
+        if self.audit.is_on() {
+            seen.grants = grants.iter().map(|g| json!({ "path": g.host, "mode": g.mode().as_str() })).collect();
+        }
         // Held until this call is answered (a guest left blocked past its
         // deadline keeps only its instance slot).
         let _in_flight = match self.calls.acquire(deadline, request.signal) {

@@ -9,7 +9,6 @@ use serde_json::{Value, json};
 
 use super::{CallRequest, Config, Server};
 use crate::audit::{self, AuditError, CallRecord, Event, ToolRef, Who};
-use crate::policy::Mode;
 use crate::registry::Tool;
 use crate::results::{self, Answer, Fault};
 
@@ -18,14 +17,6 @@ use crate::results::{self, Answer, Fault};
 pub(super) struct Seen {
     pub tool: Option<ToolRef>,
     pub grants: Vec<Value>,
-}
-
-/// `ro` or `rw`: a grant's mode as the record names it.
-pub(super) fn mode(grant: &crate::policy::Grant) -> &'static str {
-    match grant.perms {
-        wasmtime_wasi::FsPerms::ReadWrite => "rw",
-        wasmtime_wasi::FsPerms::ReadOnly => "ro",
-    }
 }
 
 impl Server {
@@ -85,9 +76,8 @@ impl Server {
     /// Records the server's start: what it serves, its configuration's
     /// digest, its roots and its tools.
     pub fn record_start(&self, serving: &str, config: &Config) -> Result<(), AuditError> {
-        let roots: Vec<Value> = (self.policy.roots().iter())
-            .map(|r| json!({ "path": r.path, "mode": if r.mode == Mode::ReadWrite { "rw" } else { "ro" } }))
-            .collect();
+        let roots: Vec<Value> =
+            (self.policy.roots().iter()).map(|r| json!({ "path": r.path, "mode": r.mode.as_str() })).collect();
         let tools = self.registry().components().map(|t| tool_ref(t)).collect();
         let config_sha256 = config.digest();
         self.audit.record(&Event::Start { config_sha256, roots: Value::Array(roots), tools, serving: serving.into() })
