@@ -8,7 +8,7 @@ use crate::{Access, Budget, Context, Error, ErrorCode, Payload, Stream, Tool};
 
 wit_bindgen::generate!({
     path: "../../wit",
-    world: "cordon-file-tool",
+    world: "cordon-sharded-tool",
     pub_export_macro: true,
     default_bindings_module: "cordon_sdk::component",
 });
@@ -46,6 +46,23 @@ pub fn describe<T: Tool>() -> wit::Manifest {
 pub fn open<T: Tool>(args: String, resume: Option<String>) -> Result<wit::ChunkStream, wit::Error> {
     let ctx = Context { roots: granted_roots() };
     let stream = T::open(&ctx, &args, resume.as_deref()).map_err(to_wit)?;
+    Ok(wit::ChunkStream::new(StreamAdapter(RefCell::new(stream))))
+}
+
+/// Splits a call of `T` into shards: the boundaries between them.
+pub fn split<T: Tool>(args: String, start: Option<String>, count: u32) -> Result<Vec<String>, wit::Error> {
+    let ctx = Context { roots: granted_roots() };
+    T::split(&ctx, &args, start.as_deref(), count).map_err(to_wit)
+}
+
+/// Opens one shard of a call of `T`: the output from `start` up to `end`.
+pub fn open_range<T: Tool>(
+    args: String,
+    start: Option<String>,
+    end: Option<String>,
+) -> Result<wit::ChunkStream, wit::Error> {
+    let ctx = Context { roots: granted_roots() };
+    let stream = T::open_range(&ctx, &args, start.as_deref(), end.as_deref()).map_err(to_wit)?;
     Ok(wit::ChunkStream::new(StreamAdapter(RefCell::new(stream))))
 }
 

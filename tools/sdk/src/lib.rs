@@ -32,10 +32,11 @@ pub use cordon_contract::ToolError as Error;
 pub use cordon_contract::{
     Access, Budget, Chunk, ErrorCode, Fingerprint, MAX_MESSAGE_BYTES, Manifest, Payload, Span, Summary,
 };
-pub use tool::{Context, Stream, Tool, open_stream, parse_args};
+pub use tool::{Context, Stream, Tool, open_range_stream, open_stream, parse_args};
 
-/// Exports a tool as the component's `tool` interface. Expands to nothing (but
-/// the `Tool` impl of the second form) on targets other than `wasm32`.
+/// Exports a tool as the component's `tool` and `shards` interfaces. Expands
+/// to nothing (but the `Tool` impl of the second form) on targets other than
+/// `wasm32`.
 ///
 /// - `export_tool!(MyTool)`: `MyTool` implements [`Tool`] by hand.
 /// - `export_tool!(MyTool { manifest: EXPR, open: F })`: also implements
@@ -44,9 +45,13 @@ pub use tool::{Context, Stream, Tool, open_stream, parse_args};
 ///   [`open_stream`]); `F` is a function or closure taking the granted roots
 ///   (`&[String]`), the arguments (`&str`) and the resume position
 ///   (`Option<&str>`), returning `Result<S, Error>` for a [`Stream`] `S`.
+/// - `export_tool!(MyTool { manifest: EXPR, open: F, split: P, open_range: R })`:
+///   as above, and the call runs as parallel, ordered shards: `P(&roots, args,
+///   start, count)` returns the boundaries ([`Tool::split`]) and `R(&roots,
+///   args, start, end)` the stream of one range ([`Tool::open_range`]).
 #[macro_export]
 macro_rules! export_tool {
-    ($tool:ident { manifest: $manifest:expr, open: $open:expr $(,)? }) => {
+    ($tool:ident { manifest: $manifest:expr, open: $open:expr $(, split: $split:expr, open_range: $range:expr)? $(,)? }) => {
         impl $crate::Tool for $tool {
             fn manifest() -> $crate::Manifest {
                 $manifest
@@ -59,6 +64,26 @@ macro_rules! export_tool {
             ) -> ::std::result::Result<::std::boxed::Box<dyn $crate::Stream>, $crate::Error> {
                 $crate::open_stream(ctx, args, resume, $open)
             }
+
+            $(
+            fn split(
+                ctx: &$crate::Context,
+                args: &str,
+                start: ::std::option::Option<&str>,
+                count: u32,
+            ) -> ::std::result::Result<::std::vec::Vec<::std::string::String>, $crate::Error> {
+                ($split)(&ctx.roots, args, start, count)
+            }
+
+            fn open_range(
+                ctx: &$crate::Context,
+                args: &str,
+                start: ::std::option::Option<&str>,
+                end: ::std::option::Option<&str>,
+            ) -> ::std::result::Result<::std::boxed::Box<dyn $crate::Stream>, $crate::Error> {
+                $crate::open_range_stream(ctx, args, (start, end), $range)
+            }
+            )?
         }
 
         $crate::export_tool!($tool);
@@ -83,6 +108,30 @@ macro_rules! export_tool {
                     $crate::component::exports::cordon::tool::tool::Error,
                 > {
                     $crate::component::open::<$tool>(args, resume)
+                }
+            }
+
+            impl $crate::component::exports::cordon::tool::shards::Guest for CordonComponent {
+                fn split(
+                    args: ::std::string::String,
+                    start: ::std::option::Option<::std::string::String>,
+                    count: u32,
+                ) -> ::std::result::Result<
+                    ::std::vec::Vec<::std::string::String>,
+                    $crate::component::exports::cordon::tool::tool::Error,
+                > {
+                    $crate::component::split::<$tool>(args, start, count)
+                }
+
+                fn open_range(
+                    args: ::std::string::String,
+                    start: ::std::option::Option<::std::string::String>,
+                    end: ::std::option::Option<::std::string::String>,
+                ) -> ::std::result::Result<
+                    $crate::component::exports::cordon::tool::tool::ChunkStream,
+                    $crate::component::exports::cordon::tool::tool::Error,
+                > {
+                    $crate::component::open_range::<$tool>(args, start, end)
                 }
             }
 

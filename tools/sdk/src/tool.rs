@@ -25,6 +25,26 @@ pub trait Tool {
     /// Starts a call with `args` (a JSON object text, already checked against the
     /// input schema by the host), from the beginning or at `resume`.
     fn open(ctx: &Context, args: &str, resume: Option<&str>) -> Result<Box<dyn Stream>, Error>;
+
+    /// Splits the output after `start` (a boundary, or `None`: the beginning)
+    /// into at most `count` contiguous shards of about equal work, returning
+    /// the boundaries between them in output order (WIT `shards.split`). By
+    /// default none: the call runs as one stream.
+    fn split(ctx: &Context, args: &str, start: Option<&str>, count: u32) -> Result<Vec<String>, Error> {
+        let _ = (ctx, args, start, count);
+        Ok(Vec::new())
+    }
+
+    /// The output from `start` up to the boundary `end` (`None`: the end), its
+    /// positions and counts the range's own (WIT `shards.open-range`). By
+    /// default only the whole rest of the output (`end` of `None`) can be
+    /// opened, which is all a tool that never splits is asked.
+    fn open_range(ctx: &Context, args: &str, start: Option<&str>, end: Option<&str>) -> Result<Box<dyn Stream>, Error> {
+        match end {
+            None => Self::open(ctx, args, start),
+            Some(_) => Err(Error::new(ErrorCode::Unsupported, "this tool does not split its calls into shards")),
+        }
+    }
 }
 
 /// The output of one call.
@@ -55,6 +75,18 @@ pub trait Stream {
 /// tool's `Args`; a mismatch is an invalid-argument error saying what is wrong.
 pub fn parse_args<T: DeserializeOwned>(args: &str) -> Result<T, Error> {
     serde_json::from_str(args).map_err(|e| Error::new(ErrorCode::InvalidArgument, format!("invalid arguments: {e}")))
+}
+
+/// [`Tool::open_range`] for a tool whose ranges are the stream `open_range`
+/// returns, given the granted roots, the arguments and the range: the body the
+/// `shards` form of [`export_tool!`](crate::export_tool) writes.
+pub fn open_range_stream<S: Stream + 'static>(
+    ctx: &Context,
+    args: &str,
+    range: (Option<&str>, Option<&str>),
+    open_range: impl FnOnce(&[String], &str, Option<&str>, Option<&str>) -> Result<S, Error>,
+) -> Result<Box<dyn Stream>, Error> {
+    Ok(Box::new(open_range(&ctx.roots, args, range.0, range.1)?))
 }
 
 /// [`Tool::open`] for a tool whose call is the stream `open` returns, given
