@@ -21,11 +21,14 @@ pub struct Peers {
     pub node: Option<PathBuf>,
     /// The reference server's `dist/index.js`.
     pub peer_js: Option<PathBuf>,
+    /// For the syscall counts (`strace -f -c`); never installed.
+    pub strace: Option<PathBuf>,
 }
 
 impl Peers {
     /// Finds each program: an environment variable (`CORDON_BENCH_RG`,
-    /// `CORDON_BENCH_FD`, `CORDON_BENCH_NODE`, `CORDON_BENCH_PEER`), then
+    /// `CORDON_BENCH_FD`, `CORDON_BENCH_NODE`, `CORDON_BENCH_PEER`,
+    /// `CORDON_BENCH_STRACE`), then
     /// `target/interop` (where the installs go), then `PATH`.
     pub fn find(workspace: &Path) -> Peers {
         let interop = workspace.join("target/interop");
@@ -47,6 +50,7 @@ impl Peers {
                 let js = peer_dir(workspace).join("node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
                 js.is_file().then_some(js)
             }),
+            strace: pick("CORDON_BENCH_STRACE", PathBuf::new(), "strace"),
         }
     }
 
@@ -120,6 +124,7 @@ impl Peers {
             format!("@modelcontextprotocol/server-filesystem {version}")
         });
         out.push(("reference server".into(), peer));
+        out.push(("strace".into(), line(&self.strace, "-V")));
         out
     }
 }
@@ -145,14 +150,32 @@ pub fn cordon_serve(cordon: &Path, roots: &[&Path], state: &Path, extra: &[&str]
     Launch { name: "cordon".into(), program: cordon.to_path_buf(), args }
 }
 
-/// `cordon call TOOL --all --json ARGS` on a read-only `root`.
-pub fn cordon_call(cordon: &Path, tool: &str, args: &serde_json::Value, root: &Path, state: &Path) -> Command {
+/// `cordon call TOOL --all --json ARGS` on a read-only `root` (a read-write
+/// root would also start the background cleanup walk of the tree), with
+/// `extra` flags.
+pub fn cordon_call(
+    cordon: &Path,
+    tool: &str,
+    args: &serde_json::Value,
+    root: &Path,
+    state: &Path,
+    extra: &[&str],
+) -> Command {
     let mut cmd = Command::new(cordon);
     cmd.args(["call", tool, "--all", "--json", &args.to_string(), "--root"]);
     let mut spec = root.as_os_str().to_owned();
     spec.push(":ro");
-    cmd.arg(spec).arg("--state-dir").arg(state);
+    cmd.arg(spec).arg("--state-dir").arg(state).args(extra);
     cmd
+}
+
+/// Whether this `cordon` build takes `--shards N` (`cordon call --help`
+/// lists it); older builds run every call in one instance.
+pub fn cordon_has_shards(cordon: &Path) -> bool {
+    Command::new(cordon)
+        .args(["call", "--help"])
+        .output()
+        .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).contains("--shards"))
 }
 
 /// The default `cordon` binary: `target/release/cordon`, else (for a smoke

@@ -70,8 +70,11 @@ pub struct Options {
     pub seconds: f64,
     /// Concurrent clients for throughput.
     pub clients: usize,
-    /// N for `rg -jN` and `fd -jN`.
+    /// N for `rg -jN` and `fd -jN`, and Cordon's `--shards N`.
     pub threads: usize,
+    /// Count the syscalls per file of one grep and one glob under `strace`
+    /// (after the timed runs, never timed).
+    pub syscalls: bool,
     pub sizes: Sizes,
     /// Where the generated corpus is cached.
     pub corpus_dir: PathBuf,
@@ -101,6 +104,7 @@ impl Options {
             seconds: 1.0,
             clients: 8,
             threads: machine::cores(),
+            syscalls: true,
             sizes: Sizes { files: 300, big_mib: 4, peer_mib: vec![1] },
             corpus_dir: corpus_dir.to_path_buf(),
             real_tree: None,

@@ -34,9 +34,12 @@ struct Cli {
     /// Concurrent clients in the throughput runs.
     #[arg(long, value_name = "N", default_value_t = 8)]
     clients: usize,
-    /// N for `rg -jN` and `fd -jN` [default: the number of cores].
+    /// N for `rg -jN` and `fd -jN`, and Cordon's `--shards N` [default: the number of cores].
     #[arg(long, value_name = "N")]
     threads: Option<usize>,
+    /// Skip the syscall counts (`strace -f -c` of one grep and one glob per tree, untimed).
+    #[arg(long)]
+    no_syscalls: bool,
     /// Files in the generated tree [default: 120000; smoke: 300].
     #[arg(long, value_name = "N")]
     files: Option<u64>,
@@ -95,6 +98,7 @@ fn main() -> ExitCode {
     opts.seconds = cli.seconds.unwrap_or(opts.seconds);
     opts.clients = cli.clients.max(1);
     opts.threads = cli.threads.unwrap_or(opts.threads).max(1);
+    opts.syscalls = !cli.no_syscalls;
     opts.sizes.files = cli.files.unwrap_or(opts.sizes.files);
     opts.sizes.big_mib = cli.big_mib.unwrap_or(opts.sizes.big_mib).max(1);
     opts.sizes.peer_mib = cli.peer_mib.unwrap_or(opts.sizes.peer_mib);
