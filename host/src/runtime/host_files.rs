@@ -8,23 +8,23 @@ use wasmtime_wasi::FsPerms;
 
 use super::bindings::{HostFiles, WitError, WitErrorCode};
 use super::call::CallState;
-use crate::ambient;
 
 impl HostFiles for CallState {
     fn copy_permissions(&mut self, from: String, to: String) -> Result<(), WitError> {
-        let (from_dir, from_rel) = self.locate(&from, false)?;
-        let (to_dir, to_rel) = self.locate(&to, true)?;
+        let (from_root, from_rel) = self.locate(&from, false)?;
+        let (to_root, to_rel) = self.locate(&to, true)?;
+        let from_dir = self.root(from_root, &from)?;
         let perms = from_dir.metadata(&from_rel).map_err(|e| io_error(&from, &e))?.permissions();
-        to_dir.set_permissions(&to_rel, perms).map_err(|e| io_error(&to, &e))
+        self.root(to_root, &to)?.set_permissions(&to_rel, perms).map_err(|e| io_error(&to, &e))
     }
 }
 
 impl super::bindings::cordon::tool::types::Host for CallState {}
 
 impl CallState {
-    /// The root directory (as a capability) holding `path`, and `path` relative
-    /// to it. `write` asks for a read-write grant.
-    fn locate(&self, path: &str, write: bool) -> Result<(Dir, String), WitError> {
+    /// The grant holding `path` (its index), and `path` relative to it. `write`
+    /// asks for a read-write grant.
+    pub(super) fn locate(&self, path: &str, write: bool) -> Result<(usize, String), WitError> {
         let denied = |why: &str| WitError { code: WitErrorCode::PermissionDenied, message: format!("`{path}` {why}") };
         let p = Path::new(path);
         if !p.is_absolute() || p.components().any(|c| matches!(c, Component::ParentDir | Component::CurDir)) {
@@ -33,23 +33,31 @@ impl CallState {
                 message: format!("`{path}` must be an absolute, normalized path"),
             });
         }
-        let grant = self
+        let (index, grant) = self
             .grants()
             .iter()
-            .filter(|g| p.starts_with(&g.guest))
-            .max_by_key(|g| g.guest.len())
+            .enumerate()
+            .filter(|(_, g)| p.starts_with(&g.guest))
+            .max_by_key(|(_, g)| g.guest.len())
             .ok_or_else(|| denied("is outside every root granted to this call"))?;
         if write && grant.perms != FsPerms::ReadWrite {
             return Err(denied("is under a read-only root"));
         }
         let rel = p.strip_prefix(&grant.guest).expect("checked prefix");
         let rel = if rel.as_os_str().is_empty() { ".".to_string() } else { rel.to_string_lossy().into_owned() };
-        let dir = ambient::open_dir(&grant.host).map_err(|e| io_error(&grant.guest, &e))?;
-        Ok((dir, rel))
+        Ok((index, rel))
+    }
+
+    /// The capability of grant `index`, opened once per call; `path` names the
+    /// request in an error.
+    pub(super) fn root(&mut self, index: usize, path: &str) -> Result<&Dir, WitError> {
+        let host = self.grants()[index].host.clone();
+        self.open_roots().get(index, &host).map_err(|e| io_error(path, &e))
     }
 }
 
-fn io_error(path: &str, err: &std::io::Error) -> WitError {
+/// A filesystem error as the contract's, naming `path`.
+pub(super) fn io_error(path: &str, err: &std::io::Error) -> WitError {
     let code = match err.kind() {
         std::io::ErrorKind::NotFound => WitErrorCode::NotFound,
         std::io::ErrorKind::PermissionDenied => WitErrorCode::PermissionDenied,

@@ -13,7 +13,7 @@ use cordon_sdk::{Error, ErrorCode, Manifest, Summary, paths};
 use serde::Deserialize;
 use serde_json::json;
 
-use walk::{Counts, Found, MAX_SORTED, Options, Walker};
+use walk::{Bounds, Counts, Found, MAX_SORTED, Options, Walker};
 
 /// The tool's name as clients call it.
 pub const NAME: &str = "glob";
@@ -184,14 +184,16 @@ pub struct Glob {
     items: Items<Source>,
 }
 
-impl Glob {
-    /// Resolves the directory, checks it, and starts the walk at `resume`.
-    pub fn open(roots: &[String], args: &str, resume: Option<&str>) -> Result<Glob, Error> {
-        let args: Args = cordon_sdk::parse_args(args)?;
-        let root = match &args.path {
-            Some(path) => paths::resolve(roots, path)?,
-            None => paths::resolve(roots, ".")?,
-        };
+/// The resolved arguments of a call.
+struct Setup {
+    args: Args,
+    options: Options,
+}
+
+impl Setup {
+    fn new(roots: &[String], args: &str) -> Result<Setup, Error> {
+        let mut args: Args = cordon_sdk::parse_args(args)?;
+        let root = paths::resolve(roots, args.path.as_deref().unwrap_or("."))?;
         let shown = root.display().to_string();
         let meta = std::fs::metadata(&root).map_err(|e| Error::io(&format!("`{shown}`"), &e))?;
         if !meta.is_dir() {
@@ -200,30 +202,84 @@ impl Glob {
                 format!("`{shown}` is not a directory; `path` names the directory to search (use `stat` for one file)"),
             ));
         }
-        std::fs::read_dir(&root).map_err(|e| Error::io(&format!("`{shown}`"), &e))?;
-        let patterns = match args.pattern {
+        let root_list: Vec<&str> = roots.iter().map(String::as_str).collect();
+        let top = paths::within_root(&root_list, &root).map_or_else(|| root.clone(), |(i, _)| root_list[i].into());
+        let patterns = match std::mem::replace(&mut args.pattern, Patterns::Many(Vec::new())) {
             Patterns::One(one) => vec![one],
             Patterns::Many(many) => many,
         };
         let options = Options {
+            top,
             root,
             patterns,
             hidden: args.hidden,
             no_ignore: args.no_ignore,
             include_dirs: args.include_dirs,
-            denied: cordon_sdk::policy::Denied::for_walk(),
         };
-        let start = Start::decode(resume)?;
+        Ok(Setup { args, options })
+    }
+}
+
+/// A position in path order: `REL` (after the entry `REL`, relative to the
+/// directory searched) or `/REL` (at the entry `REL`: a shard's boundary; a
+/// relative path never starts with `/`).
+fn bounds(start: Option<&str>, end: Option<&str>) -> Result<Bounds, Error> {
+    let mut bounds = Bounds::default();
+    if let Some(start) = start {
+        match start.strip_prefix('/') {
+            Some(from) => bounds.from = Some(PathBuf::from(from)),
+            None => bounds.after = Some(PathBuf::from(start)),
+        }
+    }
+    if let Some(end) = end {
+        let bad = || Error::new(ErrorCode::InvalidArgument, format!("malformed shard boundary `{end}`"));
+        bounds.end = Some(PathBuf::from(end.strip_prefix('/').ok_or_else(bad)?));
+    }
+    Ok(bounds)
+}
+
+impl Glob {
+    /// Resolves the directory, checks it, and starts the walk at `resume`.
+    pub fn open(roots: &[String], args: &str, resume: Option<&str>) -> Result<Glob, Error> {
+        Glob::open_range(roots, args, resume, None)
+    }
+
+    /// The entries from `start` up to the boundary `end` (`None`: to the end),
+    /// one shard of a call; its counts are the shard's own.
+    pub fn open_range(roots: &[String], args: &str, start: Option<&str>, end: Option<&str>) -> Result<Glob, Error> {
+        let Setup { args, options } = Setup::new(roots, args)?;
+        let shown = options.root.display().to_string();
+        let start = Start::decode(start)?;
+        let end = Start::decode(end)?.source;
         let source = match args.sort {
-            Sort::Path => Source::Path(Box::new(Walker::new(&options, start.source.map(PathBuf::from))?)),
+            Sort::Path => Source::Path(Box::new(Walker::new(&options, bounds(start.source, end)?)?)),
             Sort::Mtime => {
                 let after = start.source.map(walk::decode_mtime_key).transpose()?;
-                let mut walker = Walker::new(&options, None)?;
+                let mut walker = Walker::new(&options, Bounds::default())?;
                 let (sorted, next) = walk::collect_newest_first(&mut walker, after.as_ref(), MAX_SORTED)?;
                 Source::Mtime { counts: walker.counts, sorted, next }
             }
         };
         Ok(Glob { root: shown, sort: args.sort, items: Items::new(source, start)? })
+    }
+
+    /// The boundaries that cut a path-ordered search after `start` into at
+    /// most `count` shards (none for newest-first order, which sorts it all).
+    pub fn split(roots: &[String], args: &str, start: Option<&str>, count: u32) -> Result<Vec<String>, Error> {
+        let Setup { args, options } = Setup::new(roots, args)?;
+        if args.sort != Sort::Path {
+            return Ok(Vec::new());
+        }
+        let start = Start::decode(start)?;
+        // Inside an item, its rest is one shard's.
+        if start.inside_item() {
+            return Ok(Vec::new());
+        }
+        let bounds = bounds(start.source, None)?;
+        let from = bounds.from.or(bounds.after).map(|rel| options.root.join(rel));
+        let cuts = cordon_sdk::walk::boundaries(&options.root, from.as_deref(), count, options.hidden);
+        let rel = |p: &PathBuf| p.strip_prefix(&options.root).map(|r| format!("b/{}", r.to_string_lossy())).ok();
+        Ok(cuts.iter().filter_map(rel).collect())
     }
 }
 
@@ -275,6 +331,8 @@ cordon_sdk::export_tool!(GlobTool {
     manifest: Manifest::reader(NAME, VERSION, "Find files by glob", DESCRIPTION)
         .with_schemas(input_schema(), output_schema()),
     open: Glob::open,
+    split: Glob::split,
+    open_range: Glob::open_range,
 });
 
 #[cfg(test)]

@@ -176,14 +176,14 @@ fn newest_first_breaks_ties_by_path_and_has_a_limit() {
         ["src/.hidden.rs", "src/main.rs", "a/x.rs", "a-c.rs", "a.rs", "src/deep/lib.rs", "ünï/fïlé.rs"]
     );
     let options = Options {
+        top: tree.0.clone(),
         root: tree.0.clone(),
         patterns: vec!["**/*.rs".into()],
         hidden: false,
         no_ignore: false,
         include_dirs: false,
-        denied: None,
     };
-    let mut walker = Walker::new(&options, None).unwrap();
+    let mut walker = Walker::new(&options, walk::Bounds::default()).unwrap();
     let err = walk::collect_newest_first(&mut walker, None, 3).unwrap_err();
     assert_eq!(err.code, ErrorCode::TooLarge);
 }
@@ -223,4 +223,39 @@ fn bad_arguments_and_paths_are_refused() {
 fn the_description_states_the_sorting_limit() {
     assert!(crate::DESCRIPTION.contains(&walk::MAX_SORTED.to_string()));
     assert!(crate::input_schema()["properties"]["sort"]["description"].as_str().unwrap().contains("100000"));
+}
+
+/// Every chunk's text and position of the range `start..end`.
+fn range(tree: &Tree, args: &str, start: Option<&str>, end: Option<&str>) -> Vec<(String, String)> {
+    let mut glob = Glob::open_range(&tree.roots(), args, start, end).unwrap();
+    std::iter::from_fn(|| cordon_sdk::Stream::next(&mut glob, Budget { bytes: 30, items: 1 }).unwrap())
+        .map(|c| (String::from_utf8(c.payload.as_bytes().to_vec()).unwrap(), c.resume))
+        .collect()
+}
+
+#[test]
+fn shards_concatenate_to_the_unsharded_output_from_any_position() {
+    let tree = repo("shards");
+    for d in 0..5 {
+        for f in 0..4 {
+            tree.file(&format!("m{d}/n{f}/x.rs"), "");
+        }
+    }
+    let args = r#"{"pattern": ["**/*.rs", "*.md"], "include_dirs": true}"#;
+    let whole = range(&tree, args, None, None);
+    let text = |chunks: &[(String, String)]| chunks.iter().map(|(t, _)| t.as_str()).collect::<String>();
+    let starts: Vec<Option<&str>> = std::iter::once(None).chain(whole.iter().map(|(_, r)| Some(r.as_str()))).collect();
+    for (i, start) in starts.iter().enumerate() {
+        for count in [2, 3, 8] {
+            let cuts = Glob::split(&tree.roots(), args, *start, count).unwrap();
+            assert!(cuts.len() < count as usize);
+            let mut bounds: Vec<Option<&str>> = vec![*start];
+            bounds.extend(cuts.iter().map(|c| Some(c.as_str())));
+            let ends: Vec<Option<&str>> = cuts.iter().map(|c| Some(c.as_str())).chain([None]).collect();
+            let out: String = bounds.iter().zip(&ends).map(|(s, e)| text(&range(&tree, args, *s, *e))).collect();
+            assert_eq!(out, text(&whole[i..]), "{count} shards from {start:?}");
+        }
+    }
+    let sorted = r#"{"pattern": "**/*.rs", "sort": "mtime"}"#;
+    assert!(Glob::split(&tree.roots(), sorted, None, 4).unwrap().is_empty(), "newest first is not split");
 }

@@ -1,6 +1,7 @@
-//! Finding the entries that match: a single-threaded, gitignore-aware walk
-//! (ripgrep's `ignore` crate) in path order, with resume positions that skip
-//! whole directories already emitted, and the newest-first order built on it.
+//! Finding the entries that match: the SDK's gitignore-aware walk
+//! ([`cordon_sdk::walk`], with `rg --files`' filters) in path order, with
+//! resume positions that skip whole directories already emitted, and the
+//! newest-first order built on it.
 //!
 //! Path order is the order of `rg --files --sort path`: depth first, the
 //! entries of each directory sorted by file name. That is the order of
@@ -12,11 +13,12 @@ use std::cmp::Reverse;
 use std::path::{Path, PathBuf};
 
 use cordon_sdk::paths::Entry;
-use cordon_sdk::policy::Denied;
 use cordon_sdk::progress::Walked;
+use cordon_sdk::scan::Kind;
+use cordon_sdk::walk::{Filters, Walk};
 use cordon_sdk::{Error, ErrorCode};
 use ignore::overrides::{Override, OverrideBuilder};
-use ignore::{DirEntry, Walk, WalkBuilder};
+use ignore::types::Types;
 
 /// The most entries `sort: "mtime"` collects and sorts; past it the call fails
 /// with too-large.
@@ -25,6 +27,8 @@ pub const MAX_SORTED: usize = 100_000;
 /// What to walk and what to keep.
 #[derive(Debug, Clone)]
 pub struct Options {
+    /// The granted root holding `root`: the ignore files from it down apply.
+    pub top: PathBuf,
     /// The directory searched; patterns match paths relative to it.
     pub root: PathBuf,
     /// Globs in `rg -g` syntax (gitignore-style; `!` negates).
@@ -35,8 +39,17 @@ pub struct Options {
     pub no_ignore: bool,
     /// Match directories as well as files.
     pub include_dirs: bool,
-    /// The server's deny rules, when it has any: matching entries are skipped.
-    pub denied: Option<Denied>,
+}
+
+/// The part of the walk a stream covers, as paths relative to the root.
+#[derive(Debug, Clone, Default)]
+pub struct Bounds {
+    /// Start after this entry (a resume position)...
+    pub after: Option<PathBuf>,
+    /// ...or at this one (a shard's boundary).
+    pub from: Option<PathBuf>,
+    /// Stop before this entry (the next shard's boundary).
+    pub end: Option<PathBuf>,
 }
 
 /// A matching entry and its path relative to the root searched.
@@ -91,45 +104,26 @@ pub struct Walker {
 }
 
 impl Walker {
-    /// Starts walking `options.root`, skipping everything up to and including
-    /// `after` (a path relative to the root).
-    pub fn new(options: &Options, after: Option<PathBuf>) -> Result<Walker, Error> {
+    /// Starts walking `options.root` within `bounds`.
+    pub fn new(options: &Options, bounds: Bounds) -> Result<Walker, Error> {
         let overrides = overrides(&options.root, &options.patterns)?;
-        let filters = !options.no_ignore;
-        let mut builder = WalkBuilder::new(&options.root);
-        builder
-            .threads(1)
-            .follow_links(false)
-            .hidden(!options.hidden)
-            .ignore(filters)
-            .git_ignore(filters)
-            .git_exclude(filters)
-            .git_global(filters)
-            .parents(filters)
-            .current_dir(&options.root)
-            .overrides(overrides.clone())
-            .sort_by_file_name(|a, b| a.cmp(b));
-        let denied = options.denied;
-        if after.is_some() || denied.is_some() {
-            let (root, after) = (options.root.clone(), after.clone());
-            builder.filter_entry(move |entry| {
-                if denied.as_ref().is_some_and(|denied| denied.denies(entry.path())) {
-                    return false;
-                }
-                match (entry.path().strip_prefix(&root), &after) {
-                    (Ok(rel), Some(after)) if !rel.as_os_str().is_empty() => {
-                        rel > after.as_path() || (is_dir(entry) && after.starts_with(rel))
-                    }
-                    _ => true,
-                }
-            });
-        }
+        let filters = Filters {
+            hidden: options.hidden,
+            ignore_files: !options.no_ignore,
+            custom_ignore: Vec::new(),
+            require_git: true,
+            overrides: overrides.clone(),
+            types: Types::empty(),
+        };
+        let root = &options.root;
+        let from = bounds.from.as_ref().or(bounds.after.as_ref()).map(|rel| root.join(rel));
+        let walk = Walk::new(&options.top, root, filters).from(from).until(bounds.end.map(|rel| root.join(rel)));
         Ok(Walker {
-            walk: builder.build(),
+            walk,
             root: options.root.clone(),
             overrides,
             include_dirs: options.include_dirs,
-            after,
+            after: bounds.after,
             counts: Counts::default(),
             walked: Walked::default(),
         })
@@ -137,34 +131,39 @@ impl Walker {
 
     /// The next matching entry after the position, in path order.
     pub fn next_match(&mut self) -> Result<Option<Found>, Error> {
-        for result in self.walk.by_ref() {
-            let Ok(entry) = result else {
+        while let Some(result) = self.walk.next_entry() {
+            let Ok(found) = result else {
                 self.counts.errors += 1;
                 continue;
             };
-            let Ok(rel) = entry.path().strip_prefix(&self.root) else { continue };
-            if rel.as_os_str().is_empty() {
+            // The walk's paths are UTF-8 (names that are not are never listed)
+            // and start with the root and a separator.
+            let Some(rel) = found.path.to_str().and_then(|p| p.get(self.root.as_os_str().len() + 1..)) else {
                 continue;
-            }
+            };
+            let rel = Path::new(rel);
             self.counts.visited += 1;
             self.walked.step();
-            if self.after.as_deref().is_some_and(|after| rel <= after) {
-                continue;
+            // Entries come in path order: once one is past `after`, all are.
+            if let Some(after) = &self.after {
+                if rel <= after.as_path() {
+                    continue;
+                }
+                self.after = None;
             }
-            let wanted = match entry.file_type() {
-                Some(t) if t.is_file() => true,
-                Some(t) if t.is_dir() => self.include_dirs && dir_matches(&self.overrides, rel),
+            let wanted = match found.kind {
+                Kind::File => true,
+                Kind::Dir => self.include_dirs && dir_matches(&self.overrides, rel),
                 _ => false,
             };
             if !wanted {
                 continue;
             }
-            let Ok(meta) = entry.metadata() else {
+            let Ok(entry) = Entry::at(&found.path) else {
                 self.counts.errors += 1;
                 continue;
             };
             self.counts.matched += 1;
-            let entry = Entry::new(entry.path(), &meta);
             return Ok(Some(Found { rel: rel.to_path_buf(), entry }));
         }
         Ok(None)
@@ -176,10 +175,6 @@ impl Walker {
 fn dir_matches(overrides: &Override, rel: &Path) -> bool {
     let m = overrides.matched(rel, true);
     m.is_whitelist() || (m.is_none() && overrides.num_whitelists() == 0)
-}
-
-fn is_dir(entry: &DirEntry) -> bool {
-    entry.file_type().is_some_and(|t| t.is_dir())
 }
 
 /// The sort key of newest-first order: newer first, then path order.

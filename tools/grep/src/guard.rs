@@ -12,30 +12,12 @@ use std::io::{self, Read};
 use memchr::{memchr, memrchr};
 
 /// How much of a file's start decides whether it is binary (ripgrep's
-/// default buffer size).
+/// default buffer size): it is read in one host call (`scan::read_head`),
+/// and whatever follows through a `Guard`.
 pub const HEAD: usize = 64 * 1024;
 
 /// How much to ask for where the end of the file is expected.
 const PROBE: usize = 4096;
-
-/// Reads the start of `file`, up to `HEAD` bytes, into `buf` (allocated once,
-/// then reused from file to file) and returns how many bytes, and whether they
-/// hold a NUL byte. It is one read, as ripgrep's first: for a regular file
-/// fewer bytes only at its end, and one call to the host per small file.
-/// Whatever follows is read through a `Guard`.
-pub fn read_head(file: &mut impl Read, buf: &mut Vec<u8>) -> io::Result<(usize, bool)> {
-    if buf.len() < HEAD {
-        buf.resize(HEAD, 0);
-    }
-    let filled = loop {
-        match file.read(&mut buf[..HEAD]) {
-            Ok(n) => break n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    };
-    Ok((filled, memchr(0, &buf[..filled]).is_some()))
-}
 
 /// A reader that serves `head` first, then the rest of the file, and when
 /// `check` is on, fails at the first NUL byte: it serves no line terminator

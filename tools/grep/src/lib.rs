@@ -14,15 +14,15 @@ pub mod sink;
 pub mod source;
 pub mod walk;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use cordon_sdk::items::{ItemStream, Items, Start};
 use cordon_sdk::{Error, ErrorCode, Manifest, Summary, paths};
 use serde_json::json;
 
 use args::{Args, MAX_CONTEXT, OutputMode};
-use source::{GrepSource, Plan, Position};
-use walk::{WalkSpec, Walker};
+use source::{Counts, GrepSource, Plan, Position, Where};
+use walk::{Bounds, WalkSpec, Walker};
 
 /// The tool's name as clients call it.
 pub const NAME: &str = "grep";
@@ -120,25 +120,19 @@ fn denied(shown: &str, roots: &[String]) -> Error {
     Error::new(ErrorCode::PermissionDenied, format!("`{shown}` is outside every granted root ({})", roots.join(", ")))
 }
 
-impl Grep {
-    /// Checks the arguments, resolves the path inside `roots` and prepares the
-    /// search from the beginning or from `resume`.
-    pub fn open(roots: &[String], args: &str, resume: Option<&str>) -> Result<Grep, Error> {
-        Grep::open_with_batch(roots, args, resume, None)
-    }
+/// What a call's arguments resolve to.
+struct Setup {
+    args: Args,
+    /// The path searched.
+    target: PathBuf,
+    /// The granted root holding it.
+    root: PathBuf,
+    is_dir: bool,
+}
 
-    /// `open`, with each search run bounded to `batch` items instead of the
-    /// default (thousands): small batches exercise stopping and restarting a
-    /// search inside a file, which the output must not show.
-    pub fn open_with_batch(
-        roots: &[String],
-        args: &str,
-        resume: Option<&str>,
-        batch: Option<usize>,
-    ) -> Result<Grep, Error> {
+impl Setup {
+    fn new(roots: &[String], args: &str) -> Result<Setup, Error> {
         let args = Args::parse(args)?;
-        let matcher = args.matcher()?;
-        let types = args.types()?;
         let target = paths::resolve(roots, args.path.as_deref().unwrap_or("."))?;
         let shown = target.display().to_string();
         let meta = std::fs::metadata(&target).map_err(|e| Error::io(&format!("`{shown}`"), &e))?;
@@ -152,23 +146,74 @@ impl Grep {
         }
         let root_list: Vec<&str> = roots.iter().map(String::as_str).collect();
         let (index, _) = paths::within_root(&root_list, &target).ok_or_else(|| denied(&shown, roots))?;
-        let is_link = std::fs::symlink_metadata(&target).is_ok_and(|m| m.file_type().is_symlink());
-        let root = if is_link { target.as_path() } else { Path::new(root_list[index]) };
-        let overrides = args.overrides(&target)?;
+        let root = PathBuf::from(root_list[index]);
+        Ok(Setup { args, target, root, is_dir: meta.is_dir() })
+    }
 
-        let start = Start::decode(resume)?;
-        let position = start.source.map(Position::decode).transpose()?;
+    /// A position inside the searched path, decoded.
+    fn position(&self, source: Option<&str>) -> Result<Option<Position>, Error> {
+        let position = source.map(Position::decode).transpose()?;
         if let Some(position) = &position
-            && !position.path.starts_with(&target)
+            && !position.path.starts_with(&self.target)
         {
             return Err(Error::new(
                 ErrorCode::InvalidArgument,
-                format!("the resume position is not inside `{shown}`; start the search again"),
+                format!("the resume position is not inside `{}`; start the search again", self.target.display()),
             ));
         }
-        let denied = cordon_sdk::policy::Denied::for_walk();
-        let spec = WalkSpec { hidden: args.hidden, no_ignore: args.no_ignore, overrides, types, denied };
-        let walker = Walker::new(root, &target, meta.is_dir(), spec, position.as_ref().map(|p| p.path.clone()));
+        Ok(position)
+    }
+}
+
+impl Grep {
+    /// Checks the arguments, resolves the path inside `roots` and prepares the
+    /// search from the beginning or from `resume`.
+    pub fn open(roots: &[String], args: &str, resume: Option<&str>) -> Result<Grep, Error> {
+        Grep::open_with_batch(roots, args, (resume, None), None)
+    }
+
+    /// The search from `start` up to the boundary `end` (`None`: to the end),
+    /// one shard of a call; its positions and counts are the shard's own.
+    pub fn open_range(roots: &[String], args: &str, start: Option<&str>, end: Option<&str>) -> Result<Grep, Error> {
+        Grep::open_with_batch(roots, args, (start, end), None)
+    }
+
+    /// The boundaries that cut the search after `start` into at most `count`
+    /// shards: paths in the searched directory, in path order.
+    pub fn split(roots: &[String], args: &str, start: Option<&str>, count: u32) -> Result<Vec<String>, Error> {
+        let setup = Setup::new(roots, args)?;
+        let start = Start::decode(start)?;
+        // Inside an item, the rest of it lies in a file not yet known: one shard.
+        if !setup.is_dir || start.inside_item() {
+            return Ok(Vec::new());
+        }
+        let from = setup.position(start.source)?.map(|p| p.path);
+        let cuts = cordon_sdk::walk::boundaries(&setup.target, from.as_deref(), count, setup.args.hidden);
+        let boundary =
+            |path: &Path| format!("b{}", source::encode(&Counts::default(), Where::Start, &path.to_string_lossy()));
+        Ok(cuts.iter().map(|p| boundary(p)).collect())
+    }
+
+    /// `open_range`, with each search run bounded to `batch` items instead of
+    /// the default (thousands): small batches exercise stopping and restarting
+    /// a search inside a file, which the output must not show.
+    pub fn open_with_batch(
+        roots: &[String],
+        args: &str,
+        (resume, end): (Option<&str>, Option<&str>),
+        batch: Option<usize>,
+    ) -> Result<Grep, Error> {
+        let setup = Setup::new(roots, args)?;
+        let matcher = setup.args.matcher()?;
+        let types = setup.args.types()?;
+        let overrides = setup.args.overrides(&setup.target)?;
+        let start = Start::decode(resume)?;
+        let position = setup.position(start.source)?;
+        let end = setup.position(Start::decode(end)?.source)?.map(|p| p.path);
+        let args = &setup.args;
+        let spec = WalkSpec { hidden: args.hidden, no_ignore: args.no_ignore, overrides, types };
+        let bounds = Bounds { from: position.as_ref().map(|p| p.path.clone()), end };
+        let walker = Walker::new(&setup.root, &setup.target, &spec, bounds);
         let plan = Plan {
             mode: args.output_mode,
             searcher: args.searcher(),
@@ -181,7 +226,7 @@ impl Grep {
             batch_bytes: if args.multiline { 8 << 20 } else { 1 << 20 },
         };
         let items = Items::new(GrepSource::new(plan, walker, position), start)?;
-        Ok(Grep { root: shown, items })
+        Ok(Grep { root: setup.target.display().to_string(), items })
     }
 }
 
@@ -233,6 +278,8 @@ cordon_sdk::export_tool!(GrepTool {
     manifest: Manifest::reader(NAME, VERSION, "Search file contents", DESCRIPTION)
         .with_schemas(input_schema(), output_schema()),
     open: Grep::open,
+    split: Grep::split,
+    open_range: Grep::open_range,
 });
 
 #[cfg(test)]

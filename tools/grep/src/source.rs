@@ -15,12 +15,13 @@ use std::rc::Rc;
 
 use cordon_sdk::items::ItemSource;
 use cordon_sdk::progress::Scanned;
+use cordon_sdk::scan;
 use cordon_sdk::{Error, ErrorCode};
 use grep_regex::RegexMatcher;
 use grep_searcher::Searcher;
 
 use crate::args::OutputMode;
-use crate::guard::{Guard, read_head};
+use crate::guard::{Guard, HEAD};
 use crate::render;
 use crate::sink::{Collector, Queued, Settings};
 use crate::walk::Walker;
@@ -44,6 +45,8 @@ pub struct Counts {
 /// Where in a file a position points.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Where {
+    /// Nothing of the path is done: a shard's boundary, before the path.
+    Start,
     /// Search on from this line number, which starts at this byte offset.
     Line(u64, u64),
     /// The file is done.
@@ -78,6 +81,8 @@ impl Position {
         let [files_searched, files_matched, matches, binary_files, errors] = numbers[..] else { return Err(bad()) };
         let at = if at == "E" {
             Where::End
+        } else if at == "S" {
+            Where::Start
         } else {
             let (line, byte) = at.strip_prefix('L').and_then(|r| r.split_once(':')).ok_or_else(bad)?;
             Where::Line(line.parse().map_err(|_| bad())?, byte.parse().map_err(|_| bad())?)
@@ -97,6 +102,7 @@ pub fn encode(counts: &Counts, at: Where, path: &str) -> String {
     match at {
         Where::Line(line, byte) => format!("{s},{m},{n},{b},{e}\tL{line}:{byte}\t{path}"),
         Where::End => format!("{s},{m},{n},{b},{e}\tE\t{path}"),
+        Where::Start => format!("{s},{m},{n},{b},{e}\tS\t{path}"),
     }
 }
 
@@ -128,7 +134,12 @@ struct Current {
     /// The path as shown in positions.
     shown: Rc<str>,
     path_json: String,
-    file: File,
+    /// The file's first bytes, read in one host call (empty: not read).
+    head: Vec<u8>,
+    /// Whether `head` is the whole file.
+    whole: bool,
+    /// The file, opened when what is searched lies past `head`.
+    file: Option<File>,
     /// The line and byte the next search run starts at.
     line: u64,
     byte: u64,
@@ -151,8 +162,6 @@ pub struct GrepSource {
     done: bool,
     /// Files and bytes searched by this stream, reported as progress.
     scanned: Scanned,
-    /// The buffer for the first 64 KiB of each file, reused.
-    head: Vec<u8>,
 }
 
 impl GrepSource {
@@ -168,7 +177,6 @@ impl GrepSource {
             counts,
             done: false,
             scanned: Scanned::default(),
-            head: Vec::new(),
         }
     }
 
@@ -208,15 +216,20 @@ impl GrepSource {
                     match *at {
                         Where::End => continue,
                         Where::Line(l, b) => (line, byte, resumed) = (l.max(1), b, true),
+                        Where::Start => {}
                     }
                 }
             }
-            let file = match File::open(&path) {
-                Ok(file) => file,
-                Err(_) => {
-                    self.counts.errors += 1;
-                    continue;
-                }
+            // A file searched from its start is read in one call when it is
+            // small (most are); one resumed inside is opened.
+            let opened = if byte == 0 {
+                scan::read_head(&path, HEAD as u32).map(|(head, whole)| (head, whole, None))
+            } else {
+                File::open(&path).map(|file| (Vec::new(), false, Some(file))).map_err(|e| Error::io("", &e))
+            };
+            let Ok((head, whole, file)) = opened else {
+                self.counts.errors += 1;
+                continue;
             };
             if !resumed {
                 self.counts.files_searched += 1;
@@ -224,8 +237,18 @@ impl GrepSource {
             let shown: Rc<str> = path.to_string_lossy().into();
             let mut path_json = String::new();
             render::push_str(&mut path_json, &shown);
-            self.current =
-                Some(Current { path, shown, path_json, file, line, byte, queued_any: resumed, check_resume: resumed });
+            self.current = Some(Current {
+                path,
+                shown,
+                path_json,
+                head,
+                whole,
+                file,
+                line,
+                byte,
+                queued_any: resumed,
+                check_resume: resumed,
+            });
             return Ok(true);
         }
     }
@@ -236,26 +259,30 @@ impl GrepSource {
         let mut cur = self.current.take().expect("a file being searched");
         if cur.check_resume {
             cur.check_resume = false;
-            check_line_start(&mut cur.file, cur.byte, &cur.path)?;
+            if let Some(file) = &mut cur.file {
+                check_line_start(file, cur.byte, &cur.path)?;
+            }
         }
         let check = !self.plan.binary;
-        let read = if cur.byte == 0 && check {
-            read_head(&mut cur.file, &mut self.head)
-        } else {
-            cur.file.seek(SeekFrom::Start(cur.byte)).map(|_| (0, false))
+        if cur.byte == 0 && check && memchr::memchr(0, &cur.head).is_some() {
+            self.counts.binary_files += 1;
+            self.scanned.add(1, cur.head.len() as u64);
+            return Ok(());
+        }
+        // What lies in `head` from the byte searched on, then the rest of the file.
+        let from = (cur.byte as usize).min(cur.head.len());
+        let rest_at = cur.byte.max(cur.head.len() as u64);
+        let rest = match (cur.whole, &mut cur.file) {
+            (true, _) => Ok(None),
+            (false, Some(file)) => file.seek(SeekFrom::Start(rest_at)).map(|_| cur.file.as_mut()),
+            (false, None) => File::open(&cur.path)
+                .and_then(|mut file| file.seek(SeekFrom::Start(rest_at)).map(|_| file))
+                .map(|file| Some(cur.file.insert(file))),
         };
-        let head_len = match read {
-            Err(_) => {
-                self.counts.errors += 1;
-                self.scanned.add(1, 0);
-                return Ok(());
-            }
-            Ok((n, true)) => {
-                self.counts.binary_files += 1;
-                self.scanned.add(1, n as u64);
-                return Ok(());
-            }
-            Ok((n, false)) => n,
+        let Ok(rest) = rest else {
+            self.counts.errors += 1;
+            self.scanned.add(1, 0);
+            return Ok(());
         };
         let settings = Settings {
             mode: self.plan.mode,
@@ -268,7 +295,7 @@ impl GrepSource {
             max_bytes: self.plan.batch_bytes,
         };
         let mut out = VecDeque::new();
-        let mut guard = Guard::new(&mut cur.file, &self.head[..head_len], check);
+        let mut guard = Guard::new(Rest(rest), &cur.head[from..], check);
         let mut sink = Collector::new(&settings, &cur.path_json, cur.line - 1, cur.byte, &mut out);
         let result = self.plan.searcher.search_reader(&self.plan.matcher, &mut guard, &mut sink);
         let (tripped, served) = (guard.tripped(), guard.served());
@@ -308,6 +335,15 @@ impl GrepSource {
             self.scanned.add(1, served);
         }
         Ok(())
+    }
+}
+
+/// The part of a file past its head: nothing when the head was all of it.
+struct Rest<'a>(Option<&'a mut File>);
+
+impl Read for Rest<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.0.as_mut().map_or(Ok(0), |file| file.read(buf))
     }
 }
 

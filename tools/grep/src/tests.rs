@@ -11,6 +11,7 @@ use crate::source::{Counts, Position, Where};
 
 mod behaviour;
 mod resume;
+mod shards;
 
 /// A temporary directory, removed when dropped.
 pub struct Tree(PathBuf);
@@ -174,12 +175,8 @@ fn the_guard_stops_before_the_line_of_the_first_nul_however_the_file_is_read() {
         let complete = got.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
         assert_eq!(&got[..complete], b"one\ntwo\n", "step {step}");
     }
-    let mut head = Vec::new();
-    assert_eq!(crate::guard::read_head(&mut Chunked(data, 100), &mut head).unwrap(), (data.len(), true));
     let clean = b"no nul\nhere";
-    let (n, binary) = crate::guard::read_head(&mut Chunked(clean, 4), &mut head).unwrap();
-    assert_eq!((n, binary), (4, false));
-    let mut guard = crate::guard::Guard::new(Chunked(&clean[4..], 4), &head[..n], true);
+    let mut guard = crate::guard::Guard::new(Chunked(&clean[4..], 4), &clean[..4], true);
     let mut got = Vec::new();
     guard.read_to_end(&mut got).unwrap();
     assert_eq!(got, clean, "a short first read is not taken for the end of the file");
@@ -203,7 +200,7 @@ fn progress_counts_the_bytes_this_stream_searched() {
         resumes
     };
     for batch in [None, Some(1), Some(7)] {
-        let mut grep = Grep::open_with_batch(&tree.roots(), &args, None, batch).unwrap();
+        let mut grep = Grep::open_with_batch(&tree.roots(), &args, (None, None), batch).unwrap();
         let resumes = drain(&mut grep);
         assert_eq!(resumes.len(), 10_001);
         let scanned = grep.items.source().scanned();
@@ -211,7 +208,7 @@ fn progress_counts_the_bytes_this_stream_searched() {
         assert_eq!(scanned.message(), "3 files, 146.5 KiB scanned");
 
         // Reopened after line 5000 of a.txt, a stream counts from there.
-        let mut grep = Grep::open_with_batch(&tree.roots(), &args, Some(&resumes[4999]), batch).unwrap();
+        let mut grep = Grep::open_with_batch(&tree.roots(), &args, (Some(&resumes[4999]), None), batch).unwrap();
         drain(&mut grep);
         let scanned = grep.items.source().scanned();
         assert_eq!((scanned.files, scanned.bytes), (3, total - 5000 * 15), "batch {batch:?}");

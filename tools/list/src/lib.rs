@@ -125,8 +125,7 @@ impl List {
         }
         let depth = args.depth.unwrap_or(1);
         let start = Start::decode(resume)?;
-        let denied = cordon_sdk::policy::Denied::for_walk();
-        let lister = Lister::new(&dir, depth, args.hidden.unwrap_or(true), start.source.map(PathBuf::from), denied)?;
+        let lister = Lister::new(&dir, depth, args.hidden.unwrap_or(true), start.source.map(PathBuf::from))?;
         Ok(List { path: shown, depth, items: Items::new(Source(lister), start)? })
     }
 }

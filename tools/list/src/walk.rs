@@ -7,7 +7,6 @@
 //! is a plain comparison and a directory lying wholly before a resume position
 //! is never read.
 
-use cordon_sdk::policy::Denied;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
@@ -57,8 +56,6 @@ pub struct Lister {
     max_depth: u32,
     hidden: bool,
     after: Option<PathBuf>,
-    /// The server's deny rules, when it has any: matching entries are skipped.
-    denied: Option<Denied>,
     /// How far the walk got.
     pub counts: Counts,
     walked: Walked,
@@ -66,19 +63,13 @@ pub struct Lister {
 
 impl Lister {
     /// Lists `dir` down to `max_depth` levels, with or without hidden entries,
-    /// starting after `after` (a path relative to `dir`), leaving out what
-    /// `denied` matches.
-    pub fn new(
-        dir: &Path,
-        max_depth: u32,
-        hidden: bool,
-        after: Option<PathBuf>,
-        denied: Option<Denied>,
-    ) -> Result<Lister, Error> {
-        let names = read_names(dir, hidden).map_err(|e| Error::io(&format!("`{}`", dir.display()), &e))?;
+    /// starting after `after` (a path relative to `dir`); the host's listing
+    /// leaves out what the server's deny rules match.
+    pub fn new(dir: &Path, max_depth: u32, hidden: bool, after: Option<PathBuf>) -> Result<Lister, Error> {
+        let names = read_names(dir, hidden, true)?;
         let root = Level { dir: dir.to_path_buf(), rel: PathBuf::new(), names, next: 0, depth: 1 };
         let (counts, walked) = (Counts::default(), Walked::default());
-        Ok(Lister { stack: vec![root], max_depth, hidden, after, denied, counts, walked })
+        Ok(Lister { stack: vec![root], max_depth, hidden, after, counts, walked })
     }
 
     /// The entries looked at so far (described, or found to have vanished).
@@ -104,42 +95,34 @@ impl Lister {
             if !emit && !holds_rest && after != Some(rel.as_path()) {
                 continue;
             }
-            if self.denied.as_ref().is_some_and(|denied| denied.denies(&path)) {
-                continue;
-            }
             self.walked.step();
-            let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            let Ok(described) = paths::Entry::at(&path) else {
                 self.counts.errors += 1;
                 continue;
             };
             let mut error = None;
-            if meta.is_dir() && depth < self.max_depth {
-                match read_names(&path, self.hidden) {
+            if described.kind == "dir" && depth < self.max_depth {
+                match read_names(&path, self.hidden, false) {
                     Ok(names) => {
                         self.stack.push(Level { dir: path.clone(), rel: rel.clone(), names, next: 0, depth: depth + 1 })
                     }
-                    Err(e) => error = Some(format!("the directory's entries could not be read: {e}")),
+                    Err(e) => error = Some(format!("the directory's entries could not be read: {}", e.message)),
                 }
             }
             if !emit {
                 continue;
             }
             self.counts.listed += 1;
-            let entry = Entry { entry: paths::Entry::new(&path, &meta), depth, error };
+            let entry = Entry { entry: described, depth, error };
             return Some((rel, entry));
         }
     }
 }
 
-/// The names in `dir`, sorted by bytes, without hidden ones unless `hidden`.
-fn read_names(dir: &Path, hidden: bool) -> std::io::Result<Vec<OsString>> {
-    let mut names = Vec::new();
-    for entry in std::fs::read_dir(dir)? {
-        let name = entry?.file_name();
-        if hidden || !name.as_encoded_bytes().starts_with(b".") {
-            names.push(name);
-        }
-    }
-    names.sort_unstable();
-    Ok(names)
+/// The names in `dir`, sorted by bytes, without hidden ones unless `hidden`:
+/// one directory read through the host's listing (no stat per entry; the
+/// server's deny rules leave their entries out).
+fn read_names(dir: &Path, hidden: bool, follow: bool) -> Result<Vec<OsString>, Error> {
+    let entries = cordon_sdk::scan::read_dir(dir, follow)?;
+    Ok(entries.into_iter().filter(|e| hidden || !e.name.starts_with('.')).map(|e| e.name.into()).collect())
 }

@@ -52,8 +52,15 @@ pub fn open<T: Tool>(args: String, resume: Option<String>) -> Result<wit::ChunkS
 /// Splits a call of `T` into shards: the boundaries between them.
 pub fn split<T: Tool>(args: String, start: Option<String>, count: u32) -> Result<Vec<String>, wit::Error> {
     let ctx = Context { roots: granted_roots() };
-    T::split(&ctx, &args, start.as_deref(), count).map_err(to_wit)
+    let cuts = T::split(&ctx, &args, start.as_deref(), count).map_err(to_wit)?;
+    // Splitting only speeds a call up: boundaries too long to carry (very
+    // deep paths) leave it one shard.
+    let bytes: usize = cuts.iter().map(String::len).sum();
+    Ok(if bytes > MAX_SPLIT_BYTES { Vec::new() } else { cuts })
 }
+
+/// The most bytes of boundaries `split` returns; more leave the call unsplit.
+const MAX_SPLIT_BYTES: usize = 16 << 10;
 
 /// Opens one shard of a call of `T`: the output from `start` up to `end`.
 pub fn open_range<T: Tool>(

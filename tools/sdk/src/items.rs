@@ -60,6 +60,13 @@ impl<'a> Start<'a> {
     }
 }
 
+impl Start<'_> {
+    /// Whether the position is inside an item (a piece of it was emitted).
+    pub fn inside_item(&self) -> bool {
+        self.offset > 0
+    }
+}
+
 impl<S: ItemSource> Items<S> {
     /// Starts paging `source`, which was opened at `start.source`; skips into the
     /// first item when the start is inside one.

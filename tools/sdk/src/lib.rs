@@ -20,7 +20,9 @@ pub mod outcome;
 pub mod paths;
 pub mod policy;
 pub mod progress;
+pub mod scan;
 pub mod tool;
+pub mod walk;
 
 #[cfg(target_arch = "wasm32")]
 #[doc(hidden)]

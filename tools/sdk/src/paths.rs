@@ -180,6 +180,19 @@ pub struct Entry {
 }
 
 impl Entry {
+    /// The entry at `path`, described by one stat of its own (unfollowed)
+    /// metadata ([`listing::stat`](crate::scan::stat)).
+    pub fn at(path: &Path) -> Result<Entry, Error> {
+        let stat = crate::scan::stat(path)?;
+        let kind = match stat.kind {
+            crate::scan::Kind::File => "file",
+            crate::scan::Kind::Dir => "dir",
+            crate::scan::Kind::Symlink => "symlink",
+            crate::scan::Kind::Other => "other",
+        };
+        Ok(Entry { path: path.to_string_lossy().into_owned(), kind, size: stat.size, mtime_ns: stat.mtime_ns })
+    }
+
     /// The entry at `path`, described by its own (unfollowed) metadata.
     pub fn new(path: &Path, meta: &std::fs::Metadata) -> Entry {
         Entry {

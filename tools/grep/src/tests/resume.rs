@@ -42,7 +42,7 @@ fn tree() -> Tree {
 }
 
 fn whole(tree: &Tree, args: &Value, batch: Option<usize>) -> Vec<(String, String, bool)> {
-    let mut grep = Grep::open_with_batch(&tree.roots(), &args.to_string(), None, batch).unwrap();
+    let mut grep = Grep::open_with_batch(&tree.roots(), &args.to_string(), (None, None), batch).unwrap();
     chunks(&mut grep, 80)
 }
 
@@ -80,7 +80,8 @@ fn reopening_after_any_chunk_continues_exactly() {
         let step = (all.len() / 60).max(1);
         for i in (0..all.len()).step_by(step) {
             let resume = &all[i].1;
-            let mut grep = Grep::open_with_batch(&tree.roots(), &args.to_string(), Some(resume), batch).unwrap();
+            let mut grep =
+                Grep::open_with_batch(&tree.roots(), &args.to_string(), (Some(resume), None), batch).unwrap();
             let rest = chunks(&mut grep, 80);
             assert_eq!(text(&rest), text(&all[i + 1..]), "{args} after chunk {i} ({resume})");
         }

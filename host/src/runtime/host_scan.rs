@@ -1,0 +1,236 @@
+//! The `scan` interface: a directory's entries with the types the directory
+//! read gives, without the stat per entry of WASI's `read-directory`, and a
+//! file's first bytes in one call. Bounded by the call's own grants (a path is
+//! resolved under a granted root's capability, following a symlink at its end
+//! only when asked, and then inside the root) and by the deny rules (a denied
+//! path is refused, denied entries are left out).
+
+use std::io::Read;
+use std::path::Path;
+use std::sync::Arc;
+
+use cap_fs_ext::{DirExt, FollowSymlinks, OpenOptionsFollowExt};
+use cap_std::fs::Dir;
+
+use super::bindings::cordon::tool::scan::{Entry, EntryKind, Host};
+use super::bindings::{WitError, WitErrorCode};
+use super::call::CallState;
+use super::host_files::io_error;
+
+impl Host for CallState {
+    fn read_head(&mut self, path: String, max: u32) -> Result<(Vec<u8>, bool), WitError> {
+        self.head(&path, max)
+    }
+
+    fn read_dir(&mut self, path: String, follow: bool, max: u32) -> Result<Vec<Entry>, WitError> {
+        let (root, rel) = self.locate(&path, false)?;
+        if let Some(rule) = self.deny().check(Path::new(&path), follow) {
+            return Err(WitError {
+                code: WitErrorCode::PermissionDenied,
+                message: format!("`{path}` is denied by the server's rule `{rule}`"),
+            });
+        }
+        let deny = Arc::clone(self.deny_rules());
+        let opened;
+        let dir = self.root(root, &path)?;
+        let dir = match rel.as_str() {
+            "." => dir,
+            rel => {
+                let opened_dir = if follow { dir.open_dir(rel) } else { dir.open_dir_nofollow(rel) };
+                opened = opened_dir.map_err(|e| io_error(&path, &e))?;
+                &opened
+            }
+        };
+        let mut entries = Vec::new();
+        let deny = (!deny.rules().is_empty()).then_some(deny);
+        for entry in dir.entries().map_err(|e| io_error(&path, &e))? {
+            let entry = entry.map_err(|e| io_error(&path, &e))?;
+            let Ok(name) = entry.file_name().into_string() else { continue };
+            let file_type = entry.file_type().map_err(|e| io_error(&path, &e))?;
+            let kind = if file_type.is_file() {
+                EntryKind::File
+            } else if file_type.is_dir() {
+                EntryKind::Directory
+            } else if file_type.is_symlink() {
+                EntryKind::Symlink
+            } else {
+                EntryKind::Other
+            };
+            if deny.as_ref().is_some_and(|deny| deny.check(&Path::new(&path).join(&name), false).is_some()) {
+                continue;
+            }
+            if entries.len() == max as usize {
+                return Err(WitError {
+                    code: WitErrorCode::TooLarge,
+                    message: format!("`{path}` holds more than {max} entries"),
+                });
+            }
+            entries.push(Entry { name, kind });
+        }
+        entries.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+        Ok(entries)
+    }
+}
+
+/// The most bytes `read-head` reads.
+const MAX_HEAD: u32 = 1 << 20;
+
+impl CallState {
+    /// `read-head`: the file's first `max` bytes, and whether that is all.
+    fn head(&mut self, path: &str, max: u32) -> Result<(Vec<u8>, bool), WitError> {
+        let (root, rel) = self.locate(path, false)?;
+        if let Some(rule) = self.deny().check(Path::new(path), true) {
+            return Err(WitError {
+                code: WitErrorCode::PermissionDenied,
+                message: format!("`{path}` is denied by the server's rule `{rule}`"),
+            });
+        }
+        let mut options = cap_std::fs::OpenOptions::new();
+        options.read(true).follow(FollowSymlinks::No);
+        let file = self.root(root, path)?.open_with(&rel, &options).map_err(|e| io_error(path, &e))?;
+        let max = max.min(MAX_HEAD) as usize;
+        // One byte more than asked tells whether the file goes on.
+        let mut bytes = Vec::with_capacity((max + 1).min(64 << 10));
+        file.take(max as u64 + 1).read_to_end(&mut bytes).map_err(|e| io_error(path, &e))?;
+        let whole = bytes.len() <= max;
+        bytes.truncate(max);
+        Ok((bytes, whole))
+    }
+}
+
+/// The granted roots opened as capabilities, each once per call.
+#[derive(Default)]
+pub struct OpenRoots(Vec<Option<Dir>>);
+
+impl OpenRoots {
+    /// The handle of grant `index` at `host`, opened on first use.
+    pub fn get(&mut self, index: usize, host: &Path) -> std::io::Result<&Dir> {
+        if self.0.len() <= index {
+            self.0.resize_with(index + 1, || None);
+        }
+        if self.0[index].is_none() {
+            self.0[index] = Some(crate::ambient::open_dir(host)?);
+        }
+        Ok(self.0[index].as_ref().expect("opened above"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::symlink;
+    use std::time::{Duration, Instant};
+
+    use super::*;
+    use crate::policy::{DirSpec, Mode, Policy};
+    use crate::runtime::{CallSignal, Capacity, Runtime};
+    use crate::tool::Access;
+
+    /// `root/` with a subdirectory, denied entries, a symlink inside and one
+    /// out; `outside/` and the `root_evil` sibling beside it.
+    fn fixture() -> (tempfile::TempDir, String) {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().canonicalize().unwrap();
+        for rel in ["root/sub/b.txt", "root/secret/k.pem", "root/.env", "root/a.txt", "outside/canary.txt"] {
+            let path = base.join(rel);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, "x").unwrap();
+        }
+        std::fs::create_dir_all(base.join("root_evil/inside")).unwrap();
+        symlink("sub", base.join("root/link-in")).unwrap();
+        symlink(base.join("outside"), base.join("root/link-out")).unwrap();
+        symlink("../outside", base.join("root/sub/link-up")).unwrap();
+        (dir, base.display().to_string())
+    }
+
+    fn read_dir(base: &str, path: &str, follow: bool, max: u32) -> Result<Vec<String>, (WitErrorCode, String)> {
+        let root = DirSpec { path: format!("{base}/root").into(), mode: Mode::ReadOnly };
+        let policy = Policy::new(&[root], &["secret/".into(), ".env".into()], false).unwrap();
+        let limits = crate::limits::Limits::default();
+        let capacity = Capacity { parked: 0, in_flight: 1, shards: 1 };
+        let runtime = Runtime::new(limits.call, capacity, None, Arc::clone(policy.deny())).unwrap();
+        let grants = policy.grants(Access::Read, None);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut store = runtime.store(&grants, deadline, Arc::new(CallSignal::new())).unwrap();
+        let listed = Host::read_dir(store.data_mut(), path.to_string(), follow, max);
+        listed.map(|entries| entries.into_iter().map(|e| e.name).collect()).map_err(|e| (e.code, e.message))
+    }
+
+    #[test]
+    fn lists_sorted_with_kinds_and_leaves_out_what_is_denied() {
+        let (_dir, base) = fixture();
+        let names = read_dir(&base, &format!("{base}/root"), false, 100).unwrap();
+        assert_eq!(names, ["a.txt", "link-in", "link-out", "sub"], "no `.env`, no `secret`");
+        let denied = read_dir(&base, &format!("{base}/root/secret"), false, 100).unwrap_err();
+        assert_eq!(denied.0, WitErrorCode::PermissionDenied, "{denied:?}");
+        let big = read_dir(&base, &format!("{base}/root"), false, 2).unwrap_err();
+        assert_eq!(big.0, WitErrorCode::TooLarge, "{big:?}");
+    }
+
+    #[test]
+    fn paths_outside_the_grants_and_symlinks_out_are_refused() {
+        let (_dir, base) = fixture();
+        let refused = [
+            (format!("{base}/outside"), false),
+            (format!("{base}/root_evil"), false),
+            (format!("{base}/root_evil/inside"), true),
+            (base.clone(), true),
+            ("/".to_string(), true),
+            (format!("{base}/root/../outside"), true),
+            (format!("{base}/root/link-out"), true),
+            (format!("{base}/root/link-out"), false),
+            (format!("{base}/root/sub/link-up"), true),
+            (format!("{base}/root/link-in/link-up"), true),
+            ("root".to_string(), true),
+        ];
+        for (path, follow) in refused {
+            let result = read_dir(&base, &path, follow, 100);
+            assert!(result.is_err(), "{path} (follow {follow}) was listed: {result:?}");
+            let (code, message) = result.unwrap_err();
+            assert!(!message.contains("canary"), "{path}: {message}");
+            assert_ne!(code, WitErrorCode::TooLarge);
+        }
+    }
+
+    fn read_head(base: &str, path: &str, max: u32) -> Result<(Vec<u8>, bool), WitErrorCode> {
+        let root = DirSpec { path: format!("{base}/root").into(), mode: Mode::ReadOnly };
+        let policy = Policy::new(&[root], &["secret/".into(), "*.pem".into()], false).unwrap();
+        let limits = crate::limits::Limits::default();
+        let capacity = Capacity { parked: 0, in_flight: 1, shards: 1 };
+        let runtime = Runtime::new(limits.call, capacity, None, Arc::clone(policy.deny())).unwrap();
+        let grants = policy.grants(Access::Read, None);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut store = runtime.store(&grants, deadline, Arc::new(CallSignal::new())).unwrap();
+        Host::read_head(store.data_mut(), path.to_string(), max).map_err(|e| e.code)
+    }
+
+    #[test]
+    fn a_head_is_the_file_start_and_says_whether_it_is_all() {
+        let (_dir, base) = fixture();
+        std::fs::write(format!("{base}/root/ten.txt"), "0123456789").unwrap();
+        let ten = format!("{base}/root/ten.txt");
+        assert_eq!(read_head(&base, &ten, 64), Ok((b"0123456789".to_vec(), true)));
+        assert_eq!(read_head(&base, &ten, 10), Ok((b"0123456789".to_vec(), true)));
+        assert_eq!(read_head(&base, &ten, 4), Ok((b"0123".to_vec(), false)));
+        symlink("ten.txt", format!("{base}/root/link-ten")).unwrap();
+        symlink("link-in/../secret/k.pem", format!("{base}/root/link-pem")).unwrap();
+        for (path, code) in [
+            (format!("{base}/outside/canary.txt"), WitErrorCode::PermissionDenied),
+            (format!("{base}/root/link-out/canary.txt"), WitErrorCode::PermissionDenied),
+            (format!("{base}/root/secret/k.pem"), WitErrorCode::PermissionDenied),
+            (format!("{base}/root/link-pem"), WitErrorCode::PermissionDenied),
+            (format!("{base}/root/link-ten"), WitErrorCode::Io),
+            (format!("{base}/root/missing"), WitErrorCode::NotFound),
+            (format!("{base}/root/../outside/canary.txt"), WitErrorCode::InvalidArgument),
+        ] {
+            assert_eq!(read_head(&base, &path, 64).map(|_| ()), Err(code), "{path}");
+        }
+    }
+
+    #[test]
+    fn a_symlink_inside_the_root_is_followed_only_when_asked() {
+        let (_dir, base) = fixture();
+        let link = format!("{base}/root/link-in");
+        assert_eq!(read_dir(&base, &link, true, 100).unwrap(), ["b.txt", "link-up"]);
+        assert!(read_dir(&base, &link, false, 100).is_err(), "not followed without `follow`");
+    }
+}

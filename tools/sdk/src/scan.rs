@@ -1,0 +1,199 @@
+//! What scanning many files needs, cheaply: a directory's entries with their
+//! types, an entry's metadata, and a file's first bytes. In a component through
+//! the host's `scan` import (one directory read and no stat per entry; a file's
+//! head in one host call; deny rules applied by the host) and one WASI stat;
+//! natively through `std::fs` (for unit tests).
+
+use std::path::Path;
+
+use crate::{Error, ErrorCode};
+
+/// The most entries one directory may hold for a walk.
+pub const MAX_ENTRIES: u32 = 1 << 20;
+
+/// What an entry is, as the directory read tells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A regular file.
+    File,
+    /// A directory.
+    Dir,
+    /// A symbolic link (never followed by a walk).
+    Symlink,
+    /// A FIFO, socket or device.
+    Other,
+}
+
+/// One entry of a directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirEntry {
+    /// The entry's name.
+    pub name: String,
+    /// What it is.
+    pub kind: Kind,
+}
+
+/// An entry's own (unfollowed) metadata, as the walking tools report it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stat {
+    /// What it is.
+    pub kind: Kind,
+    /// The size in bytes (a symlink's own size).
+    pub size: u64,
+    /// The modification time in nanoseconds since the Unix epoch (0: unknown).
+    pub mtime_ns: u64,
+}
+
+/// The metadata of the entry at `path` (absolute, inside a granted root),
+/// symlinks not followed: one stat, without the second one (for an inode
+/// number) that `std::fs::symlink_metadata` makes through wasi-libc.
+pub fn stat(path: &Path) -> Result<Stat, Error> {
+    imp::stat(path)
+}
+
+/// The first bytes of the regular file at `path` (absolute, inside a granted
+/// root; a symlink is not followed), at most `max`, and whether they are the
+/// whole file: one host call in place of an open, a stream and its reads.
+pub fn read_head(path: &Path, max: u32) -> Result<(Vec<u8>, bool), Error> {
+    imp::read_head(path, max)
+}
+
+/// The entries of the directory `dir` (absolute, inside a granted root),
+/// sorted by name (bytewise), without the entries the server denies. Names
+/// that are not UTF-8 are left out (WASI cannot name them). A `dir` that is a
+/// symlink is followed (inside its root) only with `follow`.
+pub fn read_dir(dir: &Path, follow: bool) -> Result<Vec<DirEntry>, Error> {
+    imp::read_dir(dir, follow)
+}
+
+#[cfg(target_arch = "wasm32")]
+mod imp {
+    use super::*;
+    use crate::component::cordon::tool::scan::{self, EntryKind};
+    use wasip2::filesystem::preopens;
+    use wasip2::filesystem::types::{Descriptor, DescriptorType, ErrorCode as WasiError, PathFlags};
+
+    thread_local! {
+        /// The preopened roots, asked for once per instance.
+        static ROOTS: Vec<(Descriptor, String)> = preopens::get_directories();
+    }
+
+    pub fn stat(path: &Path) -> Result<Stat, Error> {
+        let shown = || format!("`{}`", path.display());
+        ROOTS.with(|roots| {
+            let (dir, rel) = roots
+                .iter()
+                .filter_map(|(dir, root)| path.strip_prefix(root).ok().map(|rel| (dir, root.len(), rel)))
+                .max_by_key(|&(_, len, _)| len)
+                .map(|(dir, _, rel)| (dir, rel))
+                .ok_or_else(|| Error::new(ErrorCode::PermissionDenied, format!("{} is outside every root", shown())))?;
+            let rel = match rel.to_str() {
+                Some("") => ".",
+                Some(rel) => rel,
+                None => return Err(Error::new(ErrorCode::NotFound, format!("{} is not UTF-8", shown()))),
+            };
+            let st = dir.stat_at(PathFlags::empty(), rel).map_err(|e| {
+                let code = match e {
+                    WasiError::NoEntry => ErrorCode::NotFound,
+                    WasiError::Access | WasiError::NotPermitted => ErrorCode::PermissionDenied,
+                    _ => ErrorCode::Io,
+                };
+                Error::new(code, format!("{} could not be described: {}", shown(), e.message()))
+            })?;
+            let kind = match st.type_ {
+                DescriptorType::RegularFile => Kind::File,
+                DescriptorType::Directory => Kind::Dir,
+                DescriptorType::SymbolicLink => Kind::Symlink,
+                _ => Kind::Other,
+            };
+            let mtime_ns = st
+                .data_modification_timestamp
+                .map_or(0, |t| t.seconds.saturating_mul(1_000_000_000).saturating_add(u64::from(t.nanoseconds)));
+            Ok(Stat { kind, size: st.size, mtime_ns })
+        })
+    }
+
+    pub fn read_head(path: &Path, max: u32) -> Result<(Vec<u8>, bool), Error> {
+        let Some(text) = path.to_str() else {
+            return Err(Error::new(ErrorCode::NotFound, format!("`{}` is not UTF-8", path.display())));
+        };
+        scan::read_head(text, max).map_err(crate::component::from_wit)
+    }
+
+    pub fn read_dir(dir: &Path, follow: bool) -> Result<Vec<DirEntry>, Error> {
+        let Some(path) = dir.to_str() else {
+            return Err(Error::new(ErrorCode::NotFound, format!("`{}` is not UTF-8", dir.display())));
+        };
+        let entries = scan::read_dir(path, follow, MAX_ENTRIES).map_err(crate::component::from_wit)?;
+        Ok(entries
+            .into_iter()
+            .map(|e| DirEntry {
+                name: e.name,
+                kind: match e.kind {
+                    EntryKind::File => Kind::File,
+                    EntryKind::Directory => Kind::Dir,
+                    EntryKind::Symlink => Kind::Symlink,
+                    EntryKind::Other => Kind::Other,
+                },
+            })
+            .collect())
+    }
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+mod imp {
+    use super::*;
+
+    pub fn read_head(path: &Path, max: u32) -> Result<(Vec<u8>, bool), Error> {
+        use std::io::Read;
+        let shown = format!("`{}`", path.display());
+        if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(Error::new(ErrorCode::Io, format!("{shown} is a symlink, not followed")));
+        }
+        let file = std::fs::File::open(path).map_err(|e| Error::io(&shown, &e))?;
+        let mut bytes = Vec::new();
+        file.take(u64::from(max) + 1).read_to_end(&mut bytes).map_err(|e| Error::io(&shown, &e))?;
+        let whole = bytes.len() <= max as usize;
+        bytes.truncate(max as usize);
+        Ok((bytes, whole))
+    }
+
+    pub fn stat(path: &Path) -> Result<Stat, Error> {
+        let meta = std::fs::symlink_metadata(path).map_err(|e| Error::io(&format!("`{}`", path.display()), &e))?;
+        let t = meta.file_type();
+        let kind = if t.is_file() {
+            Kind::File
+        } else if t.is_dir() {
+            Kind::Dir
+        } else if t.is_symlink() {
+            Kind::Symlink
+        } else {
+            Kind::Other
+        };
+        Ok(Stat { kind, size: meta.len(), mtime_ns: crate::paths::mtime_ns(&meta) })
+    }
+
+    pub fn read_dir(dir: &Path, follow: bool) -> Result<Vec<DirEntry>, Error> {
+        let shown = format!("`{}`", dir.display());
+        if !follow && std::fs::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(Error::new(ErrorCode::Io, format!("{shown} is a symlink, not followed")));
+        }
+        let mut entries = Vec::new();
+        for entry in std::fs::read_dir(dir).map_err(|e| Error::io(&shown, &e))? {
+            let entry = entry.map_err(|e| Error::io(&shown, &e))?;
+            let Ok(name) = entry.file_name().into_string() else { continue };
+            let kind = match entry.file_type().map_err(|e| Error::io(&shown, &e))? {
+                t if t.is_file() => Kind::File,
+                t if t.is_dir() => Kind::Dir,
+                t if t.is_symlink() => Kind::Symlink,
+                _ => Kind::Other,
+            };
+            if entries.len() == MAX_ENTRIES as usize {
+                return Err(Error::new(ErrorCode::TooLarge, format!("{shown} holds more than {MAX_ENTRIES} entries")));
+            }
+            entries.push(DirEntry { name, kind });
+        }
+        entries.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+        Ok(entries)
+    }
+}
