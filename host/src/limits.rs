@@ -17,12 +17,14 @@ use crate::runtime::{CallLimits, Capacity, LimitError};
 use crate::uploads::UploadLimits;
 
 /// Declares [`Settings`] from one table: per limit its doc (the flag's help),
-/// name, type, default, the flag's value name, any older name it keeps, and
-/// `may_be 0` where zero means "none" rather than refusing everything.
+/// name, type, default, the flag's value name, any older name it keeps, the
+/// environment variable that may give it, and `may_be 0` where zero means
+/// "none" rather than refusing everything.
 macro_rules! limit_table {
     ($(
         $(#[doc = $doc:literal])*
-        $name:ident: $ty:ty = $default:expr, $value:literal $(, alias $alias:literal)? $(, may_be $zero:literal)?;
+        $name:ident: $ty:ty = $default:expr, $value:literal $(, alias $alias:literal)? $(, env $env:literal)?
+            $(, may_be $zero:literal)?;
     )*) => {
         /// Every limit, as the command line and the configuration file give it.
         #[derive(clap::Args, Deserialize, Debug, Clone, PartialEq)]
@@ -30,7 +32,7 @@ macro_rules! limit_table {
         pub struct Settings {
             $(
                 $(#[doc = $doc])*
-                #[arg(long, value_name = $value, default_value_t = $default $(, alias = $alias)?)]
+                #[arg(long, value_name = $value, default_value_t = $default $(, alias = $alias)? $(, env = $env)?)]
                 $(#[serde(alias = $alias)])?
                 pub $name: $ty,
             )*
@@ -118,6 +120,19 @@ limit_table! {
     max_table_elements: usize = 100_000, "N";
     /// Core and component instances one call may create.
     max_instances: usize = 64, "N";
+    /// Instances one call of a tool that can split its output (grep, glob) runs at
+    /// once, each on a range of the output, paged strictly in order; they share the
+    /// call's memory. 1 turns this off [default: the cores, at most 16].
+    shards: usize = default_shards(), "N", env "CORDON_SHARDS";
+}
+
+/// The most shards run at once by default, however many cores there are.
+const MAX_DEFAULT_SHARDS: usize = 16;
+
+/// The default for `shards`: the cores this process may use, at most
+/// `MAX_DEFAULT_SHARDS`.
+fn default_shards() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get()).min(MAX_DEFAULT_SHARDS)
 }
 
 /// The decoded bytes of one upload chunk, at most (not a setting: a message
@@ -181,6 +196,7 @@ impl Settings {
                 parked: self.max_parked_streams,
                 parked_ttl: Duration::from_secs(self.parked_ttl_secs),
                 count: CountBounds { time: Duration::from_millis(self.count_ms), bytes: self.count_max_bytes.0 },
+                shards: self.shards,
             },
             uploads: UploadLimits {
                 max_bytes: self.max_upload_bytes.0,
@@ -214,6 +230,7 @@ impl Limits {
             ("parked_ttl_secs", self.pages.parked_ttl.as_secs() as usize),
             ("max_upload_bytes", self.uploads.max_bytes as usize),
             ("upload_ttl_secs", self.uploads.ttl.as_secs() as usize),
+            ("shards", self.pages.shards),
         ];
         if let Some((name, _)) = counts.iter().find(|(_, n)| *n == 0) {
             return Err(LimitError::Zero(name));
@@ -227,7 +244,7 @@ impl Limits {
 
     /// The tool instances these limits keep alive at once.
     pub fn capacity(&self) -> Capacity {
-        Capacity { parked: self.pages.parked, in_flight: self.max_calls_in_flight }
+        Capacity { parked: self.pages.parked, in_flight: self.max_calls_in_flight, shards: self.pages.shards }
     }
 }
 

@@ -17,7 +17,7 @@ use crate::installed::Verified;
 use crate::policy::DirSpec;
 use crate::runtime::bindings::CordonToolPre;
 use crate::runtime::cache::Outcome;
-use crate::runtime::{CallFailure, CallState, HostFault, Runtime, Target};
+use crate::runtime::{CallFailure, CallState, HostFault, Runtime, Shardable, Target};
 use crate::tool::{ErrorCode, Manifest, ToolError};
 
 include!(concat!(env!("OUT_DIR"), "/builtin_tools.rs"));
@@ -54,6 +54,8 @@ pub struct Tool {
 /// A tool's component, compiled and linked.
 pub struct Compiled {
     pre: CordonToolPre<CallState>,
+    /// Set when the component exports `shards`.
+    shards: Option<Shardable>,
     /// The WIT world the component targets, from its imports.
     pub world: &'static str,
     /// Whether the compiled code came from the cache.
@@ -99,7 +101,8 @@ impl Tool {
 
     /// What the runtime runs for a call of this tool (compiled on first need).
     pub fn target(&self, runtime: &Runtime) -> Result<Target<'_>, CallFailure> {
-        Ok(Target { name: &self.manifest.name, pre: &self.compiled(runtime)?.pre })
+        let compiled = self.compiled(runtime)?;
+        Ok(Target { name: &self.manifest.name, pre: &compiled.pre, shards: compiled.shards.as_ref() })
     }
 
     /// What cursors bind: the version and the component, so a cursor never
@@ -142,7 +145,7 @@ fn compile(runtime: &Runtime, bytes: &[u8], digest: &str, label: &str) -> Result
         .map_err(|e| LoadError::Manifest { label: label.to_string(), problem: ManifestProblem::Malformed(e) })?;
     tracing::debug!(tool = %manifest.name, ?compiled, described = ?(started.elapsed() - compiled), "load timings");
     let world = runtime.world(&loaded.pre);
-    Ok((Compiled { pre: loaded.pre, world, outcome: loaded.outcome }, manifest))
+    Ok((Compiled { pre: loaded.pre, shards: loaded.shards, world, outcome: loaded.outcome }, manifest))
 }
 
 /// A tool the host serves itself, without a component.
@@ -505,7 +508,7 @@ mod tests {
 
     fn runtime() -> Runtime {
         let limits = crate::limits::Limits::default();
-        let capacity = crate::runtime::Capacity { parked: 0, in_flight: 2 };
+        let capacity = crate::runtime::Capacity { parked: 0, in_flight: 2, shards: 1 };
         Runtime::new(limits.call, capacity, None, Arc::new(crate::policy::Deny::none())).unwrap()
     }
 

@@ -217,6 +217,8 @@ fn guests_blocked_past_their_deadline_take_parked_streams_slots_then_calls_are_a
     let flags = [
         "--component",
         HOSTILE,
+        "--shards",
+        "1",
         "--max-parked-streams",
         "2",
         "--max-calls-in-flight",
@@ -251,7 +253,7 @@ fn guests_blocked_past_their_deadline_take_parked_streams_slots_then_calls_are_a
 fn limits_whose_instance_pool_cannot_fit_refuse_to_start_naming_the_limit() {
     let fx = Fixture::new();
     let output = Command::new(cordon_bin())
-        .args(["serve", "--max-sessions", "100000", "--root"])
+        .args(["serve", "--max-sessions", "100000", "--shards", "1", "--root"])
         .arg(fx.root())
         .arg("--state-dir")
         .arg(shared_state_dir())
@@ -259,7 +261,9 @@ fn limits_whose_instance_pool_cannot_fit_refuse_to_start_naming_the_limit() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success(), "{stderr}");
-    for needle in ["100017 live tool instances", "at most 4064 fit", "--max-sessions", "--max-calls-in-flight"] {
+    for needle in
+        ["100017 live tool instances", "at most 4064 fit", "--max-sessions", "--max-calls-in-flight", "--shards"]
+    {
         assert!(stderr.contains(needle), "{needle:?} not in: {stderr}");
     }
 }

@@ -251,6 +251,23 @@ fn long_lines_are_cut_and_read_gives_the_rest() {
 }
 
 #[test]
+fn sharded_searches_equal_ripgrep_at_every_shard_count() {
+    let (_dir, root, _) = setup(0x5AD);
+    let r = root.to_str().unwrap();
+    let want = rg_matches(&root, &["needle", r]);
+    let files: Vec<Value> =
+        rg(&root, &["-l", "--sort", "path", "fn ", r]).lines().map(|p| json!({"path": p})).collect();
+    for n in ["1", "2", "4"] {
+        let mut server = Server::initialized(&root, &["--shards", n]);
+        let got = grep(&mut server, json!({"pattern": "needle", "path": r}), 300, true);
+        assert_same(&format!("content, {n} shards"), &tool_matches(&got), &want);
+        let listed =
+            grep(&mut server, json!({"pattern": "fn ", "path": r, "output_mode": "files_with_matches"}), 100, true);
+        assert_same(&format!("files, {n} shards"), &listed, &files);
+    }
+}
+
+#[test]
 fn pages_resume_exactly_when_every_stream_is_reopened() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("repo");

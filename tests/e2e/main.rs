@@ -31,6 +31,7 @@ mod paging;
 mod policy;
 mod protocol;
 mod sandbox;
+mod shards;
 mod signed;
 mod stdio;
 mod tools;

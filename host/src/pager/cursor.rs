@@ -17,6 +17,7 @@ use hmac::{Hmac, KeyInit, Mac};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use super::totals::Base;
 use crate::tool::Fingerprint;
 
 const PREFIX: &str = "c1.";
@@ -163,6 +164,21 @@ pub struct Cursor {
     /// Expiry, seconds since the Unix epoch.
     #[serde(rename = "e")]
     pub expires: u64,
+    /// Set for a call paged as shards (see `pager::shards`): `resume` is a
+    /// position of this shard's own. Absent: the call is one stream.
+    #[serde(rename = "x", default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<Shard>,
+}
+
+/// The shard a sharded call's cursor stands in.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shard {
+    /// The boundary the shard ends at; absent: the end of the output.
+    #[serde(rename = "e", default, skip_serializing_if = "Option::is_none")]
+    pub end: Option<String>,
+    /// The counts of the shards before it.
+    #[serde(rename = "b", default)]
+    pub base: Base,
 }
 
 /// The compact form's state in a cursor (see `pager::compact`).
@@ -309,7 +325,25 @@ mod tests {
             hash_state: "x".into(),
             compact: Some(Heading { line: Some("src/a.rs".into()) }),
             expires: Cursor::expiry(SystemTime::now(), Duration::from_secs(60)),
+            shard: None,
         }
+    }
+
+    #[test]
+    fn a_sharded_cursor_round_trips_and_one_without_a_shard_still_decodes() {
+        let key = CursorKey::random();
+        let mut base = Base::default();
+        base.info.add(&serde_json::json!({"matches": 12, "root": "/r"}));
+        base.totals.add(&serde_json::json!({"files_matched": 3}));
+        let sharded = Cursor { shard: Some(Shard { end: Some("src/m".into()), base }), ..sample(&key) };
+        assert_eq!(Cursor::decode(&sharded.encode(&key), &key, SystemTime::now()), Ok(sharded.clone()));
+        let last = Cursor { shard: Some(Shard { end: None, base: Base::default() }), ..sample(&key) };
+        assert_eq!(Cursor::decode(&last.encode(&key), &key, SystemTime::now()), Ok(last));
+        // A cursor made before shards (no `x` in its body) decodes as one stream.
+        let plain = sample(&key);
+        let body = serde_json::to_string(&plain).unwrap();
+        assert!(!body.contains("\"x\":"), "{body}");
+        assert_eq!(Cursor::decode(&plain.encode(&key), &key, SystemTime::now()).unwrap().shard, None);
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //! parked with the stream, for the next page. Concatenating every page's payload
 //! gives exactly the unpaged output, whatever the budgets.
 
+mod ahead;
 pub mod compact;
 pub mod count;
 pub mod cursor;
@@ -15,6 +16,9 @@ pub mod depth;
 pub mod handles;
 pub mod page;
 pub mod parked;
+mod shards;
+mod stream;
+pub mod totals;
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -28,13 +32,14 @@ use sha2::digest::common::hazmat::{SerializableState, SerializedState};
 
 use crate::args::{Form, Paging};
 use crate::registry::Tool;
-use crate::runtime::{CallContext, CallFailure, LiveCall, Reclaim, Runtime};
+use crate::runtime::{CallContext, CallFailure, Reclaim, Runtime};
 use crate::tool::{Access, Budget, Chunk, ErrorCode, Fingerprint, Payload, ToolError};
 use compact::Compact;
 use cursor::{Cursor, CursorError, CursorKey, Heading};
 use handles::{HandleError, Handles, Store};
 use page::{Builder, Page, Piece, Shown};
 use parked::ParkedStreams;
+use stream::{Opener, Stream};
 
 /// What a first page keeps of its call's time to be answered after counting.
 const COUNT_MARGIN: Duration = Duration::from_millis(500);
@@ -61,6 +66,8 @@ pub struct PageLimits {
     pub parked_ttl: Duration,
     /// How much counting the whole result before a first page may spend.
     pub count: count::CountBounds,
+    /// Instances a sharded call runs at once (1: none is sharded).
+    pub shards: usize,
 }
 
 /// Why no page came back.
@@ -107,7 +114,7 @@ fn budget(limits: &PageLimits, paging: &Paging, for_model: bool) -> Budget {
 /// delivered because they did not fit the last page, and the compact renderer that
 /// rendered it.
 struct Parked {
-    call: LiveCall,
+    call: Stream,
     pending: VecDeque<Piece>,
     view: Option<Compact>,
 }
@@ -123,7 +130,7 @@ pub struct Pager {
 
 /// Where a page starts.
 struct Start {
-    call: LiveCall,
+    call: Stream,
     pending: VecDeque<Piece>,
     /// The compact renderer, for the text form: its heading is the one after
     /// the last item rendered (the pending one included).
@@ -188,11 +195,21 @@ impl Pager {
         page.map_err(PageError::Call).and_then(|page| page)
     }
 
+    /// What opens `tool`'s streams for a call with `args` (canonical JSON).
+    fn opener(&self, tool: &Arc<Tool>, args: &str) -> Opener {
+        Opener {
+            runtime: Arc::clone(&self.runtime),
+            tool: Arc::clone(tool),
+            args: args.to_string(),
+            running: self.limits.shards,
+        }
+    }
+
     /// Pulls one page's chunks from the tool.
     fn pull(
         &self,
         ctx: &CallContext,
-        tool: &Tool,
+        tool: &Arc<Tool>,
         args: Value,
         paging: Paging,
         for_model: bool,
@@ -203,7 +220,7 @@ impl Pager {
             None => {
                 tool.validate(&args).map_err(CallFailure::Tool)?;
                 let args = args.to_string();
-                let mut call = runtime.open(tool.target(runtime)?, ctx, &args, None)?;
+                let mut call = Stream::open(self.opener(tool, &args), ctx)?;
                 let fingerprint = call.fingerprint()?;
                 let view = match paging.format.unwrap_or_default() {
                     Form::Text => Some(Compact::new(base(ctx), None)),
@@ -225,9 +242,9 @@ impl Pager {
                     items_before: 0,
                 }
             }
-            Some(text) => self.resume(ctx, tool, &args, &paging, text)?,
+            Some(text) => self.resume(ctx, tool, &args, (&paging, budget), text)?,
         };
-        start.call.arm(ctx);
+        start.call.arm(ctx, budget);
         let signal = &ctx.signal;
         let mut builder = Builder::new(budget, self.limits.max_depth);
         let mut complete = false;
@@ -255,10 +272,12 @@ impl Pager {
                     }
                     Piece::Chunk(_) if builder.is_empty() => {
                         // Pulled for an earlier, larger page: take it again at this
-                        // budget, in the instance slot the old stream gives back.
-                        drop(start.call);
-                        start.call =
-                            runtime.open(tool.target(runtime)?, ctx, &start.args, start.position.as_deref())?;
+                        // budget, in the instance slot the old stream gives back
+                        // (a sharded call, the shard the last piece came from).
+                        start.pending.clear();
+                        let opener = self.opener(tool, &start.args);
+                        start.call = start.call.rewind(&opener, ctx, start.position.as_deref())?;
+                        start.call.arm(ctx, budget);
                         start.view = start.view.map(|_| Compact::new(base(ctx), start.heading.clone()));
                         continue;
                     }
@@ -306,12 +325,13 @@ impl Pager {
         }
         page.summary = Some(summary);
         let position = start.position.clone().expect("an incomplete page delivered a chunk");
+        let (resume, shard) = start.call.locate(&position);
         let cursor = Cursor {
             key_id: Cursor::key_id(&self.key),
             tool: tool.manifest.name.clone(),
             tool_version: tool.identity(),
             args: start.args.clone(),
-            resume: position.clone(),
+            resume,
             fingerprint: start.fingerprint,
             page: start.index + 1,
             session: start.session,
@@ -320,7 +340,9 @@ impl Pager {
             hash_state: B64.encode(start.hasher.serialize()),
             compact: start.view.as_ref().map(|_| Heading { line: start.heading.clone() }),
             expires: Cursor::expiry(SystemTime::now(), self.limits.cursor_ttl),
+            shard,
         };
+        let key = parked_key(&cursor);
         let expires = cursor.expires;
         let cursor = cursor.encode(&self.key);
         // The model continues with the handle (or, if the store failed, the
@@ -345,7 +367,7 @@ impl Pager {
         page.next_cursor = Some(cursor);
         start.call.disarm();
         let parked = Parked { call: start.call, pending: start.pending, view: start.view };
-        self.parked.park(start.session, position, parked);
+        self.parked.park(start.session, key, parked);
         Ok(page)
     }
 
@@ -353,12 +375,11 @@ impl Pager {
     fn resume(
         &self,
         ctx: &CallContext,
-        tool: &Tool,
+        tool: &Arc<Tool>,
         args: &Value,
-        paging: &Paging,
+        (paging, budget): (&Paging, Budget),
         text: &str,
     ) -> Result<Start, PageError> {
-        let runtime = &*self.runtime;
         let behind;
         let stream = handles::stream_of(text).map(str::to_owned);
         let text = match handles::is_handle(text) {
@@ -396,21 +417,20 @@ impl Pager {
         };
         // A parked stream opened with other grants (another session's client roots)
         // is not reused: the stream is reopened with this request's.
-        let parked = self.parked.take(cursor.session, &cursor.resume).filter(|p| p.call.grants() == ctx.grants);
+        let parked = self.parked.take(cursor.session, &parked_key(&cursor)).filter(|p| p.call.grants() == ctx.grants);
         let heading = cursor.compact.clone().and_then(|h| h.line);
         let (mut call, pending, view) = match parked {
             Some(parked) => (parked.call, parked.pending, parked.view),
             None => {
                 tracing::debug!(tool = %tool.manifest.name, page = cursor.page, "stream gone, reopening at the cursor");
-                let call = tool
-                    .target(runtime)
-                    .and_then(|target| runtime.open(target, ctx, &cursor.args, Some(&cursor.resume)));
+                let opener = self.opener(tool, &cursor.args);
+                let call = Stream::reopen(opener, ctx, &cursor.resume, cursor.shard.as_ref());
                 let view = cursor.compact.as_ref().map(|_| Compact::new(base(ctx), heading.clone()));
                 (call.map_err(gone)?, VecDeque::new(), view)
             }
         };
         // A parked store still holds its last request's deadline and signal.
-        call.arm(ctx);
+        call.arm(ctx, budget);
         let now = call.fingerprint().map_err(gone)?;
         if now != cursor.fingerprint {
             let what = match (cursor.fingerprint, now) {
@@ -422,10 +442,10 @@ impl Pager {
             return Err(stale(tool, &what).into());
         }
         Ok(Start {
-            call,
             pending,
             view,
-            position: Some(cursor.resume),
+            position: Some(call.position_of(&cursor.resume, cursor.shard.as_ref())),
+            call,
             heading,
             stream,
             index: cursor.page,
@@ -455,7 +475,7 @@ const GATHER: u32 = 1 << 20;
 /// and the rest (pulled at a larger budget, so the page takes it again at
 /// its own) queued in `rest`.
 fn next_piece(
-    call: &mut LiveCall,
+    call: &mut Stream,
     view: Option<&mut Compact>,
     budget: Budget,
     rest: &mut VecDeque<Piece>,
@@ -494,6 +514,15 @@ fn next_piece(
         rest.push_back(Piece::Chunk(Chunk { payload, ..last }));
     }
     Ok(first)
+}
+
+/// Where a cursor's stream is parked: its resume position, and for a sharded
+/// call the shard's end (positions are the shard's own).
+fn parked_key(cursor: &Cursor) -> String {
+    match &cursor.shard {
+        None => cursor.resume.clone(),
+        Some(shard) => format!("{}\u{0}{}", cursor.resume, shard.end.as_deref().unwrap_or("\u{0}")),
+    }
 }
 
 fn stale(tool: &Tool, what: &str) -> CallFailure {

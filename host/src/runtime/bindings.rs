@@ -15,6 +15,22 @@ pub type CordonToolPre<T> = CordonFileToolPre<T>;
 
 pub use exports::cordon::tool::tool::{Guest as ToolExports, GuestChunkStream};
 
+/// The `shards` export (world `cordon-sharded-tool`), bound apart so that a
+/// component without it still links as above; the types are the ones above.
+mod sharded {
+    wasmtime::component::bindgen!({
+        path: "../wit",
+        world: "cordon-sharded-tool",
+        with: { "cordon:tool/types": super::cordon::tool::types },
+    });
+}
+
+/// Where a component's `tool` export is, to load it from an instance the
+/// host made itself (a shard's, which also needs `shards`).
+pub use CordonFileToolIndices as CordonToolIndices;
+/// Where a component's `shards` export is, found once when it is loaded.
+pub use sharded::exports::cordon::tool::shards::GuestIndices as ShardsIndices;
+
 use self::cordon::tool::types as wit;
 
 pub use self::cordon::tool::host_files::Host as HostFiles;

@@ -14,6 +14,7 @@ use super::failure::DescribeError;
 use super::failure::{CallFailure, HostFault, Seen, Violation};
 use super::limits::{CallLimiter, CallLimits, Limit};
 use super::signal::{CallSignal, Interrupted};
+use super::shards::Shardable;
 use super::slots::Slot;
 use super::watchdog::Bounds;
 use crate::policy::{Deny, Grant};
@@ -35,6 +36,8 @@ pub struct Target<'a> {
     pub name: &'a str,
     pub pre: &'a CordonToolPre<CallState>,
 }
+    /// Set when the component exports `shards` (see `runtime::shards`).
+    pub shards: Option<&'a Shardable>,
 
 /// Everything a call's `Store` holds.
 pub struct CallState {
@@ -74,10 +77,15 @@ impl WasiView for CallState {
 impl Runtime {
     /// A store for one call: only `grants` preopened, limits set, and
     /// `deadline`. The epoch callback runs at every tick: it stops the guest
+
+    /// Holds the store to its share of the call's memory (see `CallLimiter::share_memory`).
+    pub(super) fn share_memory(&mut self, running: usize) {
+        self.limiter.share_memory(running);
+    }
     /// when the request is cancelled or the deadline has passed. The call's
     /// resource table and component handles are capped at `max_handles`, and
     /// each transfer out of the guest at the hostcall fuel set before each call.
-    fn store(
+    pub(super) fn store(
         &self,
         grants: &[Grant],
         deadline: Instant,
@@ -187,7 +195,7 @@ impl Runtime {
 }
 
 /// What the store knew when a call into it failed.
-fn seen(store: &Store<CallState>, limits: &CallLimits, output: Limit) -> Seen {
+pub(super) fn seen(store: &Store<CallState>, limits: &CallLimits, output: Limit) -> Seen {
     Seen {
         wall_time: limits.wall_time,
         refused: store.data().limiter.refused(),
@@ -197,7 +205,23 @@ fn seen(store: &Store<CallState>, limits: &CallLimits, output: Limit) -> Seen {
 }
 
 /// A tool's own error, unless its message is over `max_info_bytes`.
-fn tool_error(tool: &str, limits: &CallLimits, e: ToolError) -> CallFailure {
+pub(super) fn tool_error(tool: &str, limits: &CallLimits, e: ToolError) -> CallFailure {
+/// A store whose instance opened a stream (`runtime::shards` opens ranges).
+pub(super) struct Opened {
+    pub store: Store<CallState>,
+    pub instance: CordonTool,
+    pub stream: ResourceAny,
+    pub slot: Slot,
+}
+
+impl Runtime {
+    /// The call of `name` that `opened` is.
+    pub(super) fn live(&self, name: &str, opened: Opened) -> LiveCall {
+        let Opened { store, instance, stream, slot } = opened;
+        LiveCall { store, instance, stream, name: name.to_string(), limits: self.limits, empty_run: 0, _slot: slot }
+    }
+}
+
     if e.message.len() > limits.max_info_bytes {
         return CallFailure::Limit { tool: tool.to_string(), limit: Limit::InfoBytes(limits.max_info_bytes) };
     }

@@ -55,6 +55,10 @@ pub enum Violation {
     SummaryTotals,
     /// An `info` that is not a JSON object.
     InfoNotObject,
+    /// `split` returned `returned` boundaries when asked for at most `count` shards.
+    Boundaries { returned: usize, count: u32 },
+    /// A range was asked of a tool that does not export `shards`.
+    NotShardable,
 }
 
 /// What kept the host from setting a call up or seeing it through.
@@ -84,6 +88,10 @@ impl fmt::Display for Violation {
             }
             Violation::SummaryTotals => f.write_str("returned summary totals that are not a JSON object"),
             Violation::InfoNotObject => f.write_str("returned an info that is not a JSON object"),
+            Violation::Boundaries { returned, count } => {
+                write!(f, "split its output at {returned} boundaries when asked for at most {count} shards")
+            }
+            Violation::NotShardable => f.write_str("was asked for a range of its output but does not export `shards`"),
         }
     }
 }

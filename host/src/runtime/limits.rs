@@ -165,6 +165,13 @@ impl CallLimiter {
         CallLimiter { limits, memory_used: 0, table_used: 0, refused: None }
     }
 
+    /// Holds the store to its share of the call's memory: one of `running`
+    /// instances the call runs at once (its shards), so that together they
+    /// stay inside the call's limit. Set before the instance is made.
+    pub(super) fn share_memory(&mut self, running: usize) {
+        self.limits.memory_bytes /= running.max(1);
+    }
+
     /// The first limit this call's growth was refused by, if any.
     pub(super) fn refused(&self) -> Option<Limit> {
         self.refused
@@ -259,5 +266,15 @@ mod tests {
         assert!(limiter.memory_growing(0, 40, None).unwrap());
         assert!(!limiter.table_growing(0, limits.table_elements + 1, None).unwrap());
         assert_eq!(limiter.refused(), Some(Limit::Memory(100)), "the first refusal is kept");
+    }
+
+    #[test]
+    fn a_shard_gets_its_share_of_the_calls_memory() {
+        let limits = CallLimits { memory_bytes: 100, ..crate::limits::Limits::default().call };
+        let mut limiter = CallLimiter::new(limits);
+        limiter.share_memory(4);
+        assert!(limiter.memory_growing(0, 25, None).unwrap());
+        assert!(!limiter.memory_growing(25, 26, None).unwrap());
+        assert_eq!(limiter.refused(), Some(Limit::Memory(25)), "the refusal names the share");
     }
 }

@@ -11,6 +11,7 @@ mod host_policy;
 mod limits;
 mod pool;
 mod signal;
+mod shards;
 mod slots;
 mod watchdog;
 
@@ -27,6 +28,7 @@ pub use failure::{CallFailure, DescribeError, HostFault, RuntimeError, Violation
 pub use limits::{CallLimits, Limit, LimitError};
 pub use pool::{Capacity, CapacityError};
 pub use signal::{CallSignal, PROGRESS_INTERVAL, ProgressSink};
+pub use shards::{Range, Shardable};
 pub use slots::{Reclaim, Slot, Slots};
 pub use watchdog::MAX_STUCK_PER_TOOL;
 
@@ -58,6 +60,8 @@ pub struct Runtime {
 pub struct Loaded {
     pub pre: CordonToolPre<CallState>,
     pub outcome: Outcome,
+    /// Set when the component exports `shards`: its calls may run as shards.
+    pub shards: Option<Shardable>,
 }
 
 impl Runtime {
@@ -101,7 +105,8 @@ impl Runtime {
             self.cache.load(&self.engine, bytes, digest).map_err(RuntimeError::Compile)?;
         let instance_pre = self.linker.instantiate_pre(&component).map_err(RuntimeError::Link)?;
         let pre = CordonToolPre::new(instance_pre).map_err(RuntimeError::Link)?;
-        Ok(Loaded { pre, outcome })
+        let shards = Shardable::of(&pre);
+        Ok(Loaded { pre, shards, outcome })
     }
 
     /// The names a linked component imports (interfaces, with versions).

@@ -4,7 +4,9 @@
 //! allocator: a call being answered, a stream parked between pages, a call
 //! left blocked in a host call past its deadline, a tool being loaded. The
 //! pool has room for the parked streams (`max_parked_streams`), the calls in flight
-//! (`max_calls_in_flight`) and one tool loading; each instance gets room for
+//! (`max_calls_in_flight`), each with the shards it runs at once (`shards`;
+//! a parked stream keeps only the shard it pages), and one tool loading; each
+//! instance gets room for
 //! the most memories, tables and core instances one component may have, so an
 //! instance slot is the only thing that can run short, and the host counts
 //! those itself (`Slots`). A configuration whose pool cannot be reserved is
@@ -46,6 +48,8 @@ pub struct Capacity {
     pub parked: usize,
     /// Tool calls being answered at once, server-wide (`max_calls_in_flight`).
     pub in_flight: usize,
+    /// Instances one call runs at once (`shards`; 1 when calls are not sharded).
+    pub shards: usize,
 }
 
 /// A capacity whose pool cannot be reserved.
@@ -58,14 +62,14 @@ pub struct CapacityError {
 
 impl fmt::Display for CapacityError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let Capacity { parked, in_flight } = self.capacity;
+        let Capacity { parked, in_flight, shards } = self.capacity;
         write!(
             f,
             "the limits ask for {} live tool instances (`max_parked_streams` {parked} parked streams + \
-             `max_calls_in_flight` {in_flight} calls in flight + {LOADING} for loading tools), but at most {} fit: each \
-             reserves {:.1} GiB of address space for its memories and the pool may reserve {} TiB; lower \
-             `max_parked_streams` (--max-parked-streams, formerly --max-sessions) or `max_calls_in_flight` \
-             (--max-calls-in-flight)",
+             `max_calls_in_flight` {in_flight} calls in flight × `shards` {shards} instances each + {LOADING} for \
+             loading tools), but at most {} fit: each reserves {:.1} GiB of address space for its memories and the \
+             pool may reserve {} TiB; lower `max_parked_streams` (--max-parked-streams, formerly --max-sessions), \
+             `max_calls_in_flight` (--max-calls-in-flight) or `shards` (--shards)",
             self.capacity.instances(),
             self.fits,
             per_instance() as f64 / f64::from(1u32 << 30),
@@ -84,7 +88,8 @@ fn per_instance() -> u64 {
 impl Capacity {
     /// The instances the pool holds.
     pub fn instances(self) -> usize {
-        self.parked.saturating_add(self.in_flight).saturating_add(LOADING)
+        let calls = self.in_flight.saturating_mul(self.shards.max(1));
+        self.parked.saturating_add(calls).saturating_add(LOADING)
     }
 
     /// Refuses a capacity whose pool does not fit the address space.
@@ -129,22 +134,25 @@ mod tests {
 
     #[test]
     fn the_pool_holds_the_parked_streams_the_calls_in_flight_and_a_loading_tool() {
-        let capacity = Capacity { parked: 64, in_flight: 16 };
+        let capacity = Capacity { parked: 64, in_flight: 16, shards: 1 };
         assert_eq!(capacity.instances(), 81);
+        assert_eq!(Capacity { shards: 4, ..capacity }.instances(), 64 + 16 * 4 + 1, "each call its shards");
         assert_eq!(capacity.validate(), Ok(()));
         assert!(capacity.pool(256 << 20).is_ok());
     }
 
     #[test]
     fn a_capacity_that_cannot_be_reserved_is_refused_with_the_numbers_and_the_limits_to_lower() {
-        let capacity = Capacity { parked: 1_000_000, in_flight: 16 };
+        let capacity = Capacity { parked: 1_000_000, in_flight: 16, shards: 1 };
         let err = capacity.validate().unwrap_err();
         assert_eq!(err.fits, 4064);
         let text = err.to_string();
-        for needle in ["1000017 live tool instances", "at most 4064 fit", "--max-sessions", "--max-calls-in-flight"] {
+        let needles =
+            ["1000017 live tool instances", "at most 4064 fit", "--max-sessions", "--max-calls-in-flight", "--shards"];
+        for needle in needles {
             assert!(text.contains(needle), "{needle:?} in {text}");
         }
-        assert!(Capacity { parked: 4064 - 17, in_flight: 16 }.validate().is_ok());
-        assert!(Capacity { parked: 4064 - 16, in_flight: 16 }.validate().is_err());
+        assert!(Capacity { parked: 4064 - 17, in_flight: 16, shards: 1 }.validate().is_ok());
+        assert!(Capacity { parked: 4064 - 16, in_flight: 16, shards: 1 }.validate().is_err());
     }
 }

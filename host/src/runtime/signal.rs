@@ -10,7 +10,7 @@
 //! per interval, and only when `done` grows, as MCP requires.
 
 use std::fmt;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// The least time between two progress notifications of one call.
@@ -24,6 +24,9 @@ pub type ProgressSink = Box<dyn Fn(u64, Option<u64>, Option<&str>) + Send + Sync
 pub struct CallSignal {
     cancelled: OnceLock<Instant>,
     progress: Option<Progress>,
+    /// The request's signal, for a part of its work that can also be stopped
+    /// alone (a shard running ahead, see `child_of`).
+    parent: Option<Arc<CallSignal>>,
 }
 
 struct Progress {
@@ -49,7 +52,18 @@ impl CallSignal {
     /// A signal whose progress goes to `sink`.
     pub fn with_progress(sink: ProgressSink) -> CallSignal {
         let state = ProgressState { last_done: None, last_sent: Instant::now(), from_tool: false };
-        CallSignal { cancelled: OnceLock::new(), progress: Some(Progress { sink, state: Mutex::new(state) }) }
+        CallSignal {
+            cancelled: OnceLock::new(),
+            progress: Some(Progress { sink, state: Mutex::new(state) }),
+            parent: None,
+        }
+    }
+
+    /// A signal for a part of `parent`'s work: cancelled when `parent` is, or
+    /// on its own; its progress goes nowhere (only the part the request sees
+    /// reports).
+    pub fn child_of(parent: &Arc<CallSignal>) -> CallSignal {
+        CallSignal { parent: Some(Arc::clone(parent)), ..CallSignal::default() }
     }
 
     /// Asks the call to stop; it is interrupted at the next epoch tick.
@@ -58,12 +72,16 @@ impl CallSignal {
     }
 
     pub fn is_cancelled(&self) -> bool {
-        self.cancelled.get().is_some()
+        self.cancelled.get().is_some() || self.parent.as_ref().is_some_and(|p| p.is_cancelled())
     }
 
     /// When the call was first cancelled.
     pub fn cancelled_at(&self) -> Option<Instant> {
-        self.cancelled.get().copied()
+        let parent = self.parent.as_ref().and_then(|p| p.cancelled_at());
+        match (self.cancelled.get().copied(), parent) {
+            (Some(own), Some(parent)) => Some(own.min(parent)),
+            (own, parent) => own.or(parent),
+        }
     }
 
     /// Whether anyone listens to progress (so a caller can skip work).
@@ -176,6 +194,20 @@ mod tests {
         std::thread::sleep(PROGRESS_INTERVAL);
         signal.host_report(5000, None, None); // the tool reports now: ignored
         assert_eq!(*seen.lock().unwrap(), [1000, 2000]);
+    }
+
+    #[test]
+    fn a_child_is_cancelled_with_its_parent_or_alone_and_reports_nothing() {
+        let (parent, seen) = recording();
+        let parent = Arc::new(parent);
+        let (child, other) = (CallSignal::child_of(&parent), CallSignal::child_of(&parent));
+        std::thread::sleep(PROGRESS_INTERVAL);
+        child.tool_report(10, None, None);
+        assert!(seen.lock().unwrap().is_empty(), "a child's progress goes nowhere");
+        child.cancel();
+        assert!(child.is_cancelled() && !parent.is_cancelled() && !other.is_cancelled());
+        parent.cancel();
+        assert!(other.is_cancelled() && other.cancelled_at() == parent.cancelled_at());
     }
 
     #[test]

@@ -1,0 +1,129 @@
+//! Parallel, ordered streams, the runtime's part: a tool that exports the WIT
+//! `shards` interface (world `cordon-sharded-tool`) is found out when it is
+//! loaded, and its calls can be split into ranges (`split`) and each range
+//! opened in an instance of its own (`open-range`). Every such instance is a
+//! call's like any other (a slot, the call's grants, deadline and
+//! cancellation), holding its share of the call's memory: the shards a call
+//! runs at once stay together inside its limit. The pager decides which calls
+//! shard and pages them in order (`pager::shards`).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use wasmtime::Store;
+
+use super::Runtime;
+use super::bindings::{CordonToolIndices, CordonToolPre, ShardsIndices};
+use super::call::{CallContext, CallState, LiveCall, Opened, Target, seen, tool_error};
+use super::failure::{CallFailure, Violation};
+use super::limits::Limit;
+
+/// Where to find a shardable component's exports in an instance the host
+/// makes itself: `tool` (for the chunk stream) and `shards`.
+#[derive(Clone)]
+pub struct Shardable {
+    tool: CordonToolIndices,
+    shards: ShardsIndices,
+}
+
+impl Shardable {
+    /// Set when the linked component exports `shards`.
+    pub(super) fn of(pre: &CordonToolPre<CallState>) -> Option<Shardable> {
+        let shards = ShardsIndices::new(pre.instance_pre()).ok()?;
+        let tool = CordonToolIndices::new(pre.instance_pre()).ok()?;
+        Some(Shardable { tool, shards })
+    }
+}
+
+/// One range of a call's output to open.
+#[derive(Debug, Clone, Copy)]
+pub struct Range<'a> {
+    /// The call's arguments (JSON).
+    pub args: &'a str,
+    /// Where the range starts: `None` (the beginning), a boundary, or a
+    /// position of an earlier stream of the same range.
+    pub start: Option<&'a str>,
+    /// The boundary it ends at; `None`: the end of the output.
+    pub end: Option<&'a str>,
+    /// How many instances the call runs at once: this one gets that share of
+    /// the call's memory.
+    pub running: usize,
+    /// A range opened ahead of need takes a free instance slot (or a parked
+    /// stream's) or none: it never waits for one.
+    pub ahead: bool,
+}
+
+impl Runtime {
+    /// The call's wall-time limit, named in a timeout.
+    pub fn wall_time(&self) -> Duration {
+        self.limits.wall_time
+    }
+
+    /// The boundaries dividing `target`'s output after `start` into at most
+    /// `count` shards, asked of the tool in an instance of its own (given
+    /// back before this returns). Empty for a tool that does not export
+    /// `shards`, as for one that keeps its output in one piece.
+    pub fn split(
+        &self,
+        target: Target<'_>,
+        ctx: &CallContext,
+        args: &str,
+        start: Option<&str>,
+        count: u32,
+    ) -> Result<Vec<String>, CallFailure> {
+        let Some(shardable) = target.shards else { return Ok(Vec::new()) };
+        let slot = self.slots.acquire(ctx.deadline, &ctx.signal)?;
+        let mut store = self.store(&ctx.grants, ctx.deadline, Arc::clone(&ctx.signal))?;
+        let name = target.name;
+        let info = Limit::InfoBytes(self.limits.max_info_bytes);
+        let boundaries = (|| {
+            let instance = target.pre.instance_pre().instantiate(&mut store)?;
+            let shards = shardable.shards.load(&mut store, &instance)?;
+            // The boundaries together are metadata: held to `max_info_bytes`.
+            store.set_hostcall_fuel(self.limits.max_info_bytes);
+            shards.call_split(&mut store, args, start, count)
+        })();
+        let boundaries = match boundaries {
+            Ok(Ok(boundaries)) => boundaries,
+            Ok(Err(e)) => return Err(tool_error(name, &self.limits, e.into())),
+            Err(e) => return Err(CallFailure::from_guest(name, e, seen(&store, &self.limits, info))),
+        };
+        drop(store);
+        drop(slot);
+        if boundaries.len() >= count.max(1) as usize {
+            let broke = Violation::Boundaries { returned: boundaries.len(), count };
+            return Err(CallFailure::Contract { tool: name.to_string(), broke });
+        }
+        Ok(boundaries)
+    }
+
+    /// Opens one range of `target`'s output for the request `ctx`, in an
+    /// instance slot of its own (see `Range::ahead`) holding its share of the
+    /// call's memory; the tool's own refusal is the inner error.
+    pub fn open_range(&self, target: Target<'_>, ctx: &CallContext, range: Range<'_>) -> Result<LiveCall, CallFailure> {
+        let name = target.name;
+        let Some(shardable) = target.shards else {
+            let broke = Violation::NotShardable;
+            return Err(CallFailure::Contract { tool: name.to_string(), broke });
+        };
+        let wait_until = if range.ahead { Instant::now() } else { ctx.deadline };
+        // Declared before the store, so dropped after it on every early return.
+        let slot = self.slots.acquire(wait_until, &ctx.signal)?;
+        let mut store: Store<CallState> = self.store(&ctx.grants, ctx.deadline, Arc::clone(&ctx.signal))?;
+        store.data_mut().share_memory(range.running);
+        let opened = (|| {
+            let instance = target.pre.instance_pre().instantiate(&mut store)?;
+            let tool = shardable.tool.load(&mut store, &instance)?;
+            let shards = shardable.shards.load(&mut store, &instance)?;
+            let stream = shards.call_open_range(&mut store, range.args, range.start, range.end)?;
+            Ok::<_, wasmtime::Error>((tool, stream))
+        })();
+        let chunk = Limit::ChunkBytes(self.limits.max_chunk_bytes);
+        let (instance, stream) = match opened {
+            Ok((instance, Ok(stream))) => (instance, stream),
+            Ok((_, Err(e))) => return Err(tool_error(name, &self.limits, e.into())),
+            Err(e) => return Err(CallFailure::from_guest(name, e, seen(&store, &self.limits, chunk))),
+        };
+        Ok(self.live(name, Opened { store, instance, stream, slot }))
+    }
+}

@@ -1,0 +1,234 @@
+//! Parallel, ordered streams: `grep` and `glob` calls run as shards (`--shards
+//! N`) page exactly as one stream does, at every shard count and budget, when
+//! budgets change between pages, when every page reopens its stream from the
+//! cursor, and from a fresh process; cancelling a sharded call or running it
+//! past its deadline leaves no shard running.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::corpus;
+use crate::support::{Fixture, Server, cordon_bin, page_meta, payload, read_all, read_all_reopened, shared_state_dir};
+
+/// A generated corpus (canonical root).
+fn corpus_root(files: usize, seed: u64) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("repo");
+    std::fs::create_dir_all(&root).unwrap();
+    corpus::generate(&root, files, seed);
+    (dir, root.canonicalize().unwrap())
+}
+
+fn shards(n: usize) -> [String; 2] {
+    ["--shards".to_string(), n.to_string()]
+}
+
+/// The calls compared: a grep and a glob, in the JSON and the compact text form.
+fn calls() -> Vec<(&'static str, Value)> {
+    vec![
+        ("grep", json!({"pattern": "needle|x1", "format": "json"})),
+        ("grep", json!({"pattern": "needle|x1", "context_after": 1, "format": "text"})),
+        ("glob", json!({"pattern": "**/*.{rs,md,txt}", "format": "json"})),
+        ("glob", json!({"pattern": "**/*", "format": "text"})),
+    ]
+}
+
+#[test]
+fn sharded_calls_page_exactly_as_one_stream_at_every_shard_count_and_budget() {
+    let (_dir, root) = corpus_root(300, 41);
+    let mut one = Server::initialized(&root, &shards(1).each_ref().map(String::as_str));
+    let budgets = [40, 400, 25_000];
+    // The compact form cuts an item larger than a whole page, so each budget
+    // is compared with one stream's pages at the same budget.
+    let wanted: Vec<Vec<Vec<u8>>> = calls()
+        .into_iter()
+        .map(|(tool, args)| budgets.iter().map(|&b| read_all(&mut one, tool, args.clone(), b).0).collect())
+        .collect();
+    for n in [2, 4] {
+        let mut server = Server::initialized(&root, &shards(n).each_ref().map(String::as_str));
+        for ((tool, args), want) in calls().into_iter().zip(&wanted) {
+            for (&budget, want) in budgets.iter().zip(want) {
+                assert!(!want.is_empty(), "{tool} {args}: nothing to compare");
+                let (got, pages) = read_all(&mut server, tool, args.clone(), budget);
+                assert!(budget == 25_000 || pages.len() > 2, "{tool} {args} at {budget}: {} pages", pages.len());
+                assert!(got == *want, "{tool} {args}: {n} shards at {budget} tokens differ from one stream");
+            }
+        }
+    }
+}
+
+/// Pages through `tool` with `args`, each page at the next of `budgets` in
+/// turn: the payload of every page concatenated, and how many pages.
+fn read_at_changing_budgets(server: &mut Server, tool: &str, args: &Value, budgets: &[u64]) -> (Vec<u8>, usize) {
+    let (mut got, mut call, mut page) = (Vec::new(), args.clone(), 0);
+    loop {
+        call["max_tokens"] = budgets[page % budgets.len()].into();
+        let result = server.call(100 + page as i64, tool, call.clone());
+        assert_eq!(result["isError"], false, "{tool} page {page}: {result}");
+        got.extend(payload(&result));
+        page += 1;
+        match result["structuredContent"]["next_cursor"].as_str() {
+            Some(cursor) => call = json!({ "cursor": cursor }),
+            None => return (got, page),
+        }
+    }
+}
+
+#[test]
+fn budgets_that_change_between_pages_take_chunks_pulled_ahead_again_at_the_smaller_budget() {
+    let (_dir, root) = corpus_root(300, 42);
+    let mut one = Server::initialized(&root, &shards(1).each_ref().map(String::as_str));
+    let mut server = Server::initialized(&root, &shards(4).each_ref().map(String::as_str));
+    let budgets = [12u64, 3_000, 5, 900, 30, 25_000, 200];
+    for (tool, args) in calls() {
+        let (want, _) = read_at_changing_budgets(&mut one, tool, &args, &budgets);
+        if args["format"] == "json" {
+            assert!(want == read_all(&mut one, tool, args.clone(), 25_000).0, "{tool} {args}: JSON pages are exact");
+        }
+        let (got, pages) = read_at_changing_budgets(&mut server, tool, &args, &budgets);
+        assert!(pages > 1, "{tool} {args}: {pages} pages");
+        assert!(got == want, "{tool} {args}: pages at changing budgets differ from one stream");
+    }
+}
+
+#[test]
+fn a_sharded_call_resumes_exactly_when_its_stream_is_gone() {
+    let (_dir, root) = corpus_root(200, 43);
+    let mut one = Server::initialized(&root, &shards(1).each_ref().map(String::as_str));
+    // One parked stream at most: alternating two calls evicts each, so every
+    // page reopens its shard from the cursor, then splits the rest again.
+    let flags = ["--shards", "4", "--max-parked-streams", "1"];
+    let mut server = Server::initialized(&root, &flags);
+    for (tool, args) in calls() {
+        let (want, _) = read_all(&mut one, tool, args.clone(), 25_000);
+        let other = json!({"pattern": "haystack", "output_mode": "count", "max_tokens": 60});
+        let (got, pages) = read_all_reopened(&mut server, tool, args.clone(), other, 150);
+        assert!(pages > 3, "{tool} {args}: {pages} pages");
+        assert!(got == want, "{tool} {args}: reopened sharded pages differ from one stream");
+    }
+}
+
+#[test]
+fn a_sharded_cursor_continues_in_a_fresh_process() {
+    let (_dir, root) = corpus_root(200, 44);
+    let mut one = Server::initialized(&root, &shards(1).each_ref().map(String::as_str));
+    let args = json!({"pattern": "needle|x1", "format": "json"});
+    let (want, _) = read_all(&mut one, "grep", args.clone(), 25_000);
+    let mut first = Server::initialized(&root, &["--shards", "2"]);
+    let mut call = args.clone();
+    call["max_tokens"] = 300.into();
+    let mut got = Vec::new();
+    // A few pages here, then the rest from `cordon call` in a process of its own.
+    for page in 0..3 {
+        let result = first.call(page, "grep", call.clone());
+        got.extend(payload(&result));
+        // The self-contained signed cursor, which needs no store of this process's.
+        let cursor = page_meta(&result)["cursor"].as_str().expect("more pages").to_string();
+        assert!(cursor.starts_with("c1."), "{cursor}");
+        call = json!({ "cursor": cursor, "max_tokens": 300 });
+    }
+    drop(first);
+    let mut rest = Command::new(cordon_bin());
+    rest.args(["call", "grep", "--all", "--shards", "3", "--root"]).arg(&root);
+    rest.arg("--state-dir").arg(shared_state_dir()).args(["--json", &call.to_string()]);
+    let out = rest.output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    got.extend(out.stdout);
+    assert!(got == want, "pages continued in a fresh process differ from one stream");
+}
+
+/// The threads of `pid` that run shards ahead.
+fn shard_threads(pid: u32) -> usize {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return 0 };
+    tasks
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .filter(|name| name.trim() == "cordon-shard")
+        .count()
+}
+
+/// Waits until `pid` runs no shard ahead; how long that took.
+fn no_shard_left(pid: u32, within: Duration) -> Duration {
+    let started = Instant::now();
+    while shard_threads(pid) > 0 {
+        assert!(started.elapsed() < within, "shard threads still running after {within:?}");
+        thread::sleep(Duration::from_millis(10));
+    }
+    started.elapsed()
+}
+
+/// A root of `copies` hard links to one 8 MiB text file: a long search that
+/// costs no disk.
+fn long_search_root(fx: &Fixture, copies: usize) {
+    let line = "alpha beta gamma delta epsilon zeta theta lambda sigma omega\n";
+    let first = fx.write("corpus-0.txt", line.repeat((8 << 20) / line.len()));
+    for i in 1..copies {
+        std::fs::hard_link(&first, fx.root().join(format!("corpus-{i:03}.txt"))).unwrap();
+    }
+}
+
+fn read_small(server: &mut Server, id: i64) {
+    let reply = server.call(id, "read", json!({"path": "hello.txt"}));
+    assert_eq!(reply["content"][0]["text"], "hello\nworld\n", "{reply}");
+}
+
+#[test]
+fn cancelling_a_sharded_grep_stops_every_shard() {
+    let fx = Fixture::new();
+    long_search_root(&fx, 256);
+    let flags = ["--shards", "4", "--max-concurrent-calls", "1", "--timeout-secs", "600"];
+    let mut server = Server::initialized(&fx.root(), &flags);
+    let pid = server.pid();
+    server.send_json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "grep", "arguments": {"pattern": "absent-needle"}}}));
+    let started = Instant::now();
+    while shard_threads(pid) < 3 {
+        assert!(started.elapsed() < Duration::from_secs(60), "the shards never ran ahead");
+        thread::sleep(Duration::from_millis(5));
+    }
+    server.send_json(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}));
+    let took = no_shard_left(pid, Duration::from_secs(5));
+    eprintln!("cancel → no shard running in {:.1} ms", took.as_secs_f64() * 1000.0);
+    // One call at a time: this one runs only once the grep has let go.
+    read_small(&mut server, 2);
+}
+
+#[test]
+fn a_sharded_grep_past_its_deadline_fails_cleanly_and_leaves_no_shard_running() {
+    let fx = Fixture::new();
+    long_search_root(&fx, 256);
+    let mut server = Server::initialized(&fx.root(), &["--shards", "4", "--timeout-secs", "1"]);
+    let started = Instant::now();
+    let reply = server.call(1, "grep", json!({"pattern": "absent-needle"}));
+    assert_eq!(reply["isError"], true, "{reply}");
+    assert_eq!(reply["structuredContent"]["error"]["code"], "timeout", "{reply}");
+    assert!(started.elapsed() < Duration::from_secs(4), "answered at the deadline: {:?}", started.elapsed());
+    no_shard_left(server.pid(), Duration::from_secs(5));
+    read_small(&mut server, 2);
+}
+
+#[test]
+fn a_shard_count_of_zero_is_refused_by_name() {
+    let fx = Fixture::new();
+    let out = Command::new(cordon_bin())
+        .args(["call", "read", "--shards", "0", "--root"])
+        .arg(fx.root())
+        .arg("--state-dir")
+        .arg(shared_state_dir())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("shards"), "{}", String::from_utf8_lossy(&out.stderr));
+    let from_env = Command::new(cordon_bin())
+        .args(["call", "read", "--json", r#"{"path":"hello.txt"}"#, "--root"])
+        .arg(fx.root())
+        .arg("--state-dir")
+        .arg(shared_state_dir())
+        .env("CORDON_SHARDS", "0")
+        .output()
+        .unwrap();
+    assert!(!from_env.status.success(), "CORDON_SHARDS is read");
+}
