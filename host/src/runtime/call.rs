@@ -12,9 +12,10 @@ use super::Runtime;
 use super::bindings::{CordonTool, CordonToolPre, RawManifest};
 use super::failure::DescribeError;
 use super::failure::{CallFailure, HostFault, Seen, Violation};
+use super::host_scan::OpenRoots;
 use super::limits::{CallLimiter, CallLimits, Limit};
-use super::signal::{CallSignal, Interrupted};
 use super::shards::Shardable;
+use super::signal::{CallSignal, Interrupted};
 use super::slots::Slot;
 use super::watchdog::Bounds;
 use crate::policy::{Deny, Grant};
@@ -35,9 +36,9 @@ pub struct CallContext {
 pub struct Target<'a> {
     pub name: &'a str,
     pub pre: &'a CordonToolPre<CallState>,
-}
     /// Set when the component exports `shards` (see `runtime::shards`).
     pub shards: Option<&'a Shardable>,
+}
 
 /// Everything a call's `Store` holds.
 pub struct CallState {
@@ -48,6 +49,8 @@ pub struct CallState {
     grants: Vec<Grant>,
     /// The server's deny rules, for the `policy` import.
     deny: Arc<Deny>,
+    /// The grants' roots, opened for the host's file services and listings.
+    open_roots: OpenRoots,
     /// The request this call serves now (a parked stream serves several).
     signal: Arc<CallSignal>,
     /// When the request being served must be answered.
@@ -63,8 +66,21 @@ impl CallState {
         &self.deny
     }
 
+    pub(super) fn deny_rules(&self) -> &Arc<Deny> {
+        &self.deny
+    }
+
+    pub(super) fn open_roots(&mut self) -> &mut OpenRoots {
+        &mut self.open_roots
+    }
+
     pub(super) fn signal(&self) -> &CallSignal {
         &self.signal
+    }
+
+    /// Holds the store to its share of the call's memory (see `CallLimiter::share_memory`).
+    pub(super) fn share_memory(&mut self, running: usize) {
+        self.limiter.share_memory(running);
     }
 }
 
@@ -77,11 +93,6 @@ impl WasiView for CallState {
 impl Runtime {
     /// A store for one call: only `grants` preopened, limits set, and
     /// `deadline`. The epoch callback runs at every tick: it stops the guest
-
-    /// Holds the store to its share of the call's memory (see `CallLimiter::share_memory`).
-    pub(super) fn share_memory(&mut self, running: usize) {
-        self.limiter.share_memory(running);
-    }
     /// when the request is cancelled or the deadline has passed. The call's
     /// resource table and component handles are capped at `max_handles`, and
     /// each transfer out of the guest at the hostcall fuel set before each call.
@@ -106,6 +117,7 @@ impl Runtime {
             limiter: CallLimiter::new(self.limits),
             grants: grants.to_vec(),
             deny: Arc::clone(&self.deny),
+            open_roots: OpenRoots::default(),
             signal,
             deadline,
         };
@@ -194,18 +206,6 @@ impl Runtime {
     }
 }
 
-/// What the store knew when a call into it failed.
-pub(super) fn seen(store: &Store<CallState>, limits: &CallLimits, output: Limit) -> Seen {
-    Seen {
-        wall_time: limits.wall_time,
-        refused: store.data().limiter.refused(),
-        output,
-        max_handles: limits.max_handles,
-    }
-}
-
-/// A tool's own error, unless its message is over `max_info_bytes`.
-pub(super) fn tool_error(tool: &str, limits: &CallLimits, e: ToolError) -> CallFailure {
 /// A store whose instance opened a stream (`runtime::shards` opens ranges).
 pub(super) struct Opened {
     pub store: Store<CallState>,
@@ -222,6 +222,18 @@ impl Runtime {
     }
 }
 
+/// What the store knew when a call into it failed.
+pub(super) fn seen(store: &Store<CallState>, limits: &CallLimits, output: Limit) -> Seen {
+    Seen {
+        wall_time: limits.wall_time,
+        refused: store.data().limiter.refused(),
+        output,
+        max_handles: limits.max_handles,
+    }
+}
+
+/// A tool's own error, unless its message is over `max_info_bytes`.
+pub(super) fn tool_error(tool: &str, limits: &CallLimits, e: ToolError) -> CallFailure {
     if e.message.len() > limits.max_info_bytes {
         return CallFailure::Limit { tool: tool.to_string(), limit: Limit::InfoBytes(limits.max_info_bytes) };
     }

@@ -1,8 +1,6 @@
 //! The `host-files` interface: file services WASI lacks, done by the host
 //! through capability handles on the call's own grants.
 
-use std::path::{Component, Path};
-
 use cap_std::fs::Dir;
 use wasmtime_wasi::FsPerms;
 
@@ -26,26 +24,25 @@ impl CallState {
     /// asks for a read-write grant.
     pub(super) fn locate(&self, path: &str, write: bool) -> Result<(usize, String), WitError> {
         let denied = |why: &str| WitError { code: WitErrorCode::PermissionDenied, message: format!("`{path}` {why}") };
-        let p = Path::new(path);
-        if !p.is_absolute() || p.components().any(|c| matches!(c, Component::ParentDir | Component::CurDir)) {
+        // Plain string work: the scan services call this once per file.
+        if !path.starts_with('/') || path.split('/').any(|c| c == "." || c == "..") {
             return Err(WitError {
                 code: WitErrorCode::InvalidArgument,
                 message: format!("`{path}` must be an absolute, normalized path"),
             });
         }
-        let (index, grant) = self
+        let (index, grant, rel) = self
             .grants()
             .iter()
             .enumerate()
-            .filter(|(_, g)| p.starts_with(&g.guest))
-            .max_by_key(|(_, g)| g.guest.len())
+            .filter_map(|(i, g)| under(path, &g.guest).map(|rel| (i, g, rel)))
+            .max_by_key(|(_, g, _)| g.guest.len())
             .ok_or_else(|| denied("is outside every root granted to this call"))?;
         if write && grant.perms != FsPerms::ReadWrite {
             return Err(denied("is under a read-only root"));
         }
-        let rel = p.strip_prefix(&grant.guest).expect("checked prefix");
-        let rel = if rel.as_os_str().is_empty() { ".".to_string() } else { rel.to_string_lossy().into_owned() };
-        Ok((index, rel))
+        let rel = rel.trim_matches('/');
+        Ok((index, if rel.is_empty() { ".".to_string() } else { rel.to_string() }))
     }
 
     /// The capability of grant `index`, opened once per call; `path` names the
@@ -54,6 +51,13 @@ impl CallState {
         let host = self.grants()[index].host.clone();
         self.open_roots().get(index, &host).map_err(|e| io_error(path, &e))
     }
+}
+
+/// `path` relative to `root` when it lies inside it (whole components: the
+/// sibling `/a/root_evil` is not inside `/a/root`).
+fn under<'a>(path: &'a str, root: &str) -> Option<&'a str> {
+    let rest = path.strip_prefix(root.trim_end_matches('/'))?;
+    (rest.is_empty() || rest.starts_with('/')).then_some(rest)
 }
 
 /// A filesystem error as the contract's, naming `path`.

@@ -8,10 +8,11 @@ mod call;
 mod failure;
 mod host_files;
 mod host_policy;
+mod host_scan;
 mod limits;
 mod pool;
-mod signal;
 mod shards;
+mod signal;
 mod slots;
 mod watchdog;
 
@@ -27,8 +28,8 @@ pub use failure::INSTANCE_SLOTS;
 pub use failure::{CallFailure, DescribeError, HostFault, RuntimeError, Violation};
 pub use limits::{CallLimits, Limit, LimitError};
 pub use pool::{Capacity, CapacityError};
-pub use signal::{CallSignal, PROGRESS_INTERVAL, ProgressSink};
 pub use shards::{Range, Shardable};
+pub use signal::{CallSignal, PROGRESS_INTERVAL, ProgressSink};
 pub use slots::{Reclaim, Slot, Slots};
 pub use watchdog::MAX_STUCK_PER_TOOL;
 
@@ -59,9 +60,9 @@ pub struct Runtime {
 /// A compiled component, ready to instantiate.
 pub struct Loaded {
     pub pre: CordonToolPre<CallState>,
-    pub outcome: Outcome,
     /// Set when the component exports `shards`: its calls may run as shards.
     pub shards: Option<Shardable>,
+    pub outcome: Outcome,
 }
 
 impl Runtime {
@@ -85,6 +86,10 @@ impl Runtime {
             .memory_reservation(pool::MEMORY_RESERVATION)
             .memory_guard_size(pool::MEMORY_GUARD)
             .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+        // `perf` names the guests' functions from /tmp/perf-<pid>.map.
+        if std::env::var_os("CORDON_PERF_MAP").is_some() {
+            config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+        }
         let engine = Engine::new(&config).map_err(RuntimeError::Engine)?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(RuntimeError::Engine)?;

@@ -212,12 +212,13 @@ impl GrepSource {
                 if path < *resume_path {
                     continue;
                 }
-                if path == *resume_path {
-                    match *at {
-                        Where::End => continue,
-                        Where::Line(l, b) => (line, byte, resumed) = (l.max(1), b, true),
-                        Where::Start => {}
-                    }
+                let at = (path == *resume_path).then_some(*at);
+                // Files come in path order: past the position, none is before it.
+                self.resume = None;
+                match at {
+                    Some(Where::End) => continue,
+                    Some(Where::Line(l, b)) => (line, byte, resumed) = (l.max(1), b, true),
+                    Some(Where::Start) | None => {}
                 }
             }
             // A file searched from its start is read in one call when it is
