@@ -17,13 +17,22 @@ use super::totals::Final;
 use crate::runtime::{CallContext, CallFailure, CallSignal, LiveCall};
 use crate::tool::{Budget, Chunk};
 
-/// Bytes a shard buffers ahead, at most (one chunk more may take it over).
+/// Bytes a shard buffers ahead, at most (one chunk more may take it over),
+/// each chunk counted with its position and `CHUNK_OVERHEAD`.
 const MAX_BYTES: usize = 4 << 20;
-/// Chunks a shard buffers ahead, at most.
-const MAX_CHUNKS: usize = 512;
+/// What a buffered chunk costs besides its payload and position.
+const CHUNK_OVERHEAD: usize = 96;
+/// Chunks a shard buffers ahead, at most: enough that a tool of small items
+/// (a path each) runs ahead as far as the bytes allow.
+const MAX_CHUNKS: usize = 32 << 10;
 /// How often the pager, waiting for a shard to be handed over, looks at the
 /// request's cancellation and deadline.
 const POLL: Duration = Duration::from_millis(10);
+
+/// What `chunk` counts against `MAX_BYTES`.
+fn buffered_bytes(chunk: &Chunk) -> usize {
+    chunk.payload.len() + chunk.resume.len() + CHUNK_OVERHEAD
+}
 
 /// Opens the range `[start, end)` of the call's output (`start` `None`: the
 /// range's beginning) for a thread: `ahead` ranges never wait for a slot.
@@ -305,7 +314,7 @@ impl Worker {
         let mut state = self.shared.lock();
         if state.generation == self.generation {
             state.produced = Some(chunk.resume.clone());
-            state.bytes += chunk.payload.len();
+            state.bytes += buffered_bytes(&chunk);
             state.buffer.push_back(chunk);
         }
     }
