@@ -6,7 +6,8 @@
 //! nothing (read-only, and not asking for write access) and whose own summary
 //! is not exact (`read` knows a file's size; `grep` cannot know its matches
 //! without searching), the pager runs the tool a second time with the same
-//! arguments, in an instance of its own, and pulls the whole stream without
+//! arguments, in instances of its own (as shards when the call is sharded),
+//! and pulls the whole stream without
 //! delivering it: items (or lines), bytes, and, for items with a `path`, how
 //! many per path. Any tool gets this, a
 //! third party's too. The count is bounded by time and bytes (the limits
@@ -21,8 +22,8 @@ use serde_json::{Value, json};
 
 use super::BYTES_PER_TOKEN;
 use super::compact::Compact;
-use crate::registry::Tool;
-use crate::runtime::{CallContext, Runtime};
+use super::stream::{Opener, Stream};
+use crate::runtime::CallContext;
 use crate::tool::{Budget, Payload};
 
 /// How much counting a first page may spend.
@@ -161,10 +162,9 @@ fn extension(path: &str) -> String {
 }
 
 /// What to count and how far.
-pub struct Counting<'a> {
-    pub tool: &'a Tool,
-    /// The call's arguments, canonical JSON.
-    pub args: &'a str,
+pub struct Counting {
+    /// Opens the call again (the call's arguments, its tool, its shards).
+    pub opener: Opener,
     /// For the compact text form: a renderer from the start, so the bytes
     /// counted are the ones the model's pages would hold.
     pub view: Option<Compact>,
@@ -175,8 +175,8 @@ pub struct Counting<'a> {
 
 /// Counts the whole output of a call within its bounds and before `ctx`'s
 /// deadline. `None` when counting is off.
-pub fn count(runtime: &Runtime, ctx: &CallContext, counting: Counting<'_>) -> Option<Whole> {
-    let Counting { tool, args, mut view, bounds, margin } = counting;
+pub fn count(ctx: &CallContext, counting: Counting) -> Option<Whole> {
+    let Counting { opener, mut view, bounds, margin } = counting;
     if bounds.time.is_zero() || bounds.bytes == 0 {
         return None;
     }
@@ -190,10 +190,12 @@ pub fn count(runtime: &Runtime, ctx: &CallContext, counting: Counting<'_>) -> Op
     let counting = CallContext { grants: ctx.grants.clone(), signal: ctx.signal.clone(), deadline };
     let mut whole = Whole { items: 0, bytes: 0, exact: false, paths: Vec::new() };
     let mut paths: HashMap<String, u64> = HashMap::new();
-    let Ok(mut call) = tool.target(runtime).and_then(|target| runtime.open(target, &counting, args, None)) else {
+    // Sharded like the call itself, when it is: counting keeps pace with it.
+    let Ok(mut call) = Stream::open(opener, &counting) else {
         return Some(whole);
     };
     let budget = Budget { bytes: 1 << 20, items: 100_000 };
+    call.arm(&counting, budget);
     loop {
         if whole.bytes >= bounds.bytes || Instant::now() >= deadline || ctx.signal.is_cancelled() {
             break;

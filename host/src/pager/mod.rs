@@ -214,7 +214,6 @@ impl Pager {
         paging: Paging,
         for_model: bool,
     ) -> Result<Page, PageError> {
-        let runtime = &*self.runtime;
         let budget = budget(&self.limits, &paging, for_model);
         let mut start = match &paging.cursor {
             None => {
@@ -319,9 +318,9 @@ impl Pager {
         let changes_nothing = tool.manifest.read_only && tool.manifest.access != Access::Write;
         if for_model && start.index == 0 && changes_nothing && !summary.exact {
             let view = start.view.as_ref().map(|_| Compact::new(base(ctx), None));
-            let counting =
-                count::Counting { tool, args: &start.args, view, bounds: self.limits.count, margin: COUNT_MARGIN };
-            page.whole = count::count(runtime, ctx, counting);
+            let opener = self.opener(tool, &start.args);
+            let counting = count::Counting { opener, view, bounds: self.limits.count, margin: COUNT_MARGIN };
+            page.whole = count::count(ctx, counting);
         }
         page.summary = Some(summary);
         let position = start.position.clone().expect("an incomplete page delivered a chunk");
