@@ -46,15 +46,21 @@ pub fn items(server: &mut Server, tool: &str, args: Value, max_tokens: u64) -> (
     (items, pages.len())
 }
 
-/// The items' paths relative to `root`, checking each is a whole entry object.
+/// The items' paths relative to `root`, checking each is a whole entry object:
+/// its path and type, and with `details` (or sorted by time) its size and time.
 fn relative(root: &Path, items: &[Value]) -> Vec<String> {
     items
         .iter()
         .map(|item| {
-            assert!(item["size"].is_u64() && item["mtime_ns"].is_u64(), "{item}");
             let path = Path::new(item["path"].as_str().unwrap());
             let meta = std::fs::symlink_metadata(path).unwrap();
-            assert_eq!(item["size"], meta.len(), "{item}");
+            match item.get("size") {
+                Some(size) => {
+                    assert!(item["mtime_ns"].is_u64(), "{item}");
+                    assert_eq!(*size, meta.len(), "{item}");
+                }
+                None => assert_eq!(item.as_object().unwrap().len(), 2, "path and type only: {item}"),
+            }
             assert_eq!(item["type"], if meta.is_dir() { "dir" } else { "file" }, "{item}");
             path.strip_prefix(root).unwrap().to_str().unwrap().to_string()
         })
@@ -118,11 +124,17 @@ fn glob_resumes_exactly_from_reopened_streams() {
     let fx = corpus_fixture(13);
     let root = fx.root();
     // No parked streams: every page reopens the tool at the cursor's position,
-    // and at 20 tokens (80 bytes) every entry is split across pages too.
+    // and at 20 tokens (80 bytes) every entry with `details` is split across
+    // pages too.
     let mut server = Server::initialized(&root, &["--max-sessions", "0"]);
     let want = rg_files(&fx, &["src/**"], &[]);
     let (got, pages) = items(&mut server, "glob", json!({"pattern": "src/**"}), 20);
     assert_eq!(relative(&root, &got), want);
+    assert!(got.iter().all(|item| item.get("size").is_none()), "no stat without `details`");
+    assert!(pages >= want.len(), "{pages} pages for {} entries", want.len());
+    let (detailed, pages) = items(&mut server, "glob", json!({"pattern": "src/**", "details": true}), 20);
+    assert_eq!(relative(&root, &detailed), want);
+    assert!(detailed.iter().all(|item| item["size"].is_u64()), "`details` reports sizes and times");
     assert!(pages > want.len(), "{pages} pages for {} entries", want.len());
 }
 

@@ -28,7 +28,8 @@ Like `rg --files`: respects .gitignore/.ignore files and skips hidden entries un
 say otherwise. As with rg -g, an entry a glob matches is included even if hidden or ignored, and a matched \
 directory is entered (so `*` or `**/*`, which match every name, disregard ignore files; prefer `**/*.ext`). \
 Symlinks are neither followed nor listed. Results are shown grouped by directory (`dir:` then the \
-names, relative to the first root; `format: \"json\"`: one JSON object each {path, type, size, mtime_ns}), in \
+names, relative to the first root; `format: \"json\"`: one JSON object each {path, type}, with size and \
+mtime_ns when `details` is set), in \
 path order (directory by directory, names sorted), or newest first with sort: \"mtime\" (which collects \
 and sorts at most 100000 matches). Set include_dirs to match directories too.";
 
@@ -60,6 +61,10 @@ pub fn input_schema() -> serde_json::Value {
             "include_dirs": {
                 "type": "boolean",
                 "description": "Match directories as well as files. Default: false (files only, like rg --files)."
+            },
+            "details": {
+                "type": "boolean",
+                "description": "Also report each match's size and mtime_ns (one stat per match; sort \"mtime\" implies it). Default: false (path and type, as rg --files and fd list them)."
             },
             "sort": {
                 "enum": ["path", "mtime"],
@@ -124,6 +129,9 @@ pub struct Args {
     /// Match directories too.
     #[serde(default)]
     pub include_dirs: bool,
+    /// Report each match's size and time.
+    #[serde(default)]
+    pub details: bool,
     /// The result order.
     #[serde(default)]
     pub sort: Sort,
@@ -172,7 +180,11 @@ impl ItemSource for Source {
                 None => return Ok(None),
             },
         };
-        let item = serde_json::to_string(&found.entry).map_err(|e| Error::new(ErrorCode::Internal, e.to_string()))?;
+        let item = match found.described {
+            true => serde_json::to_string(&found.entry),
+            false => serde_json::to_string(&json!({ "path": found.entry.path, "type": found.entry.kind })),
+        };
+        let item = item.map_err(|e| Error::new(ErrorCode::Internal, e.to_string()))?;
         Ok(Some((item, position)))
     }
 }
@@ -215,6 +227,7 @@ impl Setup {
             hidden: args.hidden,
             no_ignore: args.no_ignore,
             include_dirs: args.include_dirs,
+            details: args.details || args.sort == Sort::Mtime,
         };
         Ok(Setup { args, options })
     }

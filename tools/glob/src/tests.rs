@@ -182,6 +182,7 @@ fn newest_first_breaks_ties_by_path_and_has_a_limit() {
         hidden: false,
         no_ignore: false,
         include_dirs: false,
+        details: true,
     };
     let mut walker = Walker::new(&options, walk::Bounds::default()).unwrap();
     let err = walk::collect_newest_first(&mut walker, None, 3).unwrap_err();

@@ -39,6 +39,9 @@ pub struct Options {
     pub no_ignore: bool,
     /// Match directories as well as files.
     pub include_dirs: bool,
+    /// Describe each match with its size and time (one stat each); without,
+    /// a match is its path and type, as the directory listing gives them.
+    pub details: bool,
 }
 
 /// The part of the walk a stream covers, as paths relative to the root.
@@ -57,8 +60,11 @@ pub struct Bounds {
 pub struct Found {
     /// The path relative to the root: the key of path order.
     pub rel: PathBuf,
-    /// What is reported.
+    /// What is reported: with `details`, all of it; else its path and type
+    /// (size and time 0, not reported).
     pub entry: Entry,
+    /// Whether `entry` was described by a stat.
+    pub described: bool,
 }
 
 /// How far a walk got, as `info` and `summary` report it.
@@ -96,6 +102,7 @@ pub struct Walker {
     root: PathBuf,
     overrides: Override,
     include_dirs: bool,
+    details: bool,
     after: Option<PathBuf>,
     /// How far the walk got.
     pub counts: Counts,
@@ -123,6 +130,7 @@ impl Walker {
             root: options.root.clone(),
             overrides,
             include_dirs: options.include_dirs,
+            details: options.details,
             after: bounds.after,
             counts: Counts::default(),
             walked: Walked::default(),
@@ -159,12 +167,21 @@ impl Walker {
             if !wanted {
                 continue;
             }
-            let Ok(entry) = Entry::at(&found.path) else {
-                self.counts.errors += 1;
-                continue;
+            let entry = match self.details {
+                true => match Entry::at(&found.path) {
+                    Ok(entry) => entry,
+                    Err(_) => {
+                        self.counts.errors += 1;
+                        continue;
+                    }
+                },
+                false => {
+                    let kind = if found.kind == Kind::Dir { "dir" } else { "file" };
+                    Entry { path: found.path.to_string_lossy().into_owned(), kind, size: 0, mtime_ns: 0 }
+                }
             };
             self.counts.matched += 1;
-            return Ok(Some(Found { rel: rel.to_path_buf(), entry }));
+            return Ok(Some(Found { rel: rel.to_path_buf(), entry, described: self.details }));
         }
         Ok(None)
     }
