@@ -7,7 +7,8 @@
 use std::time::{Duration, UNIX_EPOCH};
 
 use arbitrary::Arbitrary;
-use cordon_fuzz::pager::cursor::{Cursor, CursorError, CursorKey, Heading};
+use cordon_fuzz::pager::cursor::{Cursor, CursorError, CursorKey, Heading, Shard};
+use cordon_fuzz::pager::totals::Base;
 use cordon_fuzz::tool::Fingerprint;
 use libfuzzer_sys::fuzz_target;
 
@@ -24,7 +25,20 @@ struct Fields {
     items_before: u64,
     hash_state: String,
     compact: Option<Option<String>>,
+    /// A sharded call's shard: its end, and the counts before it (`info`, totals).
+    shard: Option<(Option<String>, Vec<(String, u64)>, Vec<(String, u64)>)>,
     expires: u64,
+}
+
+/// The counts of earlier shards, from arbitrary names and numbers.
+fn base(info: &[(String, u64)], totals: &[(String, u64)]) -> Base {
+    let object = |pairs: &[(String, u64)]| {
+        serde_json::Value::Object(pairs.iter().map(|(k, v)| (k.clone(), (*v).into())).collect())
+    };
+    let mut base = Base::default();
+    base.info.add(&object(info));
+    base.totals.add(&object(totals));
+    base
 }
 
 #[derive(Arbitrary, Debug)]
@@ -87,6 +101,7 @@ fuzz_target!(|input: Input| {
         items_before: f.items_before,
         hash_state: f.hash_state,
         compact: f.compact.map(|line| Heading { line }),
+        shard: f.shard.map(|(end, info, totals)| Shard { end, base: base(&info, &totals) }),
         expires: f.expires,
     };
     let text = cursor.encode(&key);

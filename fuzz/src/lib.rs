@@ -2,7 +2,7 @@
 //!
 //! These are the host's own source files (`host/src/...`), included by path
 //! and unchanged: the bounded line codec, the JSON-RPC and MCP parsing, and the
-//! cursor codec with the one type it uses. Depending on the whole `cordon`
+//! cursor codec with the types it uses (a sharded call's counts among them). Depending on the whole `cordon`
 //! crate instead would build wasmtime, Cranelift and every wasm guest (through
 //! `host/build.rs`) with coverage instrumentation: 8 minutes on the 2-core
 //! machine, against well under one for these files. The module tree mirrors
@@ -25,4 +25,5 @@ pub mod protocol {
 #[path = "../../host/src/pager"]
 pub mod pager {
     pub mod cursor;
+    pub mod totals;
 }
