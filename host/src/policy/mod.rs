@@ -249,6 +249,31 @@ impl Deny {
         self.rules.rules()
     }
 
+    /// Whether there are rules at all (with none, nothing need be checked).
+    pub fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+    }
+
+    /// The real path of the existing `path` (absolute) inside the deepest
+    /// configured root holding it, symlinks resolved there, relative to that
+    /// root; `None` outside every root or when it cannot be resolved.
+    pub fn real_relative(&self, path: &Path) -> Option<PathBuf> {
+        let (root, dir) = self
+            .roots
+            .iter()
+            .filter(|(root, _)| path.starts_with(root))
+            .max_by_key(|(root, _)| root.as_os_str().len())?;
+        let relative = path.strip_prefix(root).ok()?;
+        let target = if relative.as_os_str().is_empty() { Path::new(".") } else { relative };
+        dir.canonicalize(target).ok()
+    }
+
+    /// The rule that denies `relative` (a path relative to a configured root,
+    /// as `real_relative` gives), if any.
+    pub fn denied_relative(&self, relative: &Path) -> Option<&str> {
+        self.rules.denied(relative)
+    }
+
     /// The rule that denies `path` (an absolute path; it need not exist), if
     /// any: the path as written, relative to the deepest configured root that
     /// holds it, and with `follow`, also its real path inside that root (the

@@ -10,27 +10,33 @@ use std::path::Path;
 use std::sync::Arc;
 
 use cap_fs_ext::{DirExt, FollowSymlinks, OpenOptionsFollowExt};
-use cap_std::fs::Dir;
+use cap_std::fs::{Dir, OpenOptionsExt};
 
 use super::bindings::cordon::tool::scan::{Entry, EntryKind, Host};
 use super::bindings::{WitError, WitErrorCode};
 use super::call::CallState;
 use super::host_files::io_error;
+use crate::policy::Deny;
 
 impl Host for CallState {
-    fn read_head(&mut self, path: String, max: u32) -> Result<(Vec<u8>, bool), WitError> {
-        self.head(&path, max)
+    fn read_head(&mut self, path: String, follow: bool, max: u32) -> Result<(Vec<u8>, bool), WitError> {
+        self.head(&path, follow, max)
     }
 
     fn read_dir(&mut self, path: String, follow: bool, max: u32) -> Result<Vec<Entry>, WitError> {
+        let max = max.min(MAX_LISTED);
         let (root, rel) = self.locate(&path, false)?;
-        if let Some(rule) = self.deny().check(Path::new(&path), follow) {
+        // With rules, the directory is checked where it really is too (a
+        // symlink anywhere on its path resolved), and so are its entries.
+        let deny = Arc::clone(self.deny_rules());
+        let rules = !deny.is_empty();
+        if let Some(rule) = deny.check(Path::new(&path), rules) {
             return Err(WitError {
                 code: WitErrorCode::PermissionDenied,
                 message: format!("`{path}` is denied by the server's rule `{rule}`"),
             });
         }
-        let deny = Arc::clone(self.deny_rules());
+        let real = rules.then(|| deny.real_relative(Path::new(&path))).flatten();
         let opened;
         let dir = self.root(root, &path)?;
         let dir = match rel.as_str() {
@@ -42,7 +48,6 @@ impl Host for CallState {
             }
         };
         let mut entries = Vec::new();
-        let deny = (!deny.rules().is_empty()).then_some(deny);
         for entry in dir.entries().map_err(|e| io_error(&path, &e))? {
             let entry = entry.map_err(|e| io_error(&path, &e))?;
             let Ok(name) = entry.file_name().into_string() else { continue };
@@ -56,7 +61,11 @@ impl Host for CallState {
             } else {
                 EntryKind::Other
             };
-            if deny.as_ref().is_some_and(|deny| deny.check(&Path::new(&path).join(&name), false).is_some()) {
+            let denied = |deny: &Deny| {
+                deny.check(&Path::new(&path).join(&name), false).is_some()
+                    || real.as_ref().is_some_and(|real| deny.denied_relative(&real.join(&name)).is_some())
+            };
+            if rules && denied(&deny) {
                 continue;
             }
             if entries.len() == max as usize {
@@ -72,12 +81,15 @@ impl Host for CallState {
     }
 }
 
+/// The most entries `read-dir` lists, whatever the tool asks.
+const MAX_LISTED: u32 = 1 << 20;
+
 /// The most bytes `read-head` reads.
 const MAX_HEAD: u32 = 1 << 20;
 
 impl CallState {
     /// `read-head`: the file's first `max` bytes, and whether that is all.
-    fn head(&mut self, path: &str, max: u32) -> Result<(Vec<u8>, bool), WitError> {
+    fn head(&mut self, path: &str, follow: bool, max: u32) -> Result<(Vec<u8>, bool), WitError> {
         let (root, rel) = self.locate(path, false)?;
         if let Some(rule) = self.deny().check(Path::new(path), true) {
             return Err(WitError {
@@ -86,8 +98,16 @@ impl CallState {
             });
         }
         let mut options = cap_std::fs::OpenOptions::new();
-        options.read(true).follow(FollowSymlinks::No);
+        let follow = if follow { FollowSymlinks::Yes } else { FollowSymlinks::No };
+        // Non-blocking: a FIFO put where a file was must not hold the call in `open`.
+        options.read(true).follow(follow).custom_flags(libc::O_NONBLOCK);
         let file = self.root(root, path)?.open_with(&rel, &options).map_err(|e| io_error(path, &e))?;
+        if !file.metadata().map_err(|e| io_error(path, &e))?.is_file() {
+            return Err(WitError {
+                code: WitErrorCode::Unsupported,
+                message: format!("`{path}` is not a regular file"),
+            });
+        }
         let max = max.min(MAX_HEAD) as usize;
         // One byte more than asked tells whether the file goes on.
         let mut bytes = Vec::with_capacity((max + 1).min(64 << 10));
@@ -142,15 +162,21 @@ mod tests {
         (dir, base.display().to_string())
     }
 
-    fn read_dir(base: &str, path: &str, follow: bool, max: u32) -> Result<Vec<String>, (WitErrorCode, String)> {
+    /// A call's store granted `base/root` read-only, with `deny` rules.
+    fn store(base: &str, deny: &[&str]) -> wasmtime::Store<CallState> {
         let root = DirSpec { path: format!("{base}/root").into(), mode: Mode::ReadOnly };
-        let policy = Policy::new(&[root], &["secret/".into(), ".env".into()], false).unwrap();
+        let deny: Vec<String> = deny.iter().map(|rule| rule.to_string()).collect();
+        let policy = Policy::new(&[root], &deny, false).unwrap();
         let limits = crate::limits::Limits::default();
         let capacity = Capacity { parked: 0, in_flight: 1, shards: 1 };
         let runtime = Runtime::new(limits.call, capacity, None, Arc::clone(policy.deny())).unwrap();
         let grants = policy.grants(Access::Read, None);
         let deadline = Instant::now() + Duration::from_secs(5);
-        let mut store = runtime.store(&grants, deadline, Arc::new(CallSignal::new())).unwrap();
+        runtime.store(&grants, deadline, Arc::new(CallSignal::new())).unwrap()
+    }
+
+    fn read_dir(base: &str, path: &str, follow: bool, max: u32) -> Result<Vec<String>, (WitErrorCode, String)> {
+        let mut store = store(base, &["secret/", ".env"]);
         let listed = Host::read_dir(store.data_mut(), path.to_string(), follow, max);
         listed.map(|entries| entries.into_iter().map(|e| e.name).collect()).map_err(|e| (e.code, e.message))
     }
@@ -164,6 +190,23 @@ mod tests {
         assert_eq!(denied.0, WitErrorCode::PermissionDenied, "{denied:?}");
         let big = read_dir(&base, &format!("{base}/root"), false, 2).unwrap_err();
         assert_eq!(big.0, WitErrorCode::TooLarge, "{big:?}");
+    }
+
+    #[test]
+    fn a_denied_directory_is_not_listed_through_a_symlink_on_the_way() {
+        let (_dir, base) = fixture();
+        std::fs::create_dir_all(format!("{base}/root/config/secret")).unwrap();
+        std::fs::write(format!("{base}/root/config/secret/key"), "x").unwrap();
+        symlink("config", format!("{base}/root/cfg")).unwrap();
+        let mut store = store(&base, &["/config/secret"]);
+        let mut listed = |path: &str| {
+            let entries = Host::read_dir(store.data_mut(), format!("{base}/root/{path}"), true, 100);
+            entries.map(|e| e.into_iter().map(|e| e.name).collect::<Vec<_>>()).map_err(|e| e.code)
+        };
+        assert_eq!(listed("config"), Ok(vec![]), "the anchored rule leaves `secret` out");
+        assert_eq!(listed("cfg"), Ok(vec![]), "and out of the same directory reached through a link");
+        assert_eq!(listed("cfg/secret"), Err(WitErrorCode::PermissionDenied));
+        assert_eq!(listed("config/secret"), Err(WitErrorCode::PermissionDenied));
     }
 
     #[test]
@@ -192,15 +235,8 @@ mod tests {
     }
 
     fn read_head(base: &str, path: &str, max: u32) -> Result<(Vec<u8>, bool), WitErrorCode> {
-        let root = DirSpec { path: format!("{base}/root").into(), mode: Mode::ReadOnly };
-        let policy = Policy::new(&[root], &["secret/".into(), "*.pem".into()], false).unwrap();
-        let limits = crate::limits::Limits::default();
-        let capacity = Capacity { parked: 0, in_flight: 1, shards: 1 };
-        let runtime = Runtime::new(limits.call, capacity, None, Arc::clone(policy.deny())).unwrap();
-        let grants = policy.grants(Access::Read, None);
-        let deadline = Instant::now() + Duration::from_secs(5);
-        let mut store = runtime.store(&grants, deadline, Arc::new(CallSignal::new())).unwrap();
-        Host::read_head(store.data_mut(), path.to_string(), max).map_err(|e| e.code)
+        let mut store = store(base, &["secret/", "*.pem"]);
+        Host::read_head(store.data_mut(), path.to_string(), false, max).map_err(|e| e.code)
     }
 
     #[test]
@@ -213,7 +249,12 @@ mod tests {
         assert_eq!(read_head(&base, &ten, 4), Ok((b"0123".to_vec(), false)));
         symlink("ten.txt", format!("{base}/root/link-ten")).unwrap();
         symlink("link-in/../secret/k.pem", format!("{base}/root/link-pem")).unwrap();
+        let fifo = std::ffi::CString::new(format!("{base}/root/fifo")).unwrap();
+        // SAFETY: `fifo` is a valid NUL-terminated path that outlives the call.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0, "a FIFO for the test");
         for (path, code) in [
+            (format!("{base}/root/fifo"), WitErrorCode::Unsupported),
+            (format!("{base}/root/sub"), WitErrorCode::Unsupported),
             (format!("{base}/outside/canary.txt"), WitErrorCode::PermissionDenied),
             (format!("{base}/root/link-out/canary.txt"), WitErrorCode::PermissionDenied),
             (format!("{base}/root/secret/k.pem"), WitErrorCode::PermissionDenied),

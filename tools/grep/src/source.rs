@@ -199,13 +199,13 @@ impl GrepSource {
     /// Opens the next file to search; `false` at the end of the walk.
     fn start_next_file(&mut self) -> Result<bool, Error> {
         loop {
-            let path = match self.walker.next_file() {
+            let (path, named) = match self.walker.next_file() {
                 None => return Ok(false),
                 Some(Err(_)) => {
                     self.counts.errors += 1;
                     continue;
                 }
-                Some(Ok(path)) => path,
+                Some(Ok(file)) => file,
             };
             let (mut line, mut byte, mut resumed) = (1, 0, false);
             if let Some((resume_path, at)) = &self.resume {
@@ -224,7 +224,7 @@ impl GrepSource {
             // A file searched from its start is read in one call when it is
             // small (most are); one resumed inside is opened.
             let opened = if byte == 0 {
-                scan::read_head(&path, HEAD as u32).map(|(head, whole)| (head, whole, None))
+                scan::read_head(&path, named, HEAD as u32).map(|(head, whole)| (head, whole, None))
             } else {
                 File::open(&path).map(|file| (Vec::new(), false, Some(file))).map_err(|e| Error::io("", &e))
             };

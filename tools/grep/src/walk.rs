@@ -66,12 +66,13 @@ impl Walker {
         Walker { walk: Walk::new(root, target, spec.filters()).from(bounds.from).until(bounds.end) }
     }
 
-    /// The next regular file, or the error of a directory that could not be
-    /// read (the walk goes on).
-    pub fn next_file(&mut self) -> Option<Result<PathBuf, Error>> {
+    /// The next regular file, and whether it is the file the arguments named
+    /// (read through a symlink); or the error of a directory that could not
+    /// be read (the walk goes on).
+    pub fn next_file(&mut self) -> Option<Result<(PathBuf, bool), Error>> {
         loop {
             match self.walk.next_entry()? {
-                Ok(found) if found.kind == Kind::File => return Some(Ok(found.path)),
+                Ok(found) if found.kind == Kind::File => return Some(Ok((found.path, found.named))),
                 Ok(_) => continue,
                 Err(e) => return Some(Err(e)),
             }

@@ -52,10 +52,11 @@ pub fn stat(path: &Path) -> Result<Stat, Error> {
 }
 
 /// The first bytes of the regular file at `path` (absolute, inside a granted
-/// root; a symlink is not followed), at most `max`, and whether they are the
-/// whole file: one host call in place of an open, a stream and its reads.
-pub fn read_head(path: &Path, max: u32) -> Result<(Vec<u8>, bool), Error> {
-    imp::read_head(path, max)
+/// root; a symlink is followed only with `follow`, for a file a client named),
+/// at most `max`, and whether they are the whole file: one host call in place
+/// of an open, a stream and its reads.
+pub fn read_head(path: &Path, follow: bool, max: u32) -> Result<(Vec<u8>, bool), Error> {
+    imp::read_head(path, follow, max)
 }
 
 /// The entries of the directory `dir` (absolute, inside a granted root),
@@ -113,11 +114,11 @@ mod imp {
         })
     }
 
-    pub fn read_head(path: &Path, max: u32) -> Result<(Vec<u8>, bool), Error> {
+    pub fn read_head(path: &Path, follow: bool, max: u32) -> Result<(Vec<u8>, bool), Error> {
         let Some(text) = path.to_str() else {
             return Err(Error::new(ErrorCode::NotFound, format!("`{}` is not UTF-8", path.display())));
         };
-        scan::read_head(text, max).map_err(crate::component::from_wit)
+        scan::read_head(text, follow, max).map_err(crate::component::from_wit)
     }
 
     pub fn read_dir(dir: &Path, follow: bool) -> Result<Vec<DirEntry>, Error> {
@@ -144,10 +145,10 @@ mod imp {
 mod imp {
     use super::*;
 
-    pub fn read_head(path: &Path, max: u32) -> Result<(Vec<u8>, bool), Error> {
+    pub fn read_head(path: &Path, follow: bool, max: u32) -> Result<(Vec<u8>, bool), Error> {
         use std::io::Read;
         let shown = format!("`{}`", path.display());
-        if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        if !follow && std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
             return Err(Error::new(ErrorCode::Io, format!("{shown} is a symlink, not followed")));
         }
         let file = std::fs::File::open(path).map_err(|e| Error::io(&shown, &e))?;

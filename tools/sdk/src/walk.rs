@@ -70,6 +70,9 @@ pub struct Found {
     pub path: PathBuf,
     /// What it is (a symlink is reported, never followed).
     pub kind: Kind,
+    /// Whether it is the walk's start, a file the caller named (which, as
+    /// ripgrep does, is read through a symlink).
+    pub named: bool,
 }
 
 /// The ignore rules one directory adds, and those of the directories above.
@@ -198,7 +201,7 @@ impl Walk {
             }
         }
         if let Some(file) = self.file.take() {
-            return Some(Ok(Found { path: file, kind: Kind::File }));
+            return Some(Ok(Found { path: file, kind: Kind::File, named: true }));
         }
         if let Some(dir) = self.descend.take() {
             let rules = self.stack.last().and_then(|f| f.rules.clone());
@@ -237,7 +240,7 @@ impl Walk {
             if kind == Kind::Dir {
                 self.descend = Some(path.clone());
             }
-            return Some(Ok(Found { path, kind }));
+            return Some(Ok(Found { path, kind, named: false }));
         }
     }
 

@@ -116,3 +116,14 @@ fn a_single_file_or_one_shard_is_not_split() {
     let args = json!({"pattern": "needle"});
     assert!(Grep::split(&roots(&tree), &args.to_string(), None, 1).unwrap().is_empty());
 }
+
+#[test]
+fn a_named_symlink_to_a_file_is_searched_through_it_but_not_when_walked() {
+    let tree = tree();
+    std::os::unix::fs::symlink("z.txt", tree.root().join("link.txt")).unwrap();
+    let (named, info) = range(&tree, &json!({"pattern": "needle", "path": "link.txt"}), None, None);
+    assert_eq!(text(&named).matches("needle last").count(), 1, "ripgrep reads a named link");
+    assert_eq!(info["errors"], 0);
+    let (walked, _) = range(&tree, &json!({"pattern": "needle last"}), None, None);
+    assert_eq!(text(&walked).matches("needle last").count(), 1, "a walk does not follow links: z.txt once");
+}
