@@ -240,6 +240,9 @@ fn shards_concatenate_to_the_unsharded_output_from_any_position() {
     for d in 0..5 {
         for f in 0..4 {
             tree.file(&format!("m{d}/n{f}/x.rs"), "");
+            // One directory holding most of the tree: its cuts fall deep,
+            // below directories the shard before has emitted.
+            tree.file(&format!("deep/m{d}/n{f}/y.rs"), "");
         }
     }
     let args = r#"{"pattern": ["**/*.rs", "*.md"], "include_dirs": true}"#;

@@ -103,6 +103,8 @@ pub struct Walker {
     overrides: Override,
     include_dirs: bool,
     details: bool,
+    /// A shard's boundary: entries sorted before it are not the shard's.
+    from: Option<PathBuf>,
     after: Option<PathBuf>,
     /// How far the walk got.
     pub counts: Counts,
@@ -123,14 +125,15 @@ impl Walker {
             types: Types::empty(),
         };
         let root = &options.root;
-        let from = bounds.from.as_ref().or(bounds.after.as_ref()).map(|rel| root.join(rel));
-        let walk = Walk::new(&options.top, root, filters).from(from).until(bounds.end.map(|rel| root.join(rel)));
+        let start = bounds.from.as_ref().or(bounds.after.as_ref()).map(|rel| root.join(rel));
+        let walk = Walk::new(&options.top, root, filters).from(start).until(bounds.end.map(|rel| root.join(rel)));
         Ok(Walker {
             walk,
             root: options.root.clone(),
             overrides,
             include_dirs: options.include_dirs,
             details: options.details,
+            from: bounds.from,
             after: bounds.after,
             counts: Counts::default(),
             walked: Walked::default(),
@@ -145,11 +148,20 @@ impl Walker {
                 continue;
             };
             // The walk's paths are UTF-8 (names that are not are never listed)
-            // and start with the root and a separator.
-            let Some(rel) = found.path.to_str().and_then(|p| p.get(self.root.as_os_str().len() + 1..)) else {
+            // and start with the root (which may be `/`).
+            let root = self.root.to_str().unwrap_or_default().trim_end_matches('/');
+            let Some(rel) = found.path.to_str().and_then(|p| p.strip_prefix(root)?.strip_prefix('/')) else {
                 continue;
             };
             let rel = Path::new(rel);
+            // A shard from a boundary: the walk gives the directories holding
+            // it, which the shard before emitted.
+            if let Some(from) = &self.from {
+                if rel < from.as_path() {
+                    continue;
+                }
+                self.from = None;
+            }
             self.counts.visited += 1;
             self.walked.step();
             // Entries come in path order: once one is past `after`, all are.
