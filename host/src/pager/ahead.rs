@@ -17,9 +17,11 @@ use super::totals::Final;
 use crate::runtime::{CallContext, CallFailure, CallSignal, LiveCall};
 use crate::tool::{Budget, Chunk};
 
-/// Bytes a shard buffers ahead, at most (one chunk more may take it over),
-/// each chunk counted with its position and `CHUNK_OVERHEAD`.
-const MAX_BYTES: usize = 4 << 20;
+/// Bytes the shards ahead of one stream buffer together, at most (each shard
+/// its share; one chunk more may take it over), each chunk counted with its
+/// position and `CHUNK_OVERHEAD`: what a parked stream may hold, whatever the
+/// number of shards.
+pub const STREAM_AHEAD_BYTES: usize = 4 << 20;
 /// What a buffered chunk costs besides its payload and position.
 const CHUNK_OVERHEAD: usize = 96;
 /// Chunks a shard buffers ahead, at most: enough that a tool of small items
@@ -71,6 +73,8 @@ struct State {
     running: bool,
     buffer: VecDeque<Chunk>,
     bytes: usize,
+    /// The most `bytes` this shard buffers.
+    max_bytes: usize,
     /// The position after the last chunk pulled (`None`: the shard's start).
     produced: Option<String>,
     /// How the shard ended, once it did.
@@ -109,8 +113,9 @@ pub struct Ahead {
 }
 
 impl Ahead {
-    /// The shard `index`, spanning `[start, end)`, not running yet.
-    pub fn new(index: usize, start: Option<String>, end: Option<String>) -> Ahead {
+    /// The shard `index`, spanning `[start, end)`, not running yet, buffering
+    /// at most `max_bytes`.
+    pub fn new(index: usize, start: Option<String>, end: Option<String>, max_bytes: usize) -> Ahead {
         let state = State {
             mode: Mode::Pause,
             ctx: None,
@@ -119,6 +124,7 @@ impl Ahead {
             running: false,
             buffer: VecDeque::new(),
             bytes: 0,
+            max_bytes,
             produced: None,
             ended: None,
             handed: None,
@@ -156,6 +162,8 @@ impl Ahead {
             end: self.end.clone(),
         };
         drop(state);
+        // An older thread waiting on a full buffer sees its generation is over.
+        self.shared.changed.notify_all();
         let spawned = thread::Builder::new().name("cordon-shard".into()).spawn(move || worker.run());
         if spawned.is_err() {
             // No thread: the shard waits for its turn, when the pager opens it.
@@ -302,7 +310,7 @@ impl Worker {
                 Mode::Pause | Mode::Stop => return Step::Quit,
                 Mode::Run => {}
             }
-            if state.bytes < MAX_BYTES && state.buffer.len() < MAX_CHUNKS {
+            if state.bytes < state.max_bytes && state.buffer.len() < MAX_CHUNKS {
                 let Some(ctx) = state.ctx.clone() else { return Step::Quit };
                 return Step::Pull(ctx, state.budget);
             }
@@ -344,7 +352,7 @@ mod tests {
 
     #[test]
     fn a_shard_not_yet_run_is_handed_over_empty_from_its_start() {
-        let ahead = Ahead::new(3, Some("b2".into()), Some("b3".into()));
+        let ahead = Ahead::new(3, Some("b2".into()), Some("b3".into()), STREAM_AHEAD_BYTES);
         let ctx = CallContext {
             grants: Vec::new(),
             signal: Arc::new(CallSignal::new()),

@@ -317,6 +317,8 @@ impl Pager {
         // exact already.
         let changes_nothing = tool.manifest.read_only && tool.manifest.access != Access::Write;
         if for_model && start.index == 0 && changes_nothing && !summary.exact {
+            // The page is pulled: its shards ahead stop before counting runs its own.
+            start.call.disarm();
             let view = start.view.as_ref().map(|_| Compact::new(base(ctx), None));
             let opener = self.opener(tool, &start.args);
             let counting = count::Counting { opener, view, bounds: self.limits.count, margin: COUNT_MARGIN };

@@ -18,7 +18,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use super::ahead::{Ahead, OpenRange};
+use super::ahead::{Ahead, OpenRange, STREAM_AHEAD_BYTES};
 use super::cursor::Shard;
 use super::totals::{Base, Final};
 use crate::policy::Grant;
@@ -114,12 +114,21 @@ impl Sharded {
         let mut next = self.ahead.back().map_or(self.head.index + 1, |a| a.index + 1);
         while next <= last {
             let (start, end) = (self.plan.starts[next].clone(), self.plan.ends[next].clone());
-            self.ahead.push_back(Ahead::new(next, start, end));
+            self.ahead.push_back(Ahead::new(next, start, end, self.ahead_bytes()));
             next += 1;
         }
-        for ahead in self.ahead.iter().take_while(|a| a.index <= last) {
-            ahead.resume(ctx, *budget, &self.plan.open);
+        for ahead in &self.ahead {
+            match ahead.index <= last {
+                true => ahead.resume(ctx, *budget, &self.plan.open),
+                // After a rewind, shards past the running ones wait their turn.
+                false => ahead.pause(),
+            }
         }
+    }
+
+    /// What each shard ahead may buffer: its share of the stream's.
+    fn ahead_bytes(&self) -> usize {
+        STREAM_AHEAD_BYTES / self.plan.running.saturating_sub(1).max(1)
     }
 
     fn ctx(&self) -> Result<&CallContext, CallFailure> {
@@ -277,7 +286,7 @@ impl Sharded {
         self.head = Head::fresh(index, at);
         for shard in (index + 1..=head).rev() {
             let (start, end) = (self.plan.starts[shard].clone(), self.plan.ends[shard].clone());
-            self.ahead.push_front(Ahead::new(shard, start, end));
+            self.ahead.push_front(Ahead::new(shard, start, end, self.ahead_bytes()));
         }
         self.fill();
     }

@@ -120,9 +120,17 @@ impl Stream {
 }
 
 /// A sharded stream from `first` over the shards between `boundaries`.
-fn sharded(opener: Opener, ctx: &CallContext, first: Option<String>, boundaries: Vec<String>, base: Base) -> Stream {
+fn sharded(
+    mut opener: Opener,
+    ctx: &CallContext,
+    first: Option<String>,
+    boundaries: Vec<String>,
+    base: Base,
+) -> Stream {
     let wall_time = opener.runtime.wall_time();
-    let running = opener.running.max(1);
+    // Fewer shards than may run: each gets a larger share of the memory.
+    let running = opener.running.clamp(1, boundaries.len() + 1);
+    opener.running = running;
     let mut starts = vec![first];
     starts.extend(boundaries.iter().cloned().map(Some));
     let mut ends: Vec<Option<String>> = boundaries.into_iter().map(Some).collect();

@@ -8,7 +8,7 @@
 //! shard and pages them in order (`pager::shards`).
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use wasmtime::Store;
 
@@ -106,9 +106,13 @@ impl Runtime {
             let broke = Violation::NotShardable;
             return Err(CallFailure::Contract { tool: name.to_string(), broke });
         };
-        let wait_until = if range.ahead { Instant::now() } else { ctx.deadline };
         // Declared before the store, so dropped after it on every early return.
-        let slot = self.slots.acquire(wait_until, &ctx.signal)?;
+        // A shard run ahead is optional work: it takes a free slot or none,
+        // never another session's parked stream's.
+        let slot = match range.ahead {
+            true => self.slots.free()?,
+            false => self.slots.acquire(ctx.deadline, &ctx.signal)?,
+        };
         let mut store: Store<CallState> = self.store(&ctx.grants, ctx.deadline, Arc::clone(&ctx.signal))?;
         store.data_mut().share_memory(range.running);
         let opened = (|| {

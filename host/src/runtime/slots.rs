@@ -99,6 +99,12 @@ impl Slots {
         }
     }
 
+    /// A free slot now, or `Busy`: nothing parked is given up for it (for
+    /// work that may wait, such as a shard run ahead).
+    pub fn free(&self) -> Result<Slot, CallFailure> {
+        self.try_acquire().ok_or(CallFailure::Busy { limit: self.inner.limit, capacity: self.inner.capacity })
+    }
+
     /// A free slot, if there is one.
     fn try_acquire(&self) -> Option<Slot> {
         let mut used = self.inner.used.lock().expect("slots lock");

@@ -183,8 +183,10 @@ impl Grep {
     pub fn split(roots: &[String], args: &str, start: Option<&str>, count: u32) -> Result<Vec<String>, Error> {
         let setup = Setup::new(roots, args)?;
         let start = Start::decode(start)?;
-        // Inside an item, the rest of it lies in a file not yet known: one shard.
-        if !setup.is_dir || start.inside_item() {
+        // Inside an item, the rest of it lies in a file not yet known: one
+        // shard. A multiline search reads each file whole: one shard keeps
+        // all of the call's memory for it.
+        if !setup.is_dir || start.inside_item() || setup.args.multiline {
             return Ok(Vec::new());
         }
         let from = setup.position(start.source)?.map(|p| p.path);
