@@ -254,18 +254,38 @@ impl Deny {
         self.rules.is_empty()
     }
 
-    /// The real path of the existing `path` (absolute) inside the deepest
-    /// configured root holding it, symlinks resolved there, relative to that
-    /// root; `None` outside every root or when it cannot be resolved.
-    pub fn real_relative(&self, path: &Path) -> Option<PathBuf> {
+    /// The handle of the deepest configured root holding `path` (absolute),
+    /// and `path` relative to it.
+    fn holding<'a>(&'a self, path: &'a Path) -> Option<(&'a Dir, &'a Path)> {
         let (root, dir) = self
             .roots
             .iter()
             .filter(|(root, _)| path.starts_with(root))
             .max_by_key(|(root, _)| root.as_os_str().len())?;
-        let relative = path.strip_prefix(root).ok()?;
-        let target = if relative.as_os_str().is_empty() { Path::new(".") } else { relative };
-        dir.canonicalize(target).ok()
+        Some((dir, path.strip_prefix(root).ok()?))
+    }
+
+    /// Where `path` (absolute; it need not exist) really is, relative to the
+    /// deepest configured root holding it: its deepest existing ancestor with
+    /// symlinks resolved inside that root, the rest appended (what does not
+    /// exist cannot be a link). `None` when there are no rules (the handles
+    /// are kept only for them) or outside every configured root.
+    pub fn real_relative(&self, path: &Path) -> Option<PathBuf> {
+        if self.rules.is_empty() {
+            return None;
+        }
+        let (dir, relative) = self.holding(path)?;
+        let mut existing = relative;
+        let mut rest = PathBuf::new();
+        loop {
+            let target = if existing.as_os_str().is_empty() { Path::new(".") } else { existing };
+            if let Ok(real) = dir.canonicalize(target) {
+                return Some(real.join(&rest));
+            }
+            let name = existing.file_name()?;
+            rest = Path::new(name).join(&rest);
+            existing = existing.parent()?;
+        }
     }
 
     /// The rule that denies `relative` (a path relative to a configured root,
@@ -276,38 +296,21 @@ impl Deny {
 
     /// The rule that denies `path` (an absolute path; it need not exist), if
     /// any: the path as written, relative to the deepest configured root that
-    /// holds it, and with `follow`, also its real path inside that root (the
-    /// deepest existing ancestor resolved, the rest appended), so a symlink to a
-    /// denied file or directory is denied too. A path outside every configured
-    /// root is not denied here: the sandbox refuses it.
+    /// holds it, and with `follow`, also where it really is (`real_relative`),
+    /// so a symlink to a denied file or directory is denied too. A path outside
+    /// every configured root is not denied here: the sandbox refuses it.
     pub fn check(&self, path: &Path, follow: bool) -> Option<&str> {
         if self.rules.is_empty() {
             return None;
         }
-        let (root, dir) = self
-            .roots
-            .iter()
-            .filter(|(root, _)| path.starts_with(root))
-            .max_by_key(|(root, _)| root.as_os_str().len())?;
-        let relative = path.strip_prefix(root).ok()?;
+        let (_, relative) = self.holding(path)?;
         if let Some(rule) = self.rules.denied(relative) {
             return Some(rule);
         }
         if !follow {
             return None;
         }
-        // Resolve the deepest ancestor that exists; what follows it cannot be a link.
-        let mut existing = relative;
-        let mut rest = PathBuf::new();
-        loop {
-            let target = if existing.as_os_str().is_empty() { Path::new(".") } else { existing };
-            if let Ok(real) = dir.canonicalize(target) {
-                return self.rules.denied(&real.join(&rest));
-            }
-            let name = existing.file_name()?;
-            rest = Path::new(name).join(&rest);
-            existing = existing.parent()?;
-        }
+        self.rules.denied(&self.real_relative(path)?)
     }
 }
 

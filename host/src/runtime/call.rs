@@ -62,11 +62,7 @@ impl CallState {
         &self.grants
     }
 
-    pub(super) fn deny(&self) -> &Deny {
-        &self.deny
-    }
-
-    pub(super) fn deny_rules(&self) -> &Arc<Deny> {
+    pub(super) fn deny(&self) -> &Arc<Deny> {
         &self.deny
     }
 

@@ -27,16 +27,17 @@ impl Host for CallState {
         let max = max.min(MAX_LISTED);
         let (root, rel) = self.locate(&path, false)?;
         // With rules, the directory is checked where it really is too (a
-        // symlink anywhere on its path resolved), and so are its entries.
-        let deny = Arc::clone(self.deny_rules());
-        let rules = !deny.is_empty();
-        if let Some(rule) = deny.check(Path::new(&path), rules) {
+        // symlink anywhere on its path resolved, once), and so are its entries.
+        let deny = Arc::clone(self.deny());
+        let real = deny.real_relative(Path::new(&path));
+        let rule = deny.check(Path::new(&path), false).or_else(|| deny.denied_relative(real.as_deref()?));
+        if let Some(rule) = rule {
             return Err(WitError {
                 code: WitErrorCode::PermissionDenied,
                 message: format!("`{path}` is denied by the server's rule `{rule}`"),
             });
         }
-        let real = rules.then(|| deny.real_relative(Path::new(&path))).flatten();
+        let rules = !deny.is_empty();
         let opened;
         let dir = self.root(root, &path)?;
         let dir = match rel.as_str() {
