@@ -99,7 +99,10 @@ pub fn overrides(root: &Path, patterns: &[String]) -> Result<Override, Error> {
 /// position, and reporting the entries visited as progress.
 pub struct Walker {
     walk: Walk,
-    root: PathBuf,
+    /// The root searched as text, without a trailing `/` (empty for `/`): the
+    /// walk's paths are UTF-8 (names that are not are never listed) and start
+    /// with it and a `/`.
+    root: String,
     overrides: Override,
     include_dirs: bool,
     details: bool,
@@ -129,7 +132,7 @@ impl Walker {
         let walk = Walk::new(&options.top, root, filters).from(start).until(bounds.end.map(|rel| root.join(rel)));
         Ok(Walker {
             walk,
-            root: options.root.clone(),
+            root: options.root.to_string_lossy().trim_end_matches('/').to_string(),
             overrides,
             include_dirs: options.include_dirs,
             details: options.details,
@@ -147,10 +150,8 @@ impl Walker {
                 self.counts.errors += 1;
                 continue;
             };
-            // The walk's paths are UTF-8 (names that are not are never listed)
-            // and start with the root (which may be `/`).
-            let root = self.root.to_str().unwrap_or_default().trim_end_matches('/');
-            let Some(rel) = found.path.to_str().and_then(|p| p.strip_prefix(root)?.strip_prefix('/')) else {
+            let Some(rel) = found.path.to_str().and_then(|p| p.strip_prefix(self.root.as_str())?.strip_prefix('/'))
+            else {
                 continue;
             };
             let rel = Path::new(rel);

@@ -145,12 +145,31 @@ mod imp {
 mod imp {
     use super::*;
 
+    /// What a file type is, as the walks name it.
+    fn kind_of(t: std::fs::FileType) -> Kind {
+        if t.is_file() {
+            Kind::File
+        } else if t.is_dir() {
+            Kind::Dir
+        } else if t.is_symlink() {
+            Kind::Symlink
+        } else {
+            Kind::Other
+        }
+    }
+
+    /// Refuses `path` when it is a symlink and `follow` is off, as the host does.
+    fn not_a_link(path: &Path, follow: bool, shown: &str) -> Result<(), Error> {
+        match !follow && std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+            true => Err(Error::new(ErrorCode::Io, format!("{shown} is a symlink, not followed"))),
+            false => Ok(()),
+        }
+    }
+
     pub fn read_head(path: &Path, follow: bool, max: u32) -> Result<(Vec<u8>, bool), Error> {
         use std::io::Read;
         let shown = format!("`{}`", path.display());
-        if !follow && std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
-            return Err(Error::new(ErrorCode::Io, format!("{shown} is a symlink, not followed")));
-        }
+        not_a_link(path, follow, &shown)?;
         let file = std::fs::File::open(path).map_err(|e| Error::io(&shown, &e))?;
         let mut bytes = Vec::new();
         file.take(u64::from(max) + 1).read_to_end(&mut bytes).map_err(|e| Error::io(&shown, &e))?;
@@ -161,34 +180,18 @@ mod imp {
 
     pub fn stat(path: &Path) -> Result<Stat, Error> {
         let meta = std::fs::symlink_metadata(path).map_err(|e| Error::io(&format!("`{}`", path.display()), &e))?;
-        let t = meta.file_type();
-        let kind = if t.is_file() {
-            Kind::File
-        } else if t.is_dir() {
-            Kind::Dir
-        } else if t.is_symlink() {
-            Kind::Symlink
-        } else {
-            Kind::Other
-        };
+        let kind = kind_of(meta.file_type());
         Ok(Stat { kind, size: meta.len(), mtime_ns: crate::paths::mtime_ns(&meta) })
     }
 
     pub fn read_dir(dir: &Path, follow: bool) -> Result<Vec<DirEntry>, Error> {
         let shown = format!("`{}`", dir.display());
-        if !follow && std::fs::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_symlink()) {
-            return Err(Error::new(ErrorCode::Io, format!("{shown} is a symlink, not followed")));
-        }
+        not_a_link(dir, follow, &shown)?;
         let mut entries = Vec::new();
         for entry in std::fs::read_dir(dir).map_err(|e| Error::io(&shown, &e))? {
             let entry = entry.map_err(|e| Error::io(&shown, &e))?;
             let Ok(name) = entry.file_name().into_string() else { continue };
-            let kind = match entry.file_type().map_err(|e| Error::io(&shown, &e))? {
-                t if t.is_file() => Kind::File,
-                t if t.is_dir() => Kind::Dir,
-                t if t.is_symlink() => Kind::Symlink,
-                _ => Kind::Other,
-            };
+            let kind = kind_of(entry.file_type().map_err(|e| Error::io(&shown, &e))?);
             if entries.len() == MAX_ENTRIES as usize {
                 return Err(Error::new(ErrorCode::TooLarge, format!("{shown} holds more than {MAX_ENTRIES} entries")));
             }
