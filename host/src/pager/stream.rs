@@ -16,7 +16,7 @@ use super::shards::{Plan, Sharded};
 use super::totals::Base;
 use crate::policy::Grant;
 use crate::registry::Tool;
-use crate::runtime::{CallContext, CallFailure, LiveCall, Range, Runtime};
+use crate::runtime::{CallContext, CallFailure, LiveCall, Opening, Range, Runtime};
 use crate::tool::{Access, Budget, Chunk, Fingerprint, Summary};
 
 /// How many shards `split` is asked for per shard run at once: more, smaller
@@ -63,22 +63,30 @@ impl Opener {
         Ok(changes_nothing && self.running > 1 && self.tool.target(&self.runtime)?.shards.is_some())
     }
 
-    /// The boundaries after `start`, up to `SPLIT_PER_RUNNING` shards per
-    /// shard run. Splitting only speeds a call up: a `split` that fails (its
-    /// boundaries over a limit, a trap, the tool's refusal, which `open` would
-    /// repeat) leaves the rest in one piece; only the request's cancellation
-    /// or deadline fails the call here.
-    fn split(&self, ctx: &CallContext, start: Option<&str>) -> Result<Vec<String>, CallFailure> {
-        let count = u32::try_from(self.running).unwrap_or(u32::MAX).saturating_mul(SPLIT_PER_RUNNING);
-        match self.runtime.split(self.tool.target(&self.runtime)?, ctx, &self.args, start, count) {
-            Ok(boundaries) => Ok(boundaries),
-            Err(failure @ (CallFailure::Cancelled | CallFailure::Timeout { .. } | CallFailure::HostTimeout { .. })) => {
-                Err(failure)
-            }
-            Err(failure) => {
+    /// How many shards to ask `split` for: `SPLIT_PER_RUNNING` per shard run.
+    fn split_count(&self) -> u32 {
+        u32::try_from(self.running).unwrap_or(u32::MAX).saturating_mul(SPLIT_PER_RUNNING)
+    }
+
+    /// Splitting only speeds a call up: a `split` that fails (its boundaries
+    /// over a limit, a trap, the tool's refusal, which `open` would repeat)
+    /// leaves the rest in one piece; only the request's cancellation or
+    /// deadline fails the call here.
+    fn split_failed(&self, failure: CallFailure) -> Result<(), CallFailure> {
+        match failure {
+            CallFailure::Cancelled | CallFailure::Timeout { .. } | CallFailure::HostTimeout { .. } => Err(failure),
+            failure => {
                 tracing::debug!(tool = %self.tool.manifest.name, "split failed, one shard: {failure:?}");
-                Ok(Vec::new())
+                Ok(())
             }
+        }
+    }
+
+    /// The boundaries after `start` (none when splitting failed).
+    fn split(&self, ctx: &CallContext, start: Option<&str>) -> Result<Vec<String>, CallFailure> {
+        match self.runtime.split(self.tool.target(&self.runtime)?, ctx, &self.args, start, self.split_count()) {
+            Ok(boundaries) => Ok(boundaries),
+            Err(failure) => self.split_failed(failure).map(|()| Vec::new()),
         }
     }
 }
@@ -87,13 +95,15 @@ impl Stream {
     /// The first page's stream: shards when the tool splits this call, else
     /// the tool's one stream.
     pub fn open(opener: Opener, ctx: &CallContext) -> Result<Stream, CallFailure> {
+        let target = opener.tool.target(&opener.runtime)?;
         if opener.may_shard()? {
-            let boundaries = opener.split(ctx, None)?;
-            if !boundaries.is_empty() {
-                return Ok(sharded(opener, ctx, None, boundaries, Base::default()));
+            // The instance asked to split serves the call when it is not split.
+            match opener.runtime.split_or_open(target, ctx, &opener.args, opener.split_count()) {
+                Ok(Opening::Shards(boundaries)) => return Ok(sharded(opener, ctx, None, boundaries, Base::default())),
+                Ok(Opening::One(call)) => return Ok(Stream::One(call)),
+                Err(failure) => opener.split_failed(failure)?,
             }
         }
-        let target = opener.tool.target(&opener.runtime)?;
         Ok(Stream::One(opener.runtime.open(target, ctx, &opener.args, None)?))
     }
 

@@ -17,6 +17,7 @@ use super::bindings::{CordonToolIndices, CordonToolPre, ShardsIndices};
 use super::call::{CallContext, CallState, LiveCall, Opened, Target, seen, tool_error};
 use super::failure::{CallFailure, Violation};
 use super::limits::Limit;
+use super::slots::Slot;
 
 /// Where to find a shardable component's exports in an instance the host
 /// makes itself: `tool` (for the chunk stream) and `shards`.
@@ -33,6 +34,24 @@ impl Shardable {
         let tool = CordonToolIndices::new(pre.instance_pre()).ok()?;
         Some(Shardable { tool, shards })
     }
+}
+
+/// What `split_or_open` found.
+// Moved at once into the pager's stream, which keeps the one call inline too.
+#[allow(clippy::large_enum_variant)]
+pub enum Opening {
+    /// The boundaries to shard the call by (at least one).
+    Shards(Vec<String>),
+    /// The call's one stream.
+    One(LiveCall),
+}
+
+/// An instance that was asked for boundaries, with its store and slot.
+struct Asked {
+    store: Store<CallState>,
+    instance: wasmtime::component::Instance,
+    slot: Slot,
+    tool: CordonToolIndices,
 }
 
 /// One range of a call's output to open.
@@ -71,30 +90,79 @@ impl Runtime {
         start: Option<&str>,
         count: u32,
     ) -> Result<Vec<String>, CallFailure> {
-        let Some(shardable) = target.shards else { return Ok(Vec::new()) };
+        Ok(self.ask_split(target, ctx, args, start, count)?.map_or_else(Vec::new, |(boundaries, _)| boundaries))
+    }
+
+    /// A first page's opening: the boundaries to shard the call by, or, when
+    /// the tool keeps it in one piece, its one stream, opened in the instance
+    /// that was asked (a call that is not split costs no second instance).
+    pub fn split_or_open(
+        &self,
+        target: Target<'_>,
+        ctx: &CallContext,
+        args: &str,
+        count: u32,
+    ) -> Result<Opening, CallFailure> {
+        let asked = match self.ask_split(target, ctx, args, None, count)? {
+            Some((boundaries, _)) if !boundaries.is_empty() => return Ok(Opening::Shards(boundaries)),
+            Some((_, asked)) => asked,
+            None => return Ok(Opening::One(self.open(target, ctx, args, None)?)),
+        };
+        let Asked { mut store, instance, slot, tool } = asked;
+        let name = target.name;
+        store.set_hostcall_fuel(self.limits.work_fuel());
+        let opened = (|| {
+            let tool = tool.load(&mut store, &instance)?;
+            let stream = tool.cordon_tool_tool().call_open(&mut store, args, None)?;
+            Ok::<_, wasmtime::Error>((tool, stream))
+        })();
+        let (instance, stream) = match opened {
+            Ok((instance, Ok(stream))) => (instance, stream),
+            Ok((_, Err(e))) => return Err(tool_error(name, &self.limits, e.into())),
+            Err(e) => return Err(self.guest(name, e, &store, Limit::ChunkBytes(self.limits.max_chunk_bytes))),
+        };
+        Ok(Opening::One(self.live(name, Opened { store, instance, stream, slot })))
+    }
+
+    /// Asks `target` for the boundaries after `start`, in an instance of its
+    /// own, kept with them; `None` for a tool that does not export `shards`.
+    fn ask_split(
+        &self,
+        target: Target<'_>,
+        ctx: &CallContext,
+        args: &str,
+        start: Option<&str>,
+        count: u32,
+    ) -> Result<Option<(Vec<String>, Asked)>, CallFailure> {
+        let Some(shardable) = target.shards else { return Ok(None) };
+        // Declared before the store, so dropped after it on every early return.
         let slot = self.slots.acquire(ctx.deadline, &ctx.signal)?;
         let mut store = self.store(&ctx.grants, ctx.deadline, Arc::clone(&ctx.signal))?;
         let name = target.name;
         let info = Limit::InfoBytes(self.limits.max_info_bytes);
-        let boundaries = (|| {
+        let asked = (|| {
             let instance = target.pre.instance_pre().instantiate(&mut store)?;
             let shards = shardable.shards.load(&mut store, &instance)?;
             // The boundaries together are metadata: held to `max_info_bytes`.
             store.set_hostcall_fuel(self.limits.max_info_bytes);
-            shards.call_split(&mut store, args, start, count)
+            Ok::<_, wasmtime::Error>((shards.call_split(&mut store, args, start, count)?, instance))
         })();
-        let boundaries = match boundaries {
-            Ok(Ok(boundaries)) => boundaries,
-            Ok(Err(e)) => return Err(tool_error(name, &self.limits, e.into())),
-            Err(e) => return Err(CallFailure::from_guest(name, e, seen(&store, &self.limits, info))),
+        let (boundaries, instance) = match asked {
+            Ok((Ok(boundaries), instance)) => (boundaries, instance),
+            Ok((Err(e), _)) => return Err(tool_error(name, &self.limits, e.into())),
+            Err(e) => return Err(self.guest(name, e, &store, info)),
         };
-        drop(store);
-        drop(slot);
         if boundaries.len() >= count.max(1) as usize {
             let broke = Violation::Boundaries { returned: boundaries.len(), count };
             return Err(CallFailure::Contract { tool: name.to_string(), broke });
         }
-        Ok(boundaries)
+        let asked = Asked { store, instance, slot, tool: shardable.tool.clone() };
+        Ok(Some((boundaries, asked)))
+    }
+
+    /// The failure of a call into `store`'s guest.
+    fn guest(&self, name: &str, e: wasmtime::Error, store: &Store<CallState>, output: Limit) -> CallFailure {
+        CallFailure::from_guest(name, e, seen(store, &self.limits, output))
     }
 
     /// Opens one range of `target`'s output for the request `ctx`, in an
