@@ -63,10 +63,22 @@ pub struct Chunk {
 }
 
 impl Chunk {
+    /// A checkpoint at `resume`: no data, only how far the work has come, so
+    /// a page can end on time there (see WIT `chunk`).
+    pub fn checkpoint(resume: String) -> Chunk {
+        Chunk { payload: Payload::Text(String::new()), span: None, continued: false, resume }
+    }
+
+    /// Whether the chunk is a checkpoint: an empty payload continuing no item.
+    pub fn is_checkpoint(&self) -> bool {
+        !self.continued && self.payload.is_empty()
+    }
+
     /// How many items the chunk holds against a budget: one for an item (or a
-    /// piece of one), the line ends for text.
+    /// piece of one), the line ends for text, none for a checkpoint.
     pub fn budget_items(&self) -> u32 {
         match &self.payload {
+            _ if self.is_checkpoint() => 0,
             Payload::Item(_) => 1,
             other => bytecount::count(other.as_bytes(), b'\n') as u32,
         }

@@ -99,6 +99,10 @@ limit_table! {
     /// server may spend counting it (items, bytes, per path), in ms; 0 turns
     /// counting off. Past it the totals say "at least".
     count_ms: u64 = 2000, "MS", may_be 0;
+    /// The most time one page is pulled before it answers with what it has (possibly
+    /// no item) and a continuation at the exact point the work reached, in ms; 0: until
+    /// shortly before the call's time limit (`timeout_secs`), which bounds every page.
+    page_ms: u64 = 0, "MS", may_be 0;
     /// The most payload bytes that count may read; past it the totals say "at least".
     count_max_bytes: Bytes = Bytes(256 << 20), "BYTES", may_be 0;
     /// JSON items from tools nested deeper than this are truncated.
@@ -197,6 +201,7 @@ impl Settings {
                 parked_ttl: Duration::from_secs(self.parked_ttl_secs),
                 count: CountBounds { time: Duration::from_millis(self.count_ms), bytes: self.count_max_bytes.0 },
                 shards: self.shards,
+                page_time: (self.page_ms > 0).then(|| Duration::from_millis(self.page_ms)),
             },
             uploads: UploadLimits {
                 max_bytes: self.max_upload_bytes.0,

@@ -198,8 +198,36 @@ fn oversized_output_is_refused_by_the_limit_it_breaks() {
             (json!({"behaviour": "huge-error"}), Fired::Limit("max_info_bytes")),
             (json!({"behaviour": "big-chunk"}), Fired::Contract),
             (json!({"behaviour": "empty-chunks"}), Fired::Contract),
+            (json!({"behaviour": "same-checkpoint"}), Fired::Contract),
         ],
     );
+}
+
+#[test]
+fn a_tool_that_checkpoints_gets_pages_ended_on_time_and_one_that_never_does_is_stopped_at_the_wall_time() {
+    let fx = fixture();
+    let flags = ["--component", HOSTILE, "--timeout-secs", WALL_TIME_SECS, "--page-ms", "50"];
+    let mut server = Server::initialized(&fx.root(), &flags);
+    // Work that never finds anything: each page answers on time, empty, and goes on.
+    let mut args = json!({"behaviour": "checkpoints"});
+    for page in 0..3 {
+        let started = Instant::now();
+        let result = server.call(page + 1, "hostile", args);
+        assert!(started.elapsed() < Duration::from_secs(2), "page {page} took {:?}", started.elapsed());
+        assert_eq!(result["isError"], false, "page {page}: {result}");
+        let structured = &result["structuredContent"];
+        assert_eq!((&structured["ended"], &structured["complete"]), (&json!("time"), &json!(false)), "{result}");
+        assert_eq!(payload(&result), b"", "page {page}: a checkpoint puts nothing on the page");
+        let footer = result["content"][1]["text"].as_str().unwrap();
+        assert!(footer.contains("ended at its time limit") && footer.contains("no item"), "{footer}");
+        assert_eq!(crate::support::page_meta(&result)["ended"], "time", "{result}");
+        let cursor = structured["next_cursor"].as_str().expect("the work goes on");
+        args = json!({ "cursor": cursor });
+    }
+    // One item, then a loop inside `next`: the page cannot end on time there.
+    let reply = provoke(&mut server, 10, json!({"behaviour": "stall"}));
+    assert_fired(&reply, Fired::Timeout { in_host: false }, "stall");
+    assert_still_healthy(&mut server, 11, "stall");
 }
 
 #[test]

@@ -1,8 +1,8 @@
 //! Parallel, ordered streams: `grep` and `glob` calls run as shards (`--shards
 //! N`) page exactly as one stream does, at every shard count and budget, when
 //! budgets change between pages, when every page reopens its stream from the
-//! cursor, and from a fresh process; cancelling a sharded call or running it
-//! past its deadline leaves no shard running.
+//! cursor, and from a fresh process; cancelling a sharded call, or parking
+//! one whose page ended at its time limit, leaves no shard running.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -197,17 +197,22 @@ fn cancelling_a_sharded_grep_stops_every_shard() {
 }
 
 #[test]
-fn a_sharded_grep_past_its_deadline_fails_cleanly_and_leaves_no_shard_running() {
+fn a_sharded_grep_past_its_deadline_answers_on_time_and_leaves_no_shard_running_while_parked() {
     let fx = Fixture::new();
     long_search_root(&fx, 256);
     let mut server = Server::initialized(&fx.root(), &["--shards", "4", "--timeout-secs", "1"]);
     let started = Instant::now();
     let reply = server.call(1, "grep", json!({"pattern": "absent-needle"}));
-    assert_eq!(reply["isError"], true, "{reply}");
-    assert_eq!(reply["structuredContent"]["error"]["code"], "timeout", "{reply}");
-    assert!(started.elapsed() < Duration::from_secs(4), "answered at the deadline: {:?}", started.elapsed());
+    assert_eq!(reply["isError"], false, "{reply}");
+    assert_eq!(reply["structuredContent"]["ended"], "time", "{reply}");
+    assert!(started.elapsed() < Duration::from_secs(4), "answered by the deadline: {:?}", started.elapsed());
+    // The stream is parked: its shards ahead stop until the next page.
     no_shard_left(server.pid(), Duration::from_secs(5));
-    read_small(&mut server, 2);
+    let cursor = reply["structuredContent"]["next_cursor"].as_str().expect("the search goes on");
+    let next = server.call(2, "grep", json!({"cursor": cursor}));
+    assert_eq!(next["isError"], false, "{next}");
+    no_shard_left(server.pid(), Duration::from_secs(5));
+    read_small(&mut server, 3);
 }
 
 #[test]

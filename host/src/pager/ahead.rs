@@ -318,9 +318,16 @@ impl Worker {
         }
     }
 
+    /// Buffers `chunk`; a checkpoint replaces one just before it (only the
+    /// furthest position of a run of them matters), so a shard that finds
+    /// little never fills its buffer with them.
     fn push(&self, chunk: Chunk) {
         let mut state = self.shared.lock();
         if state.generation == self.generation {
+            if chunk.is_checkpoint() && state.buffer.back().is_some_and(Chunk::is_checkpoint) {
+                let replaced = state.buffer.pop_back().expect("a checkpoint at the back");
+                state.bytes -= buffered_bytes(&replaced);
+            }
             state.produced = Some(chunk.resume.clone());
             state.bytes += buffered_bytes(&chunk);
             state.buffer.push_back(chunk);

@@ -201,6 +201,8 @@ pub fn count(ctx: &CallContext, counting: Counting) -> Option<Whole> {
             break;
         }
         match call.next(budget) {
+            // A checkpoint holds nothing to count; it says the work goes on.
+            Ok(Some(chunk)) if chunk.is_checkpoint() => {}
             Ok(Some(chunk)) => match &chunk.payload {
                 Payload::Item(piece) if chunk.continued => gathered.push_str(piece),
                 Payload::Item(last) => {

@@ -9,6 +9,7 @@
 //! gives exactly the unpaged output, whatever the budgets.
 
 mod ahead;
+pub mod clock;
 pub mod compact;
 pub mod count;
 pub mod cursor;
@@ -16,6 +17,7 @@ pub mod depth;
 pub mod handles;
 pub mod page;
 pub mod parked;
+mod pieces;
 mod shards;
 mod stream;
 pub mod totals;
@@ -33,12 +35,14 @@ use sha2::digest::common::hazmat::{SerializableState, SerializedState};
 use crate::args::{Form, Paging};
 use crate::registry::Tool;
 use crate::runtime::{CallContext, CallFailure, Reclaim, Runtime};
-use crate::tool::{Access, Budget, Chunk, ErrorCode, Fingerprint, Payload, ToolError};
+use crate::tool::{Access, Budget, ErrorCode, Fingerprint, ToolError};
+use clock::PageClock;
 use compact::Compact;
 use cursor::{Cursor, CursorError, CursorKey, Heading};
 use handles::{HandleError, Handles, Store};
-use page::{Builder, Page, Piece, Shown};
+use page::{Builder, Ended, Page, Piece};
 use parked::ParkedStreams;
+use pieces::next_piece;
 use stream::{Opener, Stream};
 
 /// What a first page keeps of its call's time to be answered after counting.
@@ -68,6 +72,9 @@ pub struct PageLimits {
     pub count: count::CountBounds,
     /// Instances a sharded call runs at once (1: none is sharded).
     pub shards: usize,
+    /// The most time a page is pulled before it answers with what it has
+    /// (`None`: until shortly before the request's deadline; see `clock`).
+    pub page_time: Option<Duration>,
 }
 
 /// Why no page came back.
@@ -245,23 +252,38 @@ impl Pager {
         };
         start.call.arm(ctx, budget);
         let signal = &ctx.signal;
+        let clock = PageClock::start(ctx.deadline, self.limits.page_time);
         let mut builder = Builder::new(budget, self.limits.max_depth);
-        let mut complete = false;
+        let mut ended = Ended::Size;
         let mut delivered = 0u64;
+        // Whether the page moved past where it started (data, or a checkpoint):
+        // only then can it end on time with a continuation that goes further.
+        let mut moved = false;
         loop {
             if signal.is_cancelled() {
                 return Err(CallFailure::Cancelled.into());
+            }
+            if moved && clock.is_due() {
+                ended = Ended::Time;
+                break;
             }
             let mut piece = match start.pending.pop_front() {
                 Some(piece) => piece,
                 None => match next_piece(&mut start.call, start.view.as_mut(), budget, &mut start.pending)? {
                     Some(piece) => piece,
                     None => {
-                        complete = true;
+                        ended = Ended::Complete;
                         break;
                     }
                 },
             };
+            if let Piece::Chunk(chunk) = &piece
+                && chunk.is_checkpoint()
+            {
+                start.position = Some(piece.resume().to_string());
+                moved = true;
+                continue;
+            }
             if !builder.fits(&piece) {
                 match piece {
                     // An item shown compactly that a whole page cannot hold
@@ -294,6 +316,7 @@ impl Pager {
                 start.heading = shown.heading.clone();
             }
             builder.push(piece);
+            moved = true;
         }
         if start.fingerprint.is_some() && start.call.fingerprint()? != start.fingerprint {
             return Err(stale(tool, "changed while this page was read").into());
@@ -306,7 +329,11 @@ impl Pager {
         let mut page = builder.finish(&tool.manifest.name, start.index, info);
         page.bytes_before = start.bytes_before;
         page.items_before = start.items_before;
-        if complete {
+        page.ended = ended;
+        if ended == Ended::Time {
+            tracing::debug!(tool = %tool.manifest.name, page = start.index, elapsed = ?clock.elapsed(), "page ended on time");
+        }
+        if ended == Ended::Complete {
             page.sha256 = Some(hex::encode(sha2::Digest::finalize(start.hasher)));
             return Ok(page);
         }
@@ -314,9 +341,9 @@ impl Pager {
         // Counting runs the tool a second time: only for a model deciding
         // whether to page (a program following every cursor reads it all
         // anyway), for a tool that changes nothing, whose own totals are not
-        // exact already.
+        // exact already, and when the page did not end for want of time.
         let changes_nothing = tool.manifest.read_only && tool.manifest.access != Access::Write;
-        if for_model && start.index == 0 && changes_nothing && !summary.exact {
+        if for_model && start.index == 0 && changes_nothing && !summary.exact && ended != Ended::Time {
             // The page is pulled: its shards ahead stop before counting runs its own.
             start.call.disarm();
             let view = start.view.as_ref().map(|_| Compact::new(base(ctx), None));
@@ -325,7 +352,7 @@ impl Pager {
             page.whole = count::count(ctx, counting);
         }
         page.summary = Some(summary);
-        let position = start.position.clone().expect("an incomplete page delivered a chunk");
+        let position = start.position.clone().expect("an incomplete page moved past its start");
         let (resume, shard) = start.call.locate(&position);
         let cursor = Cursor {
             key_id: Cursor::key_id(&self.key),
@@ -464,57 +491,6 @@ impl Pager {
 /// where relative arguments go.
 fn base(ctx: &CallContext) -> Option<String> {
     ctx.grants.first().map(|grant| grant.guest.clone())
-}
-
-/// How many bytes a pull asks for while gathering the pieces of an item too
-/// large for the page, to render it whole.
-const GATHER: u32 = 1 << 20;
-
-/// The next piece of `call`'s output: its next chunk, or, in the text form
-/// (`view`), its next item gathered whole and rendered. An item without a
-/// compact shape stays JSON: when it came in pieces, the first is returned
-/// and the rest (pulled at a larger budget, so the page takes it again at
-/// its own) queued in `rest`.
-fn next_piece(
-    call: &mut Stream,
-    view: Option<&mut Compact>,
-    budget: Budget,
-    rest: &mut VecDeque<Piece>,
-) -> Result<Option<Piece>, CallFailure> {
-    let Some(first) = call.next(budget)? else { return Ok(None) };
-    let Some(view) = view else { return Ok(Some(Piece::Chunk(first))) };
-    let Payload::Item(text) = &first.payload else { return Ok(Some(Piece::Chunk(first))) };
-    let shown = |text: String, resume: String, view: &Compact| {
-        Piece::Shown(Shown { text, resume, heading: view.group().map(str::to_owned) })
-    };
-    if !first.continued {
-        return Ok(Some(match view.render(text) {
-            Some(text) => shown(text, first.resume, view),
-            None => Piece::Chunk(first),
-        }));
-    }
-    let mut whole = text.clone();
-    let mut pieces = vec![first];
-    while pieces.last().is_some_and(|p| p.continued) {
-        let Some(next) = call.next(Budget { bytes: GATHER, items: 1 })? else { break };
-        if let Payload::Item(piece) = &next.payload {
-            whole.push_str(piece);
-        }
-        pieces.push(next);
-    }
-    if let Some(text) = view.render(&whole) {
-        let resume = pieces.pop().map(|p| p.resume).unwrap_or_default();
-        return Ok(Some(shown(text, resume, view)));
-    }
-    let mut pieces = pieces.into_iter();
-    let first = pieces.next().map(Piece::Chunk);
-    if let Some(last) = pieces.next_back() {
-        // The pieces after the first, as one: the page takes them again at its budget.
-        let skip = first.as_ref().map_or(0, |f| f.bytes().len());
-        let payload = Payload::Item(whole[skip..].to_string());
-        rest.push_back(Piece::Chunk(Chunk { payload, ..last }));
-    }
-    Ok(first)
 }
 
 /// Where a cursor's stream is parked: its resume position, and for a sharded

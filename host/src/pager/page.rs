@@ -106,6 +106,29 @@ pub struct ChunkMeta {
     pub continued: bool,
 }
 
+/// Why a page ended.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Ended {
+    /// The output is complete: this is the last page.
+    Complete,
+    /// The next piece did not fit the page's budget.
+    #[default]
+    Size,
+    /// The page's time was up before its budget was filled (see `clock`).
+    Time,
+}
+
+impl Ended {
+    /// The word programs read in the page's metadata.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Ended::Complete => "complete",
+            Ended::Size => "size",
+            Ended::Time => "time",
+        }
+    }
+}
+
 /// A finished page.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Page {
@@ -138,6 +161,8 @@ pub struct Page {
     pub items_before: u64,
     /// On the last page: SHA-256 of every page's payload, concatenated.
     pub sha256: Option<String>,
+    /// Why the page ended.
+    pub ended: Ended,
 }
 
 impl Page {
@@ -327,6 +352,7 @@ impl Builder {
             bytes_before: 0,
             items_before: 0,
             sha256: None,
+            ended: Ended::default(),
         }
     }
 }

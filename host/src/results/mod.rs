@@ -6,11 +6,12 @@
 use serde_json::{Map, Value, json};
 
 pub mod faults;
+mod footer;
 pub mod outcome;
 pub use faults::Fault;
 
 use crate::pager::BYTES_PER_TOKEN;
-use crate::pager::page::{Block, Page};
+use crate::pager::page::{Block, Ended, Page};
 use crate::policy::{Mode, Root};
 use crate::protocol::jsonrpc::{Code, ErrorObject, Kind};
 use crate::protocol::mcp::Version;
@@ -18,6 +19,7 @@ use crate::protocol::modern;
 use crate::registry::Entry;
 use crate::runtime::CallFailure;
 use crate::tool::Manifest;
+use footer::{footer, remaining};
 
 /// What the server offers, in either era: tools, log messages on request,
 /// and (empty) resources and prompts, so clients that list them get an answer.
@@ -163,6 +165,7 @@ fn page_properties() -> Value {
     let mut props = span;
     let extra = json!({
         "complete": { "type": "boolean", "description": "True on the last page." },
+        "ended": { "const": "time", "description": "Present when the page ended at its time limit rather than its size: it may hold few items or none, and the counts in the tool's fields say how far the work got; continuing goes on from there." },
         "next_cursor": { "type": ["string", "null"], "description": "Pass as `cursor` to get the next page (a short handle); null when complete." },
         "items": { "type": "array", "description": "This page's payload when it is whole JSON items: the items (left out when the tool's own fields hold its one item whole)." },
         "text": { "type": "string", "description": "This page's payload when it is text (or items split across pages): the text, exactly." },
@@ -280,6 +283,7 @@ pub fn page_log(page: &Page) -> Value {
         "continued": page.continued,
         "max_tokens": page.budget.bytes / BYTES_PER_TOKEN,
         "page_size": page.budget.items,
+        "ended": page.ended.as_str(),
     });
     if let Some(sha) = &page.sha256 {
         meta["payload_sha256"] = sha.clone().into();
@@ -301,6 +305,11 @@ fn structured(page: Page) -> Value {
         out.insert(field.into(), payload);
     }
     out.insert("complete".into(), page.next_cursor.is_none().into());
+    // A page cut short by its time, not its size, says so: more may follow
+    // even when it holds nothing.
+    if page.ended == Ended::Time {
+        out.insert("ended".into(), "time".into());
+    }
     if let Some(remaining) = remaining {
         out.insert("remaining".into(), remaining.to_json());
     }
@@ -393,68 +402,6 @@ fn insert_span(out: &mut Map<String, Value>, span: &crate::tool::Span) {
     }
     out.insert("start_byte".into(), span.start_byte.into());
     out.insert("end_byte".into(), span.end_byte.into());
-}
-
-/// What remains after a page that is not the last, as far as the tool's
-/// totals tell.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Remaining {
-    bytes: Option<u64>,
-    items: Option<u64>,
-}
-
-impl Remaining {
-    fn to_json(self) -> Value {
-        let mut out = Map::new();
-        if let Some(bytes) = self.bytes {
-            out.insert("bytes".into(), bytes.into());
-            out.insert("estimated_tokens".into(), bytes.div_ceil(u64::from(BYTES_PER_TOKEN)).into());
-        }
-        if let Some(items) = self.items {
-            out.insert("items".into(), items.into());
-        }
-        Value::Object(out)
-    }
-}
-
-fn remaining(page: &Page) -> Option<Remaining> {
-    page.next_cursor.as_ref()?;
-    let totals = &page.summary.as_ref()?.totals;
-    let delivered_bytes = page.span.map_or(page.bytes_before + page.bytes, |s| s.end_byte);
-    let total_bytes = totals.get("range_end").or_else(|| totals.get("bytes")).and_then(Value::as_u64);
-    let bytes = total_bytes.and_then(|t| t.checked_sub(delivered_bytes));
-    let items = totals.get("items").and_then(Value::as_u64).map(|t| t.saturating_sub(page.items_before + page.items));
-    (bytes.is_some() || items.is_some()).then_some(Remaining { bytes, items })
-}
-
-/// The line the model reads when more remains: one sentence saying what the
-/// page shows, of how much (exact or "at least"), and the call that continues.
-fn footer(page: &Page) -> Option<String> {
-    let args = page.continue_with.as_ref()?;
-    let plural = |n: u64| if n == 1 { "" } else { "s" };
-    let shows = match (page.span, &page.whole) {
-        (Some(crate::tool::Span { lines: Some((a, b)), start_byte, end_byte }), _) => {
-            format!("lines {a}–{b} (bytes {start_byte}–{end_byte})")
-        }
-        (Some(span), _) => format!("bytes {}–{}", span.start_byte, span.end_byte),
-        (None, Some(whole)) => format!("{} {}", page.items, whole.sentence()),
-        (None, None) if page.items_before == 0 => format!("{} item{}", page.items, plural(page.items)),
-        (None, None) => format!("items {}–{}", page.items_before + 1, page.items_before + page.items),
-    };
-    let mut left = Vec::new();
-    if let Some(Remaining { bytes, items }) = remaining(page) {
-        if let Some(bytes) = bytes {
-            left.push(format!("about {bytes} more bytes (~{} tokens)", bytes.div_ceil(u64::from(BYTES_PER_TOKEN))));
-        }
-        if let (Some(items), None) = (items, &page.whole) {
-            left.push(format!("{items} more item{}", plural(items)));
-        }
-    }
-    let left = match left.is_empty() {
-        true => String::new(),
-        false => format!(", {} remain", left.join(" and ")),
-    };
-    Some(format!("[Page {} shows {shows}{left}; continue with `{}` {args}]", page.index + 1, page.tool))
 }
 
 fn content_block(block: &Block) -> Value {
@@ -596,26 +543,6 @@ mod tests {
         assert_eq!(held["replacements"], 1);
         let more = structured_of(page(vec![(Payload::Item(answer.to_string()), false)], json!({"path": "f"})));
         assert_eq!(more["items"], json!([answer]), "an item with fields the info lacks is kept");
-    }
-
-    #[test]
-    fn the_footer_is_one_sentence_saying_what_is_shown_of_how_much_and_how_to_go_on() {
-        let mut first = page(vec![(Payload::Item(r#"{"path":"a"}"#.into()), false)], json!({}));
-        first.continue_with = Some(json!({"cursor": "h1_x.1"}));
-        let paths = vec![("a".to_string(), 1)];
-        first.whole = Some(crate::pager::count::Whole { items: 13, bytes: 400, exact: true, paths });
-        let said = footer(&first).unwrap();
-        assert_eq!(
-            said,
-            r#"[Page 1 shows 1 of 13 items in 1 file (~100 tokens in all); continue with `t` {"cursor":"h1_x.1"}]"#
-        );
-        let mut later =
-            page(vec![(Payload::Item("[1]".into()), false), (Payload::Item("[2]".into()), false)], json!({}));
-        (later.index, later.items_before) = (1, 5);
-        later.continue_with = Some(json!({"cursor": "h1_x.2"}));
-        let said = footer(&later).unwrap();
-        assert_eq!(said, r#"[Page 2 shows items 6–7; continue with `t` {"cursor":"h1_x.2"}]"#);
-        assert_eq!(said.matches(". ").count(), 0, "one sentence");
     }
 
     #[test]

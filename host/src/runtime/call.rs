@@ -198,7 +198,16 @@ impl Runtime {
             Ok(opened) => opened.map_err(|e| tool_error(name, &self.limits, e.into()))?,
             Err(e) => return Err(CallFailure::from_guest(name, e, seen(&store))),
         };
-        Ok(LiveCall { store, instance, stream, name: name.to_string(), limits: self.limits, empty_run: 0, _slot: slot })
+        Ok(LiveCall {
+            store,
+            instance,
+            stream,
+            name: name.to_string(),
+            limits: self.limits,
+            empty_run: 0,
+            checkpoint: None,
+            _slot: slot,
+        })
     }
 }
 
@@ -214,7 +223,16 @@ impl Runtime {
     /// The call of `name` that `opened` is.
     pub(super) fn live(&self, name: &str, opened: Opened) -> LiveCall {
         let Opened { store, instance, stream, slot } = opened;
-        LiveCall { store, instance, stream, name: name.to_string(), limits: self.limits, empty_run: 0, _slot: slot }
+        LiveCall {
+            store,
+            instance,
+            stream,
+            name: name.to_string(),
+            limits: self.limits,
+            empty_run: 0,
+            checkpoint: None,
+            _slot: slot,
+        }
     }
 }
 
@@ -236,7 +254,8 @@ pub(super) fn tool_error(tool: &str, limits: &CallLimits, e: ToolError) -> CallF
     CallFailure::Tool(e)
 }
 
-/// Empty chunks in a row after which a stream is taken to make no progress.
+/// Chunks in a row that move nothing (empty continued chunks, or the same
+/// checkpoint again) after which a stream is taken to make no progress.
 const MAX_EMPTY_CHUNKS: u32 = 64;
 
 /// A call in progress: its own store and the tool's chunk stream.
@@ -246,8 +265,10 @@ pub struct LiveCall {
     stream: ResourceAny,
     name: String,
     limits: CallLimits,
-    /// Empty (continued) chunks returned in a row.
+    /// Chunks that moved nothing returned in a row.
     empty_run: u32,
+    /// The position of the last checkpoint, while no data followed it.
+    checkpoint: Option<String>,
     /// The store's instance slot. Last, so it is given back only after the
     /// store (dropped first) has returned its instance to the pool.
     _slot: Slot,
@@ -289,7 +310,7 @@ impl LiveCall {
         };
         let Some(chunk) = chunk else { return Ok(None) };
         let (bytes, items) = (chunk.payload.len(), chunk.budget_items());
-        if bytes > budget.bytes as usize || items > budget.items || (bytes == 0 && !chunk.continued) {
+        if bytes > budget.bytes as usize || items > budget.items {
             return Err(self.broke(Violation::OverBudget { bytes, items, budget }));
         }
         if chunk.resume.len() > self.limits.max_info_bytes {
@@ -298,7 +319,18 @@ impl LiveCall {
                 limit: Limit::InfoBytes(self.limits.max_info_bytes),
             });
         }
-        self.empty_run = if bytes == 0 { self.empty_run + 1 } else { 0 };
+        let moved = match chunk.is_checkpoint() {
+            true if self.checkpoint.as_ref() == Some(&chunk.resume) => false,
+            true => {
+                self.checkpoint = Some(chunk.resume.clone());
+                true
+            }
+            false => {
+                self.checkpoint = None;
+                bytes > 0
+            }
+        };
+        self.empty_run = if moved { 0 } else { self.empty_run + 1 };
         if self.empty_run >= MAX_EMPTY_CHUNKS {
             return Err(self.broke(Violation::NoProgress { chunks: MAX_EMPTY_CHUNKS }));
         }

@@ -46,10 +46,10 @@ pub enum CallFailure {
 /// A rule of the contract a tool broke.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Violation {
-    /// A chunk larger than the budget it was asked for, or an empty chunk
-    /// that does not continue an item.
+    /// A chunk larger than the budget it was asked for.
     OverBudget { bytes: usize, items: u32, budget: crate::tool::Budget },
-    /// Too many empty chunks in a row: the stream makes no progress.
+    /// Too many chunks in a row that moved nothing (empty continued chunks,
+    /// the same checkpoint again): the stream makes no progress.
     NoProgress { chunks: u32 },
     /// A summary whose totals are not a JSON object.
     SummaryTotals,
@@ -84,7 +84,7 @@ impl fmt::Display for Violation {
                 budget.bytes, budget.items
             ),
             Violation::NoProgress { chunks } => {
-                write!(f, "returned {chunks} empty chunks in a row; a stream must make progress")
+                write!(f, "returned {chunks} chunks in a row that moved nothing; a stream must make progress")
             }
             Violation::SummaryTotals => f.write_str("returned summary totals that are not a JSON object"),
             Violation::InfoNotObject => f.write_str("returned an info that is not a JSON object"),

@@ -96,6 +96,15 @@ impl GuestChunkStream for Stream {
             Behaviour::HugeChunk => (t::Payload::Text("x".repeat(HUGE_CHUNK_BYTES)), false),
             Behaviour::SmallChunks => (t::Payload::Text("x".into()), true),
             Behaviour::EmptyChunks => (t::Payload::Text(String::new()), true),
+            Behaviour::Checkpoints => (t::Payload::Text(String::new()), false),
+            Behaviour::SameCheckpoint => {
+                let payload = t::Payload::Text(String::new());
+                return Ok(Some(wit::Chunk { payload, span: None, continued: false, resume: "0".into() }));
+            }
+            Behaviour::Stall if n >= 1 => {
+                misbehave(Behaviour::Loop);
+                return Ok(None);
+            }
             _ if n >= u64::from(BENIGN_ITEMS) => return Ok(None),
             _ => (t::Payload::Item(json!({ "item": n }).to_string()), false),
         };
@@ -179,6 +188,9 @@ fn misbehave(behaviour: Behaviour) {
         | Behaviour::HugeError
         | Behaviour::SmallChunks
         | Behaviour::EmptyChunks
+        | Behaviour::Checkpoints
+        | Behaviour::SameCheckpoint
+        | Behaviour::Stall
         | Behaviour::Remember => {}
     }
 }

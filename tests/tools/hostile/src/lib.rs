@@ -72,6 +72,14 @@ pub enum Behaviour {
     SmallChunks,
     /// An endless stream of empty (continued) chunks: no progress.
     EmptyChunks,
+    /// An endless stream of checkpoints, each further on: work that never
+    /// finds anything, so every page ends on time.
+    Checkpoints,
+    /// The same checkpoint again and again: no progress.
+    SameCheckpoint,
+    /// One item, then a loop inside `next` with no checkpoint: stopped at
+    /// the wall time, however the page is bounded.
+    Stall,
     /// Executes `unreachable`.
     Trap,
     /// Panics (which aborts: a trap).
@@ -119,7 +127,8 @@ pub fn input_schema() -> serde_json::Value {
             "behaviour": {
                 "type": "string",
                 "enum": ["benign", "loop", "memory", "memory-huge", "handles", "guest-handles", "big-chunk",
-                         "huge-chunk", "huge-info", "huge-error", "small-chunks", "empty-chunks", "trap",
+                         "huge-chunk", "huge-info", "huge-error", "small-chunks", "empty-chunks", "checkpoints",
+                         "same-checkpoint", "stall", "trap",
                          "panic", "sleep-in-host", "remember"],
                 "description": "What to do wrong."
             },

@@ -1,0 +1,63 @@
+//! The pieces a page is made of, pulled from a stream: its chunks as they
+//! come, or, in the compact text form, its items gathered whole and rendered.
+//! A checkpoint (an empty chunk, see WIT `chunk`) passes through as a chunk:
+//! the pager takes its position and puts nothing on the page.
+
+use std::collections::VecDeque;
+
+use super::compact::Compact;
+use super::page::{Piece, Shown};
+use super::stream::Stream;
+use crate::runtime::CallFailure;
+use crate::tool::{Budget, Chunk, Payload};
+
+/// How many bytes a pull asks for while gathering the pieces of an item too
+/// large for the page, to render it whole.
+const GATHER: u32 = 1 << 20;
+
+/// The next piece of `call`'s output: its next chunk, or, in the text form
+/// (`view`), its next item gathered whole and rendered. An item without a
+/// compact shape stays JSON: when it came in pieces, the first is returned
+/// and the rest (pulled at a larger budget, so the page takes it again at
+/// its own) queued in `rest`.
+pub fn next_piece(
+    call: &mut Stream,
+    view: Option<&mut Compact>,
+    budget: Budget,
+    rest: &mut VecDeque<Piece>,
+) -> Result<Option<Piece>, CallFailure> {
+    let Some(first) = call.next(budget)? else { return Ok(None) };
+    let Some(view) = view.filter(|_| !first.is_checkpoint()) else { return Ok(Some(Piece::Chunk(first))) };
+    let Payload::Item(text) = &first.payload else { return Ok(Some(Piece::Chunk(first))) };
+    let shown = |text: String, resume: String, view: &Compact| {
+        Piece::Shown(Shown { text, resume, heading: view.group().map(str::to_owned) })
+    };
+    if !first.continued {
+        return Ok(Some(match view.render(text) {
+            Some(text) => shown(text, first.resume, view),
+            None => Piece::Chunk(first),
+        }));
+    }
+    let mut whole = text.clone();
+    let mut pieces = vec![first];
+    while pieces.last().is_some_and(|p| p.continued) {
+        let Some(next) = call.next(Budget { bytes: GATHER, items: 1 })? else { break };
+        if let Payload::Item(piece) = &next.payload {
+            whole.push_str(piece);
+        }
+        pieces.push(next);
+    }
+    if let Some(text) = view.render(&whole) {
+        let resume = pieces.pop().map(|p| p.resume).unwrap_or_default();
+        return Ok(Some(shown(text, resume, view)));
+    }
+    let mut pieces = pieces.into_iter();
+    let first = pieces.next().map(Piece::Chunk);
+    if let Some(last) = pieces.next_back() {
+        // The pieces after the first, as one: the page takes them again at its budget.
+        let skip = first.as_ref().map_or(0, |f| f.bytes().len());
+        let payload = Payload::Item(whole[skip..].to_string());
+        rest.push_back(Piece::Chunk(Chunk { payload, ..last }));
+    }
+    Ok(first)
+}
