@@ -8,12 +8,12 @@ pub mod walk;
 
 use std::path::PathBuf;
 
-use cordon_sdk::items::{ItemSource, ItemStream, Items, Start};
+use cordon_sdk::items::{ItemSource, ItemStream, Items, Start, Step};
 use cordon_sdk::{Error, ErrorCode, Manifest, Summary, paths};
 use serde::Deserialize;
 use serde_json::json;
 
-use walk::{Bounds, Counts, Found, MAX_SORTED, Options, Walker};
+use walk::{Bounds, Counts, Found, MAX_SORTED, Next, Options, Walker};
 
 /// The tool's name as clients call it.
 pub const NAME: &str = "glob";
@@ -164,12 +164,25 @@ impl Source {
 
 impl ItemSource for Source {
     fn next_item(&mut self) -> Result<Option<(String, String)>, Error> {
+        loop {
+            match self.next_step()? {
+                Some(Step::Item(item, after)) => return Ok(Some((item, after))),
+                Some(Step::Checkpoint(_)) => {}
+                None => return Ok(None),
+            }
+        }
+    }
+
+    /// Matches, and in path order checkpoints where the walk matches little
+    /// (newest-first order walks everything before its first item).
+    fn next_step(&mut self) -> Result<Option<Step>, Error> {
         let (found, position) = match self {
-            Source::Path(walker) => match walker.next_match()? {
-                Some(found) => {
+            Source::Path(walker) => match walker.next_step()? {
+                Some(Next::Match(found)) => {
                     let position = found.rel.to_string_lossy().into_owned();
                     (found, position)
                 }
+                Some(Next::Checkpoint(rel)) => return Ok(Some(Step::Checkpoint(rel.to_string_lossy().into_owned()))),
                 None => return Ok(None),
             },
             Source::Mtime { sorted, next, .. } => match sorted.get(*next) {
@@ -185,7 +198,7 @@ impl ItemSource for Source {
             false => serde_json::to_string(&json!({ "path": found.entry.path, "type": found.entry.kind })),
         };
         let item = item.map_err(|e| Error::new(ErrorCode::Internal, e.to_string()))?;
-        Ok(Some((item, position)))
+        Ok(Some(Step::Item(item, position)))
     }
 }
 

@@ -263,3 +263,28 @@ fn shards_concatenate_to_the_unsharded_output_from_any_position() {
     let sorted = r#"{"pattern": "**/*.rs", "sort": "mtime"}"#;
     assert!(Glob::split(&tree.roots(), sorted, None, 4).unwrap().is_empty(), "newest first is not split");
 }
+
+#[test]
+fn a_walk_that_matches_little_checkpoints_and_resumes_exactly_from_each_checkpoint() {
+    let tree = Tree::new("checkpoints");
+    for i in 0..2600 {
+        let name = if i % 1300 == 5 { format!("d{}/f{i:04}.rs", i / 100) } else { format!("d{}/f{i:04}.txt", i / 100) };
+        tree.file(&name, "");
+    }
+    for args in [r#"{"pattern": "**/*.rs"}"#, r#"{"pattern": "**/*.rs", "include_dirs": true}"#] {
+        let budget = Budget { bytes: 1000, items: 1 };
+        let data = |chunks: &[cordon_sdk::Chunk]| -> Vec<cordon_sdk::Chunk> {
+            chunks.iter().filter(|c| !c.is_checkpoint()).cloned().collect()
+        };
+        let mut glob = Glob::open(&tree.roots(), args, None).unwrap();
+        let all: Vec<_> = std::iter::from_fn(|| glob.items.next(budget).unwrap()).collect();
+        assert_eq!(data(&all).len(), 2, "{args}");
+        let checkpoints: Vec<usize> = (0..all.len()).filter(|&i| all[i].is_checkpoint()).collect();
+        assert!(checkpoints.len() >= 2, "2626 entries with 2 matches make checkpoints: {args}: {all:?}");
+        for &i in &checkpoints {
+            let mut rest = Glob::open(&tree.roots(), args, Some(&all[i].resume)).unwrap();
+            let rest: Vec<_> = std::iter::from_fn(|| rest.items.next(budget).unwrap()).collect();
+            assert_eq!(data(&rest), data(&all[i + 1..]), "{args} resumed at {}", all[i].resume);
+        }
+    }
+}

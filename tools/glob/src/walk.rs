@@ -12,10 +12,11 @@
 use std::cmp::Reverse;
 use std::path::{Path, PathBuf};
 
+use cordon_sdk::items::Pace;
 use cordon_sdk::paths::Entry;
 use cordon_sdk::progress::Walked;
 use cordon_sdk::scan::Kind;
-use cordon_sdk::walk::{Filters, Walk};
+use cordon_sdk::walk::{Filters, Visit, Walk};
 use cordon_sdk::{Error, ErrorCode};
 use ignore::overrides::{Override, OverrideBuilder};
 use ignore::types::Types;
@@ -67,6 +68,20 @@ pub struct Found {
     pub described: bool,
 }
 
+/// What a walk gives next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Next {
+    /// A matching entry.
+    Match(Found),
+    /// No match in the last `CHECKPOINT` entries: the walk got past this
+    /// path (relative to the root), and a walk resumed after it goes on there.
+    Checkpoint(PathBuf),
+}
+
+/// A walk that matches nothing says how far it got after this many entries
+/// (a checkpoint): a few milliseconds of work.
+const CHECKPOINT: Pace = Pace::every(1024, u64::MAX);
+
 /// How far a walk got, as `info` and `summary` report it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Counts {
@@ -113,6 +128,8 @@ pub struct Walker {
     pub counts: Counts,
     /// The entries visited, reported as progress.
     walked: Walked,
+    /// The entries visited since the last match or checkpoint.
+    pace: Pace,
 }
 
 impl Walker {
@@ -140,18 +157,41 @@ impl Walker {
             after: bounds.after,
             counts: Counts::default(),
             walked: Walked::default(),
+            pace: CHECKPOINT,
         })
     }
 
     /// The next matching entry after the position, in path order.
     pub fn next_match(&mut self) -> Result<Option<Found>, Error> {
-        while let Some(result) = self.walk.next_entry() {
-            let Ok(found) = result else {
-                self.counts.errors += 1;
-                continue;
+        loop {
+            match self.next_step()? {
+                Some(Next::Match(found)) => return Ok(Some(found)),
+                Some(Next::Checkpoint(_)) => {}
+                None => return Ok(None),
+            }
+        }
+    }
+
+    /// The next matching entry after the position, in path order, or after
+    /// `CHECKPOINT` entries without one, a checkpoint.
+    pub fn next_step(&mut self) -> Result<Option<Next>, Error> {
+        while let Some(result) = self.walk.next_visit() {
+            let found = match result {
+                Ok(Visit::Entry(found)) => found,
+                // The filters left out many entries: past the start, a checkpoint.
+                Ok(Visit::Passed(path)) => match self.relative(&path) {
+                    Some(rel) if self.from.is_none() && self.after.is_none() => {
+                        self.pace.reset();
+                        return Ok(Some(Next::Checkpoint(rel.to_path_buf())));
+                    }
+                    _ => continue,
+                },
+                Err(_) => {
+                    self.counts.errors += 1;
+                    continue;
+                }
             };
-            let Some(rel) = found.path.to_str().and_then(|p| p.strip_prefix(self.root.as_str())?.strip_prefix('/'))
-            else {
+            let Some(rel) = self.relative(&found.path) else {
                 continue;
             };
             let rel = Path::new(rel);
@@ -178,6 +218,10 @@ impl Walker {
                 _ => false,
             };
             if !wanted {
+                self.pace.add(1, 0);
+                if self.pace.due() {
+                    return Ok(Some(Next::Checkpoint(rel.to_path_buf())));
+                }
                 continue;
             }
             let entry = match self.details {
@@ -194,9 +238,17 @@ impl Walker {
                 }
             };
             self.counts.matched += 1;
-            return Ok(Some(Found { rel: rel.to_path_buf(), entry, described: self.details }));
+            self.pace.reset();
+            return Ok(Some(Next::Match(Found { rel: rel.to_path_buf(), entry, described: self.details })));
         }
         Ok(None)
+    }
+}
+
+impl Walker {
+    /// `path` relative to the root searched.
+    fn relative<'p>(&self, path: &'p Path) -> Option<&'p Path> {
+        path.to_str().and_then(|p| p.strip_prefix(self.root.as_str())?.strip_prefix('/')).map(Path::new)
     }
 }
 

@@ -13,7 +13,7 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::PathBuf;
 use std::rc::Rc;
 
-use cordon_sdk::items::ItemSource;
+use cordon_sdk::items::{ItemSource, Pace, Step};
 use cordon_sdk::progress::Scanned;
 use cordon_sdk::scan;
 use cordon_sdk::{Error, ErrorCode};
@@ -24,7 +24,7 @@ use crate::args::OutputMode;
 use crate::guard::{Guard, HEAD};
 use crate::render;
 use crate::sink::{Collector, Queued, Settings};
-use crate::walk::Walker;
+use crate::walk::{Next, Walker};
 
 /// What a search has counted so far.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -162,7 +162,14 @@ pub struct GrepSource {
     done: bool,
     /// Files and bytes searched by this stream, reported as progress.
     scanned: Scanned,
+    /// The work since the last item or checkpoint.
+    pace: Pace,
 }
+
+/// A search that finds nothing says how far it got after this many files
+/// or bytes searched (a checkpoint, see `ItemSource::next_step`): a few
+/// milliseconds of work.
+const CHECKPOINT: Pace = Pace::every(256, 4 << 20);
 
 impl GrepSource {
     /// Searches the files `walker` yields, from `resume` on.
@@ -177,6 +184,7 @@ impl GrepSource {
             counts,
             done: false,
             scanned: Scanned::default(),
+            pace: CHECKPOINT,
         }
     }
 
@@ -196,16 +204,20 @@ impl GrepSource {
         self.done
     }
 
-    /// Opens the next file to search; `false` at the end of the walk.
-    fn start_next_file(&mut self) -> Result<bool, Error> {
+    /// Opens the next file to search: `Opened`, or how far the walk got
+    /// past files it left out, or `End` of the walk.
+    fn start_next_file(&mut self) -> Result<Walked, Error> {
         loop {
             let (path, named) = match self.walker.next_file() {
-                None => return Ok(false),
+                None => return Ok(Walked::End),
                 Some(Err(_)) => {
                     self.counts.errors += 1;
                     continue;
                 }
-                Some(Ok(file)) => file,
+                // Past a resume position only (the walk prunes what lies before it).
+                Some(Ok(Next::Passed(path))) if self.resume.is_none() => return Ok(Walked::Passed(path)),
+                Some(Ok(Next::Passed(_))) => continue,
+                Some(Ok(Next::File(path, named))) => (path, named),
             };
             let (mut line, mut byte, mut resumed) = (1, 0, false);
             if let Some((resume_path, at)) = &self.resume {
@@ -250,7 +262,7 @@ impl GrepSource {
                 queued_any: resumed,
                 check_resume: resumed,
             });
-            return Ok(true);
+            return Ok(Walked::Opened);
         }
     }
 
@@ -339,6 +351,16 @@ impl GrepSource {
     }
 }
 
+/// How far `start_next_file` got.
+enum Walked {
+    /// A file is open to search.
+    Opened,
+    /// The walk left out files up to this path (see `walk::Next::Passed`).
+    Passed(PathBuf),
+    /// The walk is over.
+    End,
+}
+
 /// The part of a file past its head: nothing when the head was all of it.
 struct Rest<'a>(Option<&'a mut File>);
 
@@ -372,19 +394,48 @@ fn check_line_start(file: &mut File, byte: u64, path: &std::path::Path) -> Resul
 impl ItemSource for GrepSource {
     fn next_item(&mut self) -> Result<Option<(String, String)>, Error> {
         loop {
+            match self.next_step()? {
+                Some(Step::Item(item, after)) => return Ok(Some((item, after))),
+                Some(Step::Checkpoint(_)) => {}
+                None => return Ok(None),
+            }
+        }
+    }
+
+    /// Items, and after `CHECKPOINT`'s work without one, a checkpoint at
+    /// the end of the file last searched.
+    fn next_step(&mut self) -> Result<Option<Step>, Error> {
+        loop {
             if let Some((item, first, path)) = self.queue.pop_front() {
                 if first {
                     self.counts.files_matched += 1;
                 }
                 self.counts.matches += item.matches;
+                self.pace.reset();
                 let at = item.next.map_or(Where::End, |(line, byte)| Where::Line(line, byte));
-                return Ok(Some((item.json, encode(&self.counts, at, &path))));
+                return Ok(Some(Step::Item(item.json, encode(&self.counts, at, &path))));
             }
-            if self.current.is_some() {
+            if let Some(current) = &self.current {
+                let (path, before) = (current.shown.clone(), self.scanned);
                 self.search_current()?;
-            } else if !self.start_next_file()? {
-                self.done = true;
-                return Ok(None);
+                let (files, bytes) = (self.scanned.files - before.files, self.scanned.bytes - before.bytes);
+                self.pace.add(files as u32, bytes);
+                if self.current.is_none() && self.queue.is_empty() && self.pace.due() {
+                    return Ok(Some(Step::Checkpoint(encode(&self.counts, Where::End, &path))));
+                }
+            } else {
+                match self.start_next_file()? {
+                    Walked::Opened => {}
+                    Walked::Passed(path) => {
+                        self.pace.reset();
+                        let at = encode(&self.counts, Where::End, &path.to_string_lossy());
+                        return Ok(Some(Step::Checkpoint(at)));
+                    }
+                    Walked::End => {
+                        self.done = true;
+                        return Ok(None);
+                    }
+                }
             }
         }
     }

@@ -70,7 +70,8 @@ pub fn chunks(grep: &mut Grep, bytes: u32) -> Vec<(String, String, bool)> {
 /// Every item of a search with `args`.
 pub fn items(tree: &Tree, args: Value) -> Vec<Value> {
     let mut grep = Grep::open(&tree.roots(), &args.to_string(), None).unwrap();
-    chunks(&mut grep, u32::MAX).into_iter().map(|(text, _, _)| serde_json::from_str(&text).unwrap()).collect()
+    let chunks = chunks(&mut grep, u32::MAX).into_iter().filter(|(text, _, _)| !text.is_empty());
+    chunks.map(|(text, _, _)| serde_json::from_str(&text).unwrap()).collect()
 }
 
 /// The error code of a search with `args`.

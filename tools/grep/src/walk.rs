@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use cordon_sdk::Error;
 use cordon_sdk::scan::Kind;
-use cordon_sdk::walk::{Filters, Walk};
+use cordon_sdk::walk::{Filters, Visit, Walk};
 use ignore::overrides::Override;
 use ignore::types::Types;
 
@@ -55,6 +55,16 @@ pub struct Bounds {
     pub end: Option<PathBuf>,
 }
 
+/// What the walk gives next.
+pub enum Next {
+    /// A regular file, and whether it is the file the arguments named (read
+    /// through a symlink).
+    File(PathBuf, bool),
+    /// The walk got past this path, which it left out (`Visit::Passed`): a
+    /// search that found nothing since can checkpoint there.
+    Passed(PathBuf),
+}
+
 /// The files to search, one at a time.
 pub struct Walker {
     walk: Walk,
@@ -66,14 +76,16 @@ impl Walker {
         Walker { walk: Walk::new(root, target, spec.filters()).from(bounds.from).until(bounds.end) }
     }
 
-    /// The next regular file, and whether it is the file the arguments named
-    /// (read through a symlink); or the error of a directory that could not
-    /// be read (the walk goes on).
-    pub fn next_file(&mut self) -> Option<Result<(PathBuf, bool), Error>> {
+    /// The next regular file, or how far the walk got; or the error of a
+    /// directory that could not be read (the walk goes on).
+    pub fn next_file(&mut self) -> Option<Result<Next, Error>> {
         loop {
-            match self.walk.next_entry()? {
-                Ok(found) if found.kind == Kind::File => return Some(Ok((found.path, found.named))),
-                Ok(_) => continue,
+            match self.walk.next_visit()? {
+                Ok(Visit::Entry(found)) if found.kind == Kind::File => {
+                    return Some(Ok(Next::File(found.path, found.named)));
+                }
+                Ok(Visit::Entry(_)) => continue,
+                Ok(Visit::Passed(path)) => return Some(Ok(Next::Passed(path))),
                 Err(e) => return Some(Err(e)),
             }
         }

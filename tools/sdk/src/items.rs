@@ -6,16 +6,78 @@
 //! the source's own position after it, and a way to reopen at such a position.
 //! Its call implements `ItemStream` (the pager, `info`, `summary`), which makes
 //! it a [`Stream`].
+//!
+//! A source that can work long between items (a search that finds little)
+//! also says, through [`ItemSource::next_step`], how far its work has come
+//! after a bounded amount of it ([`Pace`] counts it): `Items` turns that into
+//! a checkpoint chunk (WIT `chunk`), at which the host may end a page on time
+//! and from which a reopened stream goes on without repeating the work.
 
 use serde_json::Value;
 
 use crate::{Budget, Chunk, Error, ErrorCode, Fingerprint, Payload, Stream, Summary};
+
+/// What a source gives next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// An item as JSON text, and the source position just after it.
+    Item(String, String),
+    /// No item yet, but the work reached this source position: reopening at
+    /// it goes on from there (a position like the ones after items).
+    Checkpoint(String),
+}
 
 /// Items in a deterministic order.
 pub trait ItemSource {
     /// The next item as JSON text and the source position just after it, or
     /// `None` at the end.
     fn next_item(&mut self) -> Result<Option<(String, String)>, Error>;
+
+    /// The next item, or a checkpoint after a bounded amount of work that
+    /// found none (see [`Pace`]); `None` at the end. By default every step is
+    /// an item: a source that may work long between items overrides it (and
+    /// then its `next_item` is its steps without the checkpoints).
+    fn next_step(&mut self) -> Result<Option<Step>, Error> {
+        Ok(self.next_item()?.map(|(item, after)| Step::Item(item, after)))
+    }
+}
+
+/// Counts a source's work since its last step, to say when a checkpoint is
+/// due: after `files` units of work (files searched, entries visited) or
+/// `bytes` read, whichever comes first.
+#[derive(Debug, Clone, Copy)]
+pub struct Pace {
+    files: u32,
+    bytes: u64,
+    done_files: u32,
+    done_bytes: u64,
+}
+
+impl Pace {
+    /// A checkpoint every `files` units or `bytes` bytes of work.
+    pub const fn every(files: u32, bytes: u64) -> Pace {
+        Pace { files, bytes, done_files: 0, done_bytes: 0 }
+    }
+
+    /// Counts work done.
+    pub fn add(&mut self, files: u32, bytes: u64) {
+        self.done_files = self.done_files.saturating_add(files);
+        self.done_bytes = self.done_bytes.saturating_add(bytes);
+    }
+
+    /// Whether a checkpoint is due; if so, starts counting afresh.
+    pub fn due(&mut self) -> bool {
+        let due = self.done_files >= self.files || self.done_bytes >= self.bytes;
+        if due {
+            self.reset();
+        }
+        due
+    }
+
+    /// Starts counting afresh (an item was given: the source moved).
+    pub fn reset(&mut self) {
+        (self.done_files, self.done_bytes) = (0, 0);
+    }
 }
 
 /// Pages an `ItemSource`.
@@ -96,13 +158,19 @@ impl<S: ItemSource> Items<S> {
         &self.source
     }
 
-    /// The next chunk: one whole item, or the next piece of a large one.
+    /// The next chunk: one whole item, the next piece of a large one, or a
+    /// checkpoint (`b<pos>`, like the position after an item).
     pub fn next(&mut self, budget: Budget) -> Result<Option<Chunk>, Error> {
         let limit = (budget.bytes as usize).max(4);
         let (item, after, done) = match self.partial.take() {
             Some(partial) => partial,
-            None => match self.source.next_item()? {
-                Some((item, after)) if item.len() <= limit => {
+            None => match self.source.next_step()? {
+                Some(Step::Checkpoint(at)) => {
+                    let resume = format!("b{at}");
+                    self.before = at;
+                    return Ok(Some(Chunk::checkpoint(resume)));
+                }
+                Some(Step::Item(item, after)) if item.len() <= limit => {
                     self.before = after.clone();
                     return Ok(Some(Chunk {
                         payload: Payload::Item(item),
@@ -111,7 +179,7 @@ impl<S: ItemSource> Items<S> {
                         resume: format!("b{after}"),
                     }));
                 }
-                Some((item, after)) => (item, after, 0),
+                Some(Step::Item(item, after)) => (item, after, 0),
                 None => return Ok(None),
             },
         };
@@ -240,6 +308,58 @@ mod tests {
                 text.clear();
             }
         }
+    }
+
+    /// Numbers again, with a checkpoint before every third item (none just
+    /// after reopening: the work done before it was done before).
+    struct Sparse {
+        numbers: Numbers,
+        paused: bool,
+    }
+
+    impl ItemSource for Sparse {
+        fn next_item(&mut self) -> Result<Option<(String, String)>, Error> {
+            self.numbers.next_item()
+        }
+
+        fn next_step(&mut self) -> Result<Option<Step>, Error> {
+            let at = self.numbers.next;
+            if at.is_multiple_of(3) && at < self.numbers.n && !self.paused {
+                self.paused = true;
+                return Ok(Some(Step::Checkpoint(at.to_string())));
+            }
+            self.paused = false;
+            Ok(self.next_item()?.map(|(item, after)| Step::Item(item, after)))
+        }
+    }
+
+    fn open_sparse(resume: Option<&str>) -> Items<Sparse> {
+        let start = Start::decode(resume).unwrap();
+        let next = start.source.map_or(0, |p| p.parse().unwrap());
+        Items::new(Sparse { numbers: Numbers { next, n: 30 }, paused: resume.is_some() }, start).unwrap()
+    }
+
+    #[test]
+    fn checkpoints_are_empty_chunks_that_resume_exactly_where_the_work_stood() {
+        let data = |chunks: &[Chunk]| joined(chunks);
+        let mut items = open_sparse(None);
+        let chunks: Vec<Chunk> = std::iter::from_fn(|| items.next(Budget { bytes: 9, items: 1 }).unwrap()).collect();
+        let first = &chunks[0];
+        assert!(first.is_checkpoint() && first.resume == "b0" && first.budget_items() == 0, "{first:?}");
+        assert_eq!(chunks.iter().filter(|c| c.is_checkpoint()).count(), 10);
+        assert_eq!(data(&chunks), joined(&drain(&mut open(None), u32::MAX)), "checkpoints add nothing");
+        for (i, c) in chunks.iter().enumerate() {
+            let mut rest = open_sparse(Some(&c.resume));
+            let rest: Vec<Chunk> = std::iter::from_fn(|| rest.next(Budget { bytes: 9, items: 1 }).unwrap()).collect();
+            assert_eq!(data(&rest), data(&chunks[i + 1..]), "resume at {}", c.resume);
+        }
+        let mut pace = Pace::every(3, 100);
+        pace.add(2, 10);
+        assert!(!pace.due());
+        pace.add(1, 0);
+        assert!(pace.due() && !pace.due(), "due once, then counted afresh");
+        pace.add(0, 100);
+        assert!(pace.due(), "bytes count too");
     }
 
     #[test]

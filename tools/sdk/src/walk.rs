@@ -17,6 +17,12 @@
 //! the granted root and the walk's start apply too (ripgrep's "parents"); the
 //! start itself, named by the caller, is never filtered. Only ignore files the
 //! listing shows are read, so a directory without them costs no failed open.
+//!
+//! A walk says how far it got at an entry its filters leave out, once
+//! [`PASSED_EVERY`] entries were looked at since it last said so
+//! ([`Visit::Passed`]), so a tool built on it can return a checkpoint there
+//! (see `items::Step`) when the entries it kept gave it nothing to emit,
+//! rather than work on unseen.
 
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
@@ -74,6 +80,20 @@ pub struct Found {
     /// ripgrep does, is read through a symlink).
     pub named: bool,
 }
+
+/// What a walk gives next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Visit {
+    /// An entry the filters keep.
+    Entry(Found),
+    /// The filters left out this path, and [`PASSED_EVERY`] entries were
+    /// looked at since the walk last said so: a walk from just after it goes
+    /// on where this one is.
+    Passed(PathBuf),
+}
+
+/// Entries looked at after which a walk says how far it got.
+pub const PASSED_EVERY: u32 = 1024;
 
 /// The ignore rules one directory adds, and those of the directories above.
 struct Rules {
@@ -142,6 +162,8 @@ pub struct Walk {
     file: Option<PathBuf>,
     /// The start and the rules above it, until the first entry is asked for.
     started: Option<(PathBuf, Option<Rc<Rules>>)>,
+    /// Entries looked at since the walk last said how far it got.
+    looked: u32,
 }
 
 impl Walk {
@@ -170,6 +192,7 @@ impl Walk {
             end: None,
             file: None,
             started: Some((start.to_path_buf(), rules)),
+            looked: 0,
         }
     }
 
@@ -190,6 +213,19 @@ impl Walk {
     /// The next entry kept, in path order, or the error of a directory that
     /// could not be read (the walk goes on past it).
     pub fn next_entry(&mut self) -> Option<Result<Found, Error>> {
+        loop {
+            match self.next_visit()? {
+                Ok(Visit::Entry(found)) => return Some(Ok(found)),
+                Ok(Visit::Passed(_)) => {}
+                Err(e) => return Some(Err(e)),
+            }
+        }
+    }
+
+    /// The next entry kept, or an entry left out once [`PASSED_EVERY`]
+    /// entries were looked at ([`Visit::Passed`]); or the error of a
+    /// directory that could not be read (the walk goes on past it).
+    pub fn next_visit(&mut self) -> Option<Result<Visit, Error>> {
         if let Some((start, rules)) = self.started.take() {
             match scan::read_dir(&start, true) {
                 Ok(entries) => self.push(start, entries, rules),
@@ -201,7 +237,7 @@ impl Walk {
             }
         }
         if let Some(file) = self.file.take() {
-            return Some(Ok(Found { path: file, kind: Kind::File, named: true }));
+            return Some(Ok(Visit::Entry(Found { path: file, kind: Kind::File, named: true })));
         }
         if let Some(dir) = self.descend.take() {
             let rules = self.stack.last().and_then(|f| f.rules.clone());
@@ -234,13 +270,18 @@ impl Walk {
                 self.stack.clear();
                 return None;
             }
+            self.looked += 1;
             if !keeps(&self.filters, frame.rules.as_ref(), &path, &entry.name, kind) {
+                if self.looked >= PASSED_EVERY {
+                    self.looked = 0;
+                    return Some(Ok(Visit::Passed(path)));
+                }
                 continue;
             }
             if kind == Kind::Dir {
                 self.descend = Some(path.clone());
             }
-            return Some(Ok(Found { path, kind, named: false }));
+            return Some(Ok(Visit::Entry(Found { path, kind, named: false })));
         }
     }
 

@@ -13,7 +13,7 @@
 
 use std::path::{Path, PathBuf};
 
-use cordon_sdk::items::{ItemSource, Items, Start};
+use cordon_sdk::items::{ItemSource, Items, Pace, Start, Step};
 use cordon_sdk::policy::Denied;
 use cordon_sdk::{Budget, Chunk, Context, Error, ErrorCode, Manifest, Stream, Summary, Tool, paths, progress};
 use serde::Deserialize;
@@ -99,7 +99,13 @@ struct Marked {
     current: Option<(PathBuf, Vec<String>, usize)>,
     tags: Vec<String>,
     found: u64,
+    /// The work since the last item or checkpoint.
+    pace: Pace,
 }
+
+/// After this many files (or bytes) read without a marked line, the tool
+/// says how far it got (a checkpoint), so a page can end on time there.
+const CHECKPOINT: Pace = Pace::every(256, 4 << 20);
 
 impl Marked {
     /// Loads `files[index]` starting after line `skip`, or skips it if it is
@@ -111,6 +117,7 @@ impl Marked {
             .filter(|m| m.len() <= MAX_FILE_BYTES)
             .and_then(|_| std::fs::read(&path).ok())
             .filter(|bytes| !bytes[..bytes.len().min(8192)].contains(&0));
+        self.pace.add(1, text.as_ref().map_or(0, |b| b.len() as u64));
         let lines = text.map(|b| String::from_utf8_lossy(&b).lines().map(str::to_string).collect()).unwrap_or_default();
         self.current = Some((path, lines, skip));
         self.next_file = index + 1;
@@ -125,15 +132,31 @@ impl Marked {
 impl ItemSource for Marked {
     fn next_item(&mut self) -> Result<Option<(String, String)>, Error> {
         loop {
+            match self.next_step()? {
+                Some(Step::Item(item, after)) => return Ok(Some((item, after))),
+                Some(Step::Checkpoint(_)) => {}
+                None => return Ok(None),
+            }
+        }
+    }
+
+    /// The marked lines, and at the end of a file, once `CHECKPOINT`'s work
+    /// found none, a checkpoint: the position after the file's last line.
+    fn next_step(&mut self) -> Result<Option<Step>, Error> {
+        loop {
             if let Some((path, lines, next)) = &mut self.current {
                 while *next < lines.len() {
                     let (number, text) = (*next + 1, &lines[*next]);
                     *next += 1;
                     if let Some(tag) = marker(text, &self.tags) {
                         self.found += 1;
+                        self.pace.reset();
                         let item = json!({ "path": path, "line": number, "tag": tag, "text": text.trim() });
-                        return Ok(Some((item.to_string(), format!("{number}:{}", path.display()))));
+                        return Ok(Some(Step::Item(item.to_string(), format!("{number}:{}", path.display()))));
                     }
+                }
+                if self.pace.due() {
+                    return Ok(Some(Step::Checkpoint(format!("{}:{}", lines.len(), path.display()))));
                 }
             }
             if self.next_file == self.files.len() {
@@ -171,7 +194,7 @@ impl Tool for Todos {
         let root = paths::resolve(&ctx.roots, args.path.as_deref().unwrap_or("."))?;
         let tags = args.tags.unwrap_or_else(|| DEFAULT_TAGS.map(String::from).to_vec());
         let files = walk(&root, Denied::for_walk())?;
-        let mut marked = Marked { files, next_file: 0, current: None, tags, found: 0 };
+        let mut marked = Marked { files, next_file: 0, current: None, tags, found: 0, pace: CHECKPOINT };
         let start = Start::decode(resume)?;
         if let Some(position) = start.source {
             let malformed = || Error::new(ErrorCode::InvalidArgument, format!("malformed position `{position}`"));
@@ -247,6 +270,25 @@ mod tests {
         }
         let err = Todos::open(&ctx, r#"{"path":"/etc"}"#, None).err().unwrap();
         assert_eq!(err.code, ErrorCode::PermissionDenied);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn files_without_markers_end_in_checkpoints_that_resume_exactly() {
+        let dir = std::env::temp_dir().join(format!("todos-checkpoints-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for i in 0..600 {
+            std::fs::write(dir.join(format!("f{i:03}.rs")), if i == 300 { "// TODO late\n" } else { "fn x() {}\n" })
+                .unwrap();
+        }
+        let ctx = Context { roots: vec![dir.display().to_string()] };
+        let chunks = drain(&mut Todos::open(&ctx, "{}", None).unwrap(), 4096);
+        let checkpoints: Vec<usize> = (0..chunks.len()).filter(|&i| chunks[i].is_checkpoint()).collect();
+        assert_eq!(checkpoints.len(), 2, "after 256 files read without a marker, twice");
+        for i in checkpoints {
+            let rest = drain(&mut Todos::open(&ctx, "{}", Some(&chunks[i].resume)).unwrap(), 4096);
+            assert_eq!(text(&rest), text(&chunks[i + 1..]), "resume at {}", chunks[i].resume);
+        }
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

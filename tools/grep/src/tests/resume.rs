@@ -131,3 +131,34 @@ fn positions_outside_the_path_or_malformed_are_refused() {
     assert_eq!(Grep::open(&tree.roots(), &args, Some(&outside)).err().unwrap().code, ErrorCode::InvalidArgument);
     assert_eq!(Grep::open(&tree.roots(), &args, Some("bnonsense")).err().unwrap().code, ErrorCode::InvalidArgument);
 }
+
+#[test]
+fn a_search_that_finds_little_checkpoints_and_resumes_exactly_from_each_checkpoint() {
+    let tree = Tree::new();
+    for i in 0..2500 {
+        let (ext, text) = if i % 1000 == 7 { ("rs", "hay\nneedle here\n") } else { ("txt", "hay stack\n") };
+        tree.write(&format!("d{}/f{i:04}.{ext}", i / 100), text);
+    }
+    let data = |chunks: &[(String, String, bool)]| -> Vec<String> {
+        chunks.iter().filter(|(t, _, _)| !t.is_empty()).map(|(t, _, _)| t.clone()).collect()
+    };
+    // Files searched without a match, then files the walk leaves out.
+    for (args, searched) in
+        [(json!({"pattern": "needle"}), 2500), (json!({"pattern": "needle", "include": ["*.rs"]}), 3)]
+    {
+        let mut grep = Grep::open(&tree.roots(), &args.to_string(), None).unwrap();
+        let all = chunks(&mut grep, 1000);
+        assert_eq!(data(&all).len(), 3, "{all:?}");
+        let checkpoints: Vec<usize> = (0..all.len()).filter(|&i| all[i].0.is_empty()).collect();
+        assert!(checkpoints.len() >= 2, "{args}: 2500 files with 3 matches make checkpoints: {all:?}");
+        for &i in &checkpoints {
+            assert!(all[i].1.contains("\tE\t"), "a checkpoint falls at a file's end: {}", all[i].1);
+            let mut rest = Grep::open(&tree.roots(), &args.to_string(), Some(&all[i].1)).unwrap();
+            let rest = chunks(&mut rest, 1000);
+            assert_eq!(data(&rest), data(&all[i + 1..]), "{args} resumed at {}", all[i].1);
+            let mut resumed = Grep::open(&tree.roots(), &args.to_string(), Some(&all[i].1)).unwrap();
+            chunks(&mut resumed, 1000);
+            assert_eq!(ItemStream::info(&resumed)["files_searched"], searched, "counts go on from the checkpoint");
+        }
+    }
+}
