@@ -13,6 +13,7 @@ mod clients;
 mod compact;
 mod conformance;
 mod corpus;
+mod deadline;
 mod durability;
 mod edit;
 mod escapes;

@@ -1,0 +1,106 @@
+//! Pages bounded by time: a search that runs past the call's time limit is
+//! answered in pages that end on time, each with what it found (possibly
+//! nothing) and a continuation at the exact point reached; following them
+//! gives exactly the unbounded result, also when every page reopens its
+//! stream, and `cordon call --all` finishes under the same limit.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::{Value, json};
+
+use crate::support::{Fixture, Server, cordon_bin, page_meta, read_all, read_all_reopened};
+
+/// A root of `copies` hard links to one 1 MiB text file that never matches,
+/// with a few small files that do between them: a long search that costs
+/// no disk and finds little.
+fn sparse_search_root(fx: &Fixture, copies: usize) {
+    let line = "alpha beta gamma delta epsilon zeta theta lambda sigma omega\n";
+    let first = fx.write("big-0000.txt", line.repeat((1 << 20) / line.len()));
+    for i in 1..copies {
+        std::fs::hard_link(&first, fx.root().join(format!("big-{i:04}.txt"))).unwrap();
+        if i % 100 == 50 {
+            fx.write(&format!("big-{i:04}-needle.txt"), format!("hay\nzqx needle {i}\n"));
+        }
+    }
+}
+
+/// The payload of `cordon call TOOL --all` over `root` with `flags`.
+fn call_all(root: &Path, tool: &str, args: &Value, flags: &[&str]) -> Vec<u8> {
+    let out = Command::new(cordon_bin())
+        .args(["call", tool, "--all", "--root"])
+        .arg(root)
+        .args(flags)
+        .args(["--json", &args.to_string()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    out.stdout
+}
+
+/// How many of `pages` ended on time; each that did but the last says so
+/// in its footer and continues.
+fn ended_on_time(pages: &[Value]) -> usize {
+    let timed: Vec<&Value> = pages.iter().filter(|p| p["structuredContent"]["ended"] == "time").collect();
+    for page in &timed {
+        assert_eq!(page_meta(page)["ended"], "time", "{page}");
+        let footer = page["content"].as_array().unwrap().last().unwrap()["text"].as_str().unwrap();
+        assert!(footer.contains("ended at its time limit") && footer.contains("files_searched"), "{footer}");
+    }
+    timed.len()
+}
+
+#[test]
+fn a_search_past_the_time_limit_is_answered_in_pages_that_end_on_time_and_add_up_exactly() {
+    let fx = Fixture::new();
+    sparse_search_root(&fx, 600);
+    let root = fx.root();
+    let args = json!({"pattern": "zqx needle", "format": "json"});
+    let unbounded = call_all(&root, "grep", &args, &[]);
+    assert_eq!(unbounded.iter().filter(|&&b| b == b'\n').count(), 6, "{}", String::from_utf8_lossy(&unbounded));
+    // 600 MiB to search (seconds in a debug build) under a limit of 0.5 s a page.
+    let limit = ["--timeout-secs", "0.5"];
+    let mut server = Server::initialized(&root, &limit);
+    let (got, pages) = read_all(&mut server, "grep", args.clone(), 25_000);
+    assert!(got == unbounded, "time-bounded pages differ from the unbounded search");
+    let timed = ended_on_time(&pages);
+    assert!(timed >= 2, "{} pages, {timed} ended on time", pages.len());
+    assert!(pages.last().unwrap()["structuredContent"]["complete"] == true);
+    // Every page reopens its stream from the cursor (nothing is parked).
+    let mut reopening = Server::initialized(&root, &["--timeout-secs", "0.5", "--max-parked-streams", "0"]);
+    let other = json!({"pattern": "omega", "output_mode": "count", "path": "big-0001.txt"});
+    let (got, reopened) = read_all_reopened(&mut reopening, "grep", args.clone(), other, 25_000);
+    assert!(got == unbounded, "pages reopened at their cursors differ from the unbounded search");
+    assert!(reopened >= 3, "{reopened} pages");
+    // A program following every cursor finishes under the same limit, on one shard and on several.
+    for shards in ["1", "2"] {
+        let flags = ["--timeout-secs", "0.5", "--shards", shards];
+        assert!(call_all(&root, "grep", &args, &flags) == unbounded, "`cordon call --all` at {shards} shards");
+    }
+}
+
+#[test]
+fn a_huge_glob_that_matches_little_ends_its_pages_on_time_and_adds_up_exactly() {
+    let fx = Fixture::new();
+    for d in 0..40 {
+        for f in 0..150 {
+            let name = if f == 75 && d % 10 == 3 { "match.rs" } else { "plain.txt" };
+            let path = fx.root().join(format!("d{d:02}/f{f:03}-{name}"));
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, "").unwrap();
+        }
+    }
+    let root = fx.root();
+    let args = json!({"pattern": "**/*.rs", "format": "json"});
+    let mut unbounded = Server::initialized(&root, &[]);
+    let (want, _) = read_all(&mut unbounded, "glob", args.clone(), 25_000);
+    assert_eq!(want.iter().filter(|&&b| b == b'\n').count(), 4, "{}", String::from_utf8_lossy(&want));
+    // A page time of 1 ms: every page ends at the first checkpoint it passes.
+    for shards in ["1", "2"] {
+        let mut server = Server::initialized(&root, &["--page-ms", "1", "--shards", shards]);
+        let (got, pages) = read_all(&mut server, "glob", args.clone(), 25_000);
+        assert!(got == want, "{shards} shards: time-bounded pages differ from the unbounded glob");
+        let timed = pages.iter().filter(|p| p["structuredContent"]["ended"] == "time").count();
+        assert!(timed >= 2, "{shards} shards: {} pages, {timed} ended on time", pages.len());
+    }
+}
