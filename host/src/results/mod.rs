@@ -177,7 +177,7 @@ fn page_properties() -> Value {
         },
         "summary": {
             "type": "object",
-            "description": "On the first page of a longer result: totals (exact or lower bounds) and ways to narrow the request."
+            "description": "On the first page of a longer result: totals (exact or lower bounds; left out when the tool's own fields hold them) and ways to narrow the request."
         },
         "whole": {
             "type": "object",
@@ -320,16 +320,16 @@ fn structured(page: Page) -> Value {
         out.insert("whole".into(), whole.to_json());
     }
     // The tool's own totals, which may be lower bounds, only where the
-    // whole result was not counted: the count says more, exactly.
+    // whole result was not counted (the count says more, exactly), and not
+    // when the tool's own fields already say each of them (grep's counts so far).
     if let (0, Some(summary), None) = (page.index, page.summary, &page.whole) {
-        out.insert(
-            "summary".into(),
-            json!({
-                "totals": summary.totals,
-                "totals_exact": summary.exact,
-                "suggestions": summary.suggestions,
-            }),
-        );
+        let said = summary.totals.as_object().is_some_and(|t| t.iter().all(|(k, v)| out.get(k) == Some(v)));
+        let mut shown = json!({ "suggestions": summary.suggestions });
+        if !said {
+            shown["totals"] = summary.totals;
+            shown["totals_exact"] = summary.exact.into();
+        }
+        out.insert("summary".into(), shown);
     }
     Value::Object(out)
 }
@@ -493,7 +493,7 @@ mod tests {
 
     use super::*;
     use crate::pager::page::{Builder, Piece};
-    use crate::tool::{Budget, Chunk, Payload};
+    use crate::tool::{Budget, Chunk, Payload, Summary};
 
     /// A complete page of `payloads`, with the tool's `info`.
     fn page(payloads: Vec<(Payload, bool)>, info: Value) -> Page {
@@ -543,6 +543,19 @@ mod tests {
         assert_eq!(held["replacements"], 1);
         let more = structured_of(page(vec![(Payload::Item(answer.to_string()), false)], json!({"path": "f"})));
         assert_eq!(more["items"], json!([answer]), "an item with fields the info lacks is kept");
+    }
+
+    #[test]
+    fn a_summary_does_not_repeat_totals_the_tools_own_fields_hold() {
+        let counts = json!({"files_searched": 7, "matches": 0});
+        let mut first = page(Vec::new(), counts.clone());
+        first.next_cursor = Some("c".into());
+        first.summary = Some(Summary { totals: counts, exact: false, suggestions: vec!["narrow".into()] });
+        let said = structured_of(first.clone())["summary"].clone();
+        assert_eq!(said, json!({"suggestions": ["narrow"]}));
+        first.summary.as_mut().unwrap().totals = json!({"bytes": 10});
+        let said = structured_of(first)["summary"].clone();
+        assert_eq!((&said["totals"]["bytes"], &said["totals_exact"]), (&json!(10), &json!(false)));
     }
 
     #[test]
