@@ -4,9 +4,11 @@
 //! A call without a cursor opens the tool; a call with one takes the parked
 //! stream (or reopens the tool at the cursor's resume position when the stream
 //! is gone) after checking that what is paged has not changed. The pager pulls
-//! chunks until the next one does not fit the page's budget; that chunk waits,
-//! parked with the stream, for the next page. Concatenating every page's payload
-//! gives exactly the unpaged output, whatever the budgets.
+//! chunks until the next one does not fit the page's budget (that chunk waits,
+//! parked with the stream, for the next page), or until the page's time is up
+//! (`clock`): then it answers at the last chunk or checkpoint it passed.
+//! Concatenating every page's payload gives exactly the unpaged output,
+//! whatever the budgets and however the pages were cut.
 
 mod ahead;
 pub mod clock;
