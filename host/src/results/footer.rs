@@ -92,17 +92,8 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::pager::page::{Builder, Piece};
-    use crate::tool::{Budget, Chunk, Payload};
-
-    /// A page of `payloads` (items), with the tool's `info`.
-    fn page(payloads: Vec<(Payload, bool)>, info: Value) -> Page {
-        let mut builder = Builder::new(Budget { bytes: 1 << 20, items: 1000 }, 16);
-        for (payload, continued) in payloads {
-            builder.push(Piece::Chunk(Chunk { payload, span: None, continued, resume: String::new() }));
-        }
-        builder.finish("t", 0, info)
-    }
+    use crate::results::tests::page;
+    use crate::tool::Payload;
 
     #[test]
     fn the_footer_is_one_sentence_saying_what_is_shown_of_how_much_and_how_to_go_on() {

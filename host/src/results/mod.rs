@@ -496,7 +496,7 @@ mod tests {
     use crate::tool::{Budget, Chunk, Payload, Summary};
 
     /// A complete page of `payloads`, with the tool's `info`.
-    fn page(payloads: Vec<(Payload, bool)>, info: Value) -> Page {
+    pub(super) fn page(payloads: Vec<(Payload, bool)>, info: Value) -> Page {
         let mut builder = Builder::new(Budget { bytes: 1 << 20, items: 1000 }, 16);
         for (payload, continued) in payloads {
             builder.push(Piece::Chunk(Chunk { payload, span: None, continued, resume: String::new() }));

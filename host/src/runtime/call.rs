@@ -198,16 +198,7 @@ impl Runtime {
             Ok(opened) => opened.map_err(|e| tool_error(name, &self.limits, e.into()))?,
             Err(e) => return Err(CallFailure::from_guest(name, e, seen(&store))),
         };
-        Ok(LiveCall {
-            store,
-            instance,
-            stream,
-            name: name.to_string(),
-            limits: self.limits,
-            empty_run: 0,
-            checkpoint: None,
-            _slot: slot,
-        })
+        Ok(self.live(name, Opened { store, instance, stream, slot }))
     }
 }
 

@@ -8,7 +8,7 @@ pub mod walk;
 
 use std::path::PathBuf;
 
-use cordon_sdk::items::{ItemSource, ItemStream, Items, Start, Step};
+use cordon_sdk::items::{self, ItemSource, ItemStream, Items, Start, Step};
 use cordon_sdk::{Error, ErrorCode, Manifest, Summary, paths};
 use serde::Deserialize;
 use serde_json::json;
@@ -164,13 +164,7 @@ impl Source {
 
 impl ItemSource for Source {
     fn next_item(&mut self) -> Result<Option<(String, String)>, Error> {
-        loop {
-            match self.next_step()? {
-                Some(Step::Item(item, after)) => return Ok(Some((item, after))),
-                Some(Step::Checkpoint(_)) => {}
-                None => return Ok(None),
-            }
-        }
+        items::without_checkpoints(self)
     }
 
     /// Matches, and in path order checkpoints where the walk matches little

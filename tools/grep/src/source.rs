@@ -13,7 +13,7 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::PathBuf;
 use std::rc::Rc;
 
-use cordon_sdk::items::{ItemSource, Pace, Step};
+use cordon_sdk::items::{self, ItemSource, Pace, Step};
 use cordon_sdk::progress::Scanned;
 use cordon_sdk::scan;
 use cordon_sdk::{Error, ErrorCode};
@@ -393,13 +393,7 @@ fn check_line_start(file: &mut File, byte: u64, path: &std::path::Path) -> Resul
 
 impl ItemSource for GrepSource {
     fn next_item(&mut self) -> Result<Option<(String, String)>, Error> {
-        loop {
-            match self.next_step()? {
-                Some(Step::Item(item, after)) => return Ok(Some((item, after))),
-                Some(Step::Checkpoint(_)) => {}
-                None => return Ok(None),
-            }
-        }
+        items::without_checkpoints(self)
     }
 
     /// Items, and after `CHECKPOINT`'s work without one, a checkpoint at

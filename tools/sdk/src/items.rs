@@ -36,9 +36,21 @@ pub trait ItemSource {
     /// The next item, or a checkpoint after a bounded amount of work that
     /// found none (see [`Pace`]); `None` at the end. By default every step is
     /// an item: a source that may work long between items overrides it (and
-    /// then its `next_item` is its steps without the checkpoints).
+    /// then its `next_item` is [`without_checkpoints`]).
     fn next_step(&mut self) -> Result<Option<Step>, Error> {
         Ok(self.next_item()?.map(|(item, after)| Step::Item(item, after)))
+    }
+}
+
+/// The next item of a source that implements [`ItemSource::next_step`], its
+/// checkpoints passed over: what such a source's `next_item` returns.
+pub fn without_checkpoints(source: &mut impl ItemSource) -> Result<Option<(String, String)>, Error> {
+    loop {
+        match source.next_step()? {
+            Some(Step::Item(item, after)) => return Ok(Some((item, after))),
+            Some(Step::Checkpoint(_)) => {}
+            None => return Ok(None),
+        }
     }
 }
 

@@ -13,7 +13,7 @@
 
 use std::path::{Path, PathBuf};
 
-use cordon_sdk::items::{ItemSource, Items, Pace, Start, Step};
+use cordon_sdk::items::{self, ItemSource, Items, Pace, Start, Step};
 use cordon_sdk::policy::Denied;
 use cordon_sdk::{Budget, Chunk, Context, Error, ErrorCode, Manifest, Stream, Summary, Tool, paths, progress};
 use serde::Deserialize;
@@ -131,13 +131,7 @@ impl Marked {
 
 impl ItemSource for Marked {
     fn next_item(&mut self) -> Result<Option<(String, String)>, Error> {
-        loop {
-            match self.next_step()? {
-                Some(Step::Item(item, after)) => return Ok(Some((item, after))),
-                Some(Step::Checkpoint(_)) => {}
-                None => return Ok(None),
-            }
-        }
+        items::without_checkpoints(self)
     }
 
     /// The marked lines, and at the end of a file, once `CHECKPOINT`'s work
