@@ -258,9 +258,11 @@ impl Pager {
         let mut builder = Builder::new(budget, self.limits.max_depth);
         let mut ended = Ended::Size;
         let mut delivered = 0u64;
-        // Whether the page moved past where it started (data, or a checkpoint):
-        // only then can it end on time with a continuation that goes further.
+        // Whether the page moved past where it started (data, or a checkpoint
+        // elsewhere than its start): only then can it end on time with a
+        // continuation that goes further.
         let mut moved = false;
+        let started_at = start.position.clone();
         loop {
             if signal.is_cancelled() {
                 return Err(CallFailure::Cancelled.into());
@@ -282,8 +284,8 @@ impl Pager {
             if let Piece::Chunk(chunk) = &piece
                 && chunk.is_checkpoint()
             {
-                start.position = Some(piece.resume().to_string());
-                moved = true;
+                moved |= started_at.as_deref() != Some(chunk.resume.as_str());
+                start.position = Some(chunk.resume.clone());
                 continue;
             }
             if !builder.fits(&piece) {

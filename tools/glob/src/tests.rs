@@ -286,5 +286,24 @@ fn a_walk_that_matches_little_checkpoints_and_resumes_exactly_from_each_checkpoi
             let rest: Vec<_> = std::iter::from_fn(|| rest.items.next(budget).unwrap()).collect();
             assert_eq!(data(&rest), data(&all[i + 1..]), "{args} resumed at {}", all[i].resume);
         }
+        // Reopened at the last match (as a shard is at its boundary), the walk
+        // after it checkpoints too.
+        let last = all.iter().rposition(|c| !c.is_checkpoint()).unwrap();
+        let mut rest = Glob::open(&tree.roots(), args, Some(&all[last].resume)).unwrap();
+        let rest: Vec<_> = std::iter::from_fn(|| rest.items.next(budget).unwrap()).collect();
+        assert!(!rest.is_empty() && rest.iter().all(|c| c.is_checkpoint()), "{args}: after a resume: {rest:?}");
     }
+}
+
+#[test]
+fn a_shard_from_a_boundary_the_filters_leave_out_checkpoints_before_any_entry_is_kept() {
+    let tree = Tree::new("boundary");
+    // One flat directory: no directory after the boundary is kept either.
+    for i in 0..1500 {
+        tree.file(&format!("flat/f{i:04}.txt"), "");
+    }
+    tree.file("a/x.rs", "");
+    let args = r#"{"pattern": "**/*.rs"}"#;
+    let chunks = range(&tree, args, Some("b/flat/f0150.txt"), None);
+    assert!(!chunks.is_empty() && chunks.iter().all(|(text, _)| text.is_empty()), "{chunks:?}");
 }

@@ -178,9 +178,13 @@ impl Walker {
         while let Some(result) = self.walk.next_visit() {
             let found = match result {
                 Ok(Visit::Entry(found)) => found,
-                // The filters left out many entries: past the start, a checkpoint.
+                // The filters left out many entries: past the start (the walk
+                // passes the directories holding it), a checkpoint.
                 Ok(Visit::Passed(path)) => match self.relative(&path) {
-                    Some(rel) if self.from.is_none() && self.after.is_none() => {
+                    Some(rel)
+                        if self.from.as_deref().is_none_or(|from| rel >= from)
+                            && self.after.as_deref().is_none_or(|after| rel > after) =>
+                    {
                         self.pace.reset();
                         return Ok(Some(Next::Checkpoint(rel.to_path_buf())));
                     }

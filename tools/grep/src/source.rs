@@ -214,8 +214,11 @@ impl GrepSource {
                     self.counts.errors += 1;
                     continue;
                 }
-                // Past a resume position only (the walk prunes what lies before it).
-                Some(Ok(Next::Passed(path))) if self.resume.is_none() => return Ok(Walked::Passed(path)),
+                // Past a resume position (or a shard's boundary) only: the walk
+                // passes the directories holding it.
+                Some(Ok(Next::Passed(path))) if self.resume.as_ref().is_none_or(|(at, _)| path > *at) => {
+                    return Ok(Walked::Passed(path));
+                }
                 Some(Ok(Next::Passed(_))) => continue,
                 Some(Ok(Next::File(path, named))) => (path, named),
             };
@@ -242,6 +245,11 @@ impl GrepSource {
             };
             let Ok((head, whole, file)) = opened else {
                 self.counts.errors += 1;
+                // Files that cannot be read are work too: done, past them.
+                self.pace.add(1, 0);
+                if self.pace.due() {
+                    return Ok(Walked::Passed(path));
+                }
                 continue;
             };
             if !resumed {
@@ -355,7 +363,8 @@ impl GrepSource {
 enum Walked {
     /// A file is open to search.
     Opened,
-    /// The walk left out files up to this path (see `walk::Next::Passed`).
+    /// The walk got past this path: files it left out up to it (see
+    /// `walk::Next::Passed`), or a file that could not be read.
     Passed(PathBuf),
     /// The walk is over.
     End,

@@ -117,7 +117,10 @@ impl Marked {
             .filter(|m| m.len() <= MAX_FILE_BYTES)
             .and_then(|_| std::fs::read(&path).ok())
             .filter(|bytes| !bytes[..bytes.len().min(8192)].contains(&0));
-        self.pace.add(1, text.as_ref().map_or(0, |b| b.len() as u64));
+        // A file resumed inside was read before: only new work counts.
+        if skip == 0 {
+            self.pace.add(1, text.as_ref().map_or(0, |b| b.len() as u64));
+        }
         let lines = text.map(|b| String::from_utf8_lossy(&b).lines().map(str::to_string).collect()).unwrap_or_default();
         self.current = Some((path, lines, skip));
         self.next_file = index + 1;

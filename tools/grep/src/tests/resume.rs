@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 
 use super::{Tree, chunks};
 use crate::Grep;
+use crate::source::{Counts, Where};
 
 /// A tree of a few files with many matches, CRLF lines, a file without a final
 /// newline and one with a late NUL byte.
@@ -160,5 +161,28 @@ fn a_search_that_finds_little_checkpoints_and_resumes_exactly_from_each_checkpoi
             chunks(&mut resumed, 1000);
             assert_eq!(ItemStream::info(&resumed)["files_searched"], searched, "counts go on from the checkpoint");
         }
+        // Reopened at the last match (as a shard is at its boundary), the work
+        // after it checkpoints too.
+        let last = all.iter().rposition(|(t, _, _)| !t.is_empty()).unwrap();
+        let mut rest = Grep::open(&tree.roots(), &args.to_string(), Some(&all[last].1)).unwrap();
+        let rest = chunks(&mut rest, 1000);
+        assert!(!rest.is_empty() && rest.iter().all(|(t, _, _)| t.is_empty()), "{args}: after a resume: {rest:?}");
+    }
+}
+
+#[test]
+fn a_shard_from_a_boundary_the_filters_leave_out_checkpoints_before_any_file_is_kept() {
+    let tree = Tree::new();
+    for i in 0..1500 {
+        tree.write(&format!("d{}/f{i:04}.txt", i / 100), "hay stack\n");
+    }
+    tree.write("a/x.rs", "needle\n");
+    let args = json!({"pattern": "needle", "include": ["*.rs"]}).to_string();
+    // A directory and a file left out as the boundaries `split` might give.
+    for at in ["d1", "d1/f0150.txt"] {
+        let start = format!("b{}", crate::source::encode(&Counts::default(), Where::Start, &tree.abs(at)));
+        let mut shard = Grep::open_range(&tree.roots(), &args, Some(&start), None).unwrap();
+        let chunks = chunks(&mut shard, 1000);
+        assert!(!chunks.is_empty() && chunks.iter().all(|(t, _, _)| t.is_empty()), "from {at}: {chunks:?}");
     }
 }
