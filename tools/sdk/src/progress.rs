@@ -36,22 +36,37 @@ pub fn format_bytes(bytes: u64) -> String {
     format!("{value:.1} {}", UNITS[unit])
 }
 
-/// Files and bytes a search has scanned in this stream; each addition reports
-/// the bytes as `done` (no total), with "N files, X scanned".
+/// Files and bytes a search has scanned in this stream; reports the bytes as
+/// `done` (no total), with "N files, X scanned", every [`Scanned::EVERY_FILES`]
+/// files or [`Scanned::EVERY_BYTES`] bytes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Scanned {
     /// Files finished.
     pub files: u64,
     /// Bytes scanned, in finished files and the one under way.
     pub bytes: u64,
+    /// The files and bytes at the last report.
+    reported: (u64, u64),
 }
 
 impl Scanned {
-    /// Adds `files` finished and `bytes` scanned, and reports.
+    /// Files between reports: a small file costs little more than a report
+    /// (a message formatted and a host call), and the host sends at most one
+    /// per 100 ms anyway.
+    pub const EVERY_FILES: u64 = 16;
+    /// Bytes between reports, so a large file's search is reported as it goes.
+    pub const EVERY_BYTES: u64 = 1 << 20;
+
+    /// Adds `files` finished and `bytes` scanned, and reports when enough
+    /// was done since the last report.
     pub fn add(&mut self, files: u64, bytes: u64) {
         self.files += files;
         self.bytes += bytes;
-        report(self.bytes, None, Some(&self.message()));
+        let (files, bytes) = self.reported;
+        if self.files - files >= Scanned::EVERY_FILES || self.bytes - bytes >= Scanned::EVERY_BYTES {
+            self.reported = (self.files, self.bytes);
+            report(self.bytes, None, Some(&self.message()));
+        }
     }
 
     /// "N files, X scanned".
