@@ -301,7 +301,9 @@ fn structured(page: Page) -> Value {
     if let Some(span) = page.span {
         insert_span(&mut out, &span);
     }
-    if !held_by(&payload, &out) {
+    // A page that ended on time with nothing on it has no payload to show.
+    let nothing = page.ended == Ended::Time && page.chunks.is_empty();
+    if !held_by(&payload, &out) && !nothing {
         out.insert(field.into(), payload);
     }
     out.insert("complete".into(), page.next_cursor.is_none().into());
@@ -556,6 +558,16 @@ mod tests {
         first.summary.as_mut().unwrap().totals = json!({"bytes": 10});
         let said = structured_of(first)["summary"].clone();
         assert_eq!((&said["totals"]["bytes"], &said["totals_exact"]), (&json!(10), &json!(false)));
+    }
+
+    #[test]
+    fn a_page_that_ended_on_time_empty_shows_no_payload_field() {
+        let mut timed = page(Vec::new(), json!({"files_searched": 7}));
+        (timed.next_cursor, timed.ended) = (Some("c".into()), Ended::Time);
+        let shown = structured_of(timed);
+        assert!(shown.get("text").is_none() && shown.get("items").is_none(), "{shown}");
+        assert_eq!((&shown["ended"], &shown["files_searched"]), (&json!("time"), &json!(7)));
+        assert_eq!(structured_of(page(Vec::new(), json!({})))["text"], "", "an empty last page says so");
     }
 
     #[test]
