@@ -19,7 +19,7 @@ use crate::mcp::Server;
 use crate::report::{Report, Table};
 use crate::stats::{count, ratio};
 use measure::{
-    PAGE_TOKENS, Samples, Shards, call_command, call_search, check_counts, grep_found, lines_found, mcp_search,
+    Found, PAGE_TOKENS, Samples, Shards, call_command, call_search, check_counts, grep_found, lines_found, mcp_search,
     rg_count_found, strs, timed,
 };
 
@@ -76,17 +76,10 @@ pub fn grep(opts: &Options, trees: &[Tree], report: &mut Report) -> Result<()> {
         ));
         for (label, pattern) in PATTERNS {
             let args = json!({"pattern": pattern, "output_mode": "count", "format": "json"});
-            let mut mcp: Vec<Samples> = servers.iter().map(|_| Samples::default()).collect();
-            let mut call: Vec<Samples> = servers.iter().map(|_| Samples::default()).collect();
+            let mut cordon = Cordon::new(&shards);
             let (mut sorted, mut one_j, mut all_j) = Default::default();
             for _ in 0..opts.runs {
-                for (samples, server) in mcp.iter_mut().zip(&mut servers) {
-                    samples.push(mcp_search(server, "grep", &args, grep_found)?);
-                }
-                for (samples, shard_count) in call.iter_mut().zip(shards.counts()) {
-                    let flags = shards.flags(shard_count);
-                    samples.push(call_search(opts, "grep", &args, &tree.path, &strs(&flags), grep_found)?);
-                }
+                cordon.run(opts, &mut servers, tree, ("grep", &args), grep_found)?;
                 if let Some(rg) = &opts.peers.rg {
                     let run = |threads: &[&str]| {
                         let mut cmd = Command::new(rg);
@@ -99,26 +92,20 @@ pub fn grep(opts: &Options, trees: &[Tree], report: &mut Report) -> Result<()> {
                 }
             }
             let labels = cordon_labels(&shards);
-            let mut contenders: Vec<(&str, &Samples)> = Vec::new();
-            contenders.extend(labels.iter().map(|(m, _)| m.as_str()).zip(&mcp));
-            contenders.extend(labels.iter().map(|(_, c)| c.as_str()).zip(&call));
+            let mut contenders = cordon.contenders(&labels);
             let all_label = format!("rg -j{n}");
             contenders.extend([("rg --sort path", &sorted), ("rg -j1", &one_j), (all_label.as_str(), &all_j)]);
             let check = check_counts(report, &format!("grep {pattern:?} on {}", tree.label), &contenders);
-            table.row(vec![
-                format!("{label} `{pattern}`"),
-                cell(&mcp, 0),
-                cell(&mcp, 1),
-                cell(&call, 0),
-                cell(&call, 1),
-                sorted.cell(),
-                one_j.cell(),
-                all_j.cell(),
-                ratio(sorted.median(), median(&mcp, 0)),
-                ratio(sorted.median(), median(&mcp, 1)),
-                ratio(all_j.median(), median(&mcp, 1)),
+            let mut row = vec![format!("{label} `{pattern}`")];
+            row.extend(cordon.cells());
+            row.extend([sorted.cell(), one_j.cell(), all_j.cell()]);
+            row.extend([
+                ratio(sorted.median(), cordon.mcp_median(0)),
+                ratio(sorted.median(), cordon.mcp_median(1)),
+                ratio(all_j.median(), cordon.mcp_median(1)),
                 check,
             ]);
+            table.row(row);
         }
         table.notes.extend(shards.note());
         if opts.peers.rg.is_none() {
@@ -186,17 +173,10 @@ pub fn glob(opts: &Options, trees: &[Tree], report: &mut Report) -> Result<()> {
             cordon_method(&shards)
         ));
         let args = json!({"pattern": GLOB, "format": "json"});
-        let mut mcp: Vec<Samples> = servers.iter().map(|_| Samples::default()).collect();
-        let mut call: Vec<Samples> = servers.iter().map(|_| Samples::default()).collect();
+        let mut cordon = Cordon::new(&shards);
         let (mut fd1, mut fdn, mut rgs, mut rg1, mut rgn) = Default::default();
         for _ in 0..opts.runs {
-            for (samples, server) in mcp.iter_mut().zip(&mut servers) {
-                samples.push(mcp_search(server, "glob", &args, lines_found)?);
-            }
-            for (samples, shard_count) in call.iter_mut().zip(shards.counts()) {
-                let flags = shards.flags(shard_count);
-                samples.push(call_search(opts, "glob", &args, &tree.path, &strs(&flags), lines_found)?);
-            }
+            cordon.run(opts, &mut servers, tree, ("glob", &args), lines_found)?;
             if let Some(fd) = &opts.peers.fd {
                 let run = |j: usize| {
                     let mut cmd = Command::new(fd);
@@ -220,15 +200,13 @@ pub fn glob(opts: &Options, trees: &[Tree], report: &mut Report) -> Result<()> {
             }
         }
         let labels = cordon_labels(&shards);
-        let mut contenders: Vec<(&str, &Samples)> = Vec::new();
-        contenders.extend(labels.iter().map(|(m, _)| m.as_str()).zip(&mcp));
-        contenders.extend(labels.iter().map(|(_, c)| c.as_str()).zip(&call));
+        let mut contenders = cordon.contenders(&labels);
         let rgn_label = format!("rg --files -j{n}");
         contenders.extend([("rg --files --sort path", &rgs), ("rg --files -j1", &rg1), (rgn_label.as_str(), &rgn)]);
         let mut check = check_counts(report, &format!("glob {GLOB:?} on {}", tree.label), &contenders);
         // fd's glob is not an override the way rg's `-g` is (rg, and Cordon, list a
         // hidden or ignored *file* that a glob names), so it may differ on real trees.
-        if let (Some(ours), Some(theirs)) = (mcp[0].found.first(), fd1.found.first())
+        if let (Some(ours), Some(theirs)) = (cordon.mcp[0].found.first(), fd1.found.first())
             && ours.files != theirs.files
         {
             check.push_str(&format!("; fd: {}", count(theirs.files)));
@@ -239,23 +217,17 @@ pub fn glob(opts: &Options, trees: &[Tree], report: &mut Report) -> Result<()> {
                 count(ours.files)
             ));
         }
-        table.row(vec![
-            format!("`{GLOB}`"),
-            cell(&mcp, 0),
-            cell(&mcp, 1),
-            cell(&call, 0),
-            cell(&call, 1),
-            fd1.cell(),
-            fdn.cell(),
-            rgs.cell(),
-            rg1.cell(),
-            rgn.cell(),
-            ratio(rgs.median(), median(&mcp, 0)),
-            ratio(rgs.median(), median(&mcp, 1)),
-            ratio(fdn.median(), median(&mcp, 1)),
-            ratio(rgn.median(), median(&mcp, 1)),
+        let mut row = vec![format!("`{GLOB}`")];
+        row.extend(cordon.cells());
+        row.extend([fd1.cell(), fdn.cell(), rgs.cell(), rg1.cell(), rgn.cell()]);
+        row.extend([
+            ratio(rgs.median(), cordon.mcp_median(0)),
+            ratio(rgs.median(), cordon.mcp_median(1)),
+            ratio(fdn.median(), cordon.mcp_median(1)),
+            ratio(rgn.median(), cordon.mcp_median(1)),
             check,
         ]);
+        table.row(row);
         table.notes.extend(shards.note());
         if opts.peers.fd.is_none() {
             table.notes.push(missing("fd", "fd-find"));
@@ -359,14 +331,58 @@ fn traced_flags(shards: &Shards) -> String {
     )
 }
 
-/// The cell of the `k`th shard configuration; `-` when it was not measured.
-fn cell(samples: &[Samples], k: usize) -> String {
-    samples.get(k).map_or_else(|| "-".into(), Samples::cell)
+/// Cordon's samples per shard configuration: over MCP on a running server,
+/// and as a whole `cordon call --all` process.
+struct Cordon<'s> {
+    shards: &'s Shards,
+    mcp: Vec<Samples>,
+    call: Vec<Samples>,
 }
 
-/// The median of the `k`th shard configuration; 0 (no ratio) when not measured.
-fn median(samples: &[Samples], k: usize) -> f64 {
-    samples.get(k).map_or(0.0, Samples::median)
+impl<'s> Cordon<'s> {
+    fn new(shards: &'s Shards) -> Cordon<'s> {
+        let empty = || shards.counts().iter().map(|_| Samples::default()).collect();
+        Cordon { shards, mcp: empty(), call: empty() }
+    }
+
+    /// One run of `tool` with `args` in every configuration: on `servers`
+    /// (one per configuration), then as `cordon call --all`.
+    fn run(
+        &mut self,
+        opts: &Options,
+        servers: &mut [Server],
+        tree: &Tree,
+        (tool, args): (&str, &serde_json::Value),
+        found: fn(&str) -> Found,
+    ) -> Result<()> {
+        for (samples, server) in self.mcp.iter_mut().zip(servers) {
+            samples.push(mcp_search(server, tool, args, found)?);
+        }
+        for (samples, shard_count) in self.call.iter_mut().zip(self.shards.counts()) {
+            let flags = self.shards.flags(shard_count);
+            samples.push(call_search(opts, tool, args, &tree.path, &strs(&flags), found)?);
+        }
+        Ok(())
+    }
+
+    /// The samples named by `labels` (from `cordon_labels`), for the counts check.
+    fn contenders<'a>(&'a self, labels: &'a [(String, String)]) -> Vec<(&'a str, &'a Samples)> {
+        let mut contenders: Vec<(&str, &Samples)> = labels.iter().map(|(m, _)| m.as_str()).zip(&self.mcp).collect();
+        contenders.extend(labels.iter().map(|(_, c)| c.as_str()).zip(&self.call));
+        contenders
+    }
+
+    /// The table's Cordon cells: MCP at 1 and N shards, then `call --all`;
+    /// `-` where a configuration was not measured.
+    fn cells(&self) -> [String; 4] {
+        let cell = |samples: &[Samples], k: usize| samples.get(k).map_or_else(|| "-".into(), Samples::cell);
+        [cell(&self.mcp, 0), cell(&self.mcp, 1), cell(&self.call, 0), cell(&self.call, 1)]
+    }
+
+    /// The median over MCP of the `k`th configuration; 0 (no ratio) when not measured.
+    fn mcp_median(&self, k: usize) -> f64 {
+        self.mcp.get(k).map_or(0.0, Samples::median)
+    }
 }
 
 fn intro(tree: &Tree, runs: usize) -> String {

@@ -258,16 +258,15 @@ impl Pager {
         let mut builder = Builder::new(budget, self.limits.max_depth);
         let mut ended = Ended::Size;
         let mut delivered = 0u64;
-        // Whether the page moved past where it started (data, or a checkpoint
-        // elsewhere than its start): only then can it end on time with a
-        // continuation that goes further.
-        let mut moved = false;
+        // Only a page that moved past where it started (data, or a checkpoint
+        // elsewhere than its start) can end on time with a continuation that
+        // goes further.
         let started_at = start.position.clone();
         loop {
             if signal.is_cancelled() {
                 return Err(CallFailure::Cancelled.into());
             }
-            if moved && clock.is_due() {
+            if clock.is_due() && start.position != started_at {
                 ended = Ended::Time;
                 break;
             }
@@ -284,7 +283,6 @@ impl Pager {
             if let Piece::Chunk(chunk) = &piece
                 && chunk.is_checkpoint()
             {
-                moved |= started_at.as_deref() != Some(chunk.resume.as_str());
                 start.position = Some(chunk.resume.clone());
                 continue;
             }
@@ -320,7 +318,6 @@ impl Pager {
                 start.heading = shown.heading.clone();
             }
             builder.push(piece);
-            moved = true;
         }
         if start.fingerprint.is_some() && start.call.fingerprint()? != start.fingerprint {
             return Err(stale(tool, "changed while this page was read").into());

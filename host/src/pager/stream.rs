@@ -82,6 +82,11 @@ impl Opener {
         }
     }
 
+    /// The call as one stream, from `resume` (`None`: the beginning).
+    fn open_one(&self, ctx: &CallContext, resume: Option<&str>) -> Result<LiveCall, CallFailure> {
+        self.runtime.open(self.tool.target(&self.runtime)?, ctx, &self.args, resume)
+    }
+
     /// The boundaries after `start` (none when splitting failed).
     fn split(&self, ctx: &CallContext, start: Option<&str>) -> Result<Vec<String>, CallFailure> {
         match self.runtime.split(self.tool.target(&self.runtime)?, ctx, &self.args, start, self.split_count()) {
@@ -95,16 +100,16 @@ impl Stream {
     /// The first page's stream: shards when the tool splits this call, else
     /// the tool's one stream.
     pub fn open(opener: Opener, ctx: &CallContext) -> Result<Stream, CallFailure> {
-        let target = opener.tool.target(&opener.runtime)?;
         if opener.may_shard()? {
             // The instance asked to split serves the call when it is not split.
+            let target = opener.tool.target(&opener.runtime)?;
             match opener.runtime.split_or_open(target, ctx, &opener.args, opener.split_count()) {
                 Ok(Opening::Shards(boundaries)) => return Ok(sharded(opener, ctx, None, boundaries, Base::default())),
                 Ok(Opening::One(call)) => return Ok(Stream::One(call)),
                 Err(failure) => opener.split_failed(failure)?,
             }
         }
-        Ok(Stream::One(opener.runtime.open(target, ctx, &opener.args, None)?))
+        Ok(Stream::One(opener.open_one(ctx, None)?))
     }
 
     /// The stream of a cursor whose parked stream is gone, at `resume`: for
@@ -116,10 +121,7 @@ impl Stream {
         resume: &str,
         shard: Option<&Shard>,
     ) -> Result<Stream, CallFailure> {
-        let Some(shard) = shard else {
-            let target = opener.tool.target(&opener.runtime)?;
-            return Ok(Stream::One(opener.runtime.open(target, ctx, &opener.args, Some(resume))?));
-        };
+        let Some(shard) = shard else { return Ok(Stream::One(opener.open_one(ctx, Some(resume))?)) };
         let mut boundaries = Vec::new();
         if let Some(end) = &shard.end {
             boundaries.push(end.clone());
@@ -235,8 +237,7 @@ impl Stream {
             }
             Stream::One(call) => {
                 drop(call);
-                let target = opener.tool.target(&opener.runtime)?;
-                Ok(Stream::One(opener.runtime.open(target, ctx, &opener.args, position)?))
+                Ok(Stream::One(opener.open_one(ctx, position)?))
             }
         }
     }

@@ -189,16 +189,33 @@ impl Runtime {
         let slot = self.slots.acquire(ctx.deadline, &ctx.signal)?;
         let mut store = self.store(&ctx.grants, ctx.deadline, Arc::clone(&ctx.signal))?;
         let name = target.name;
-        let seen = |store: &Store<CallState>| seen(store, &self.limits, Limit::ChunkBytes(self.limits.max_chunk_bytes));
-        let instance = match target.pre.instantiate(&mut store) {
-            Ok(instance) => instance,
-            Err(e) => return Err(CallFailure::from_guest(name, e, seen(&store))),
-        };
-        let stream = match instance.cordon_tool_tool().call_open(&mut store, args, resume) {
-            Ok(opened) => opened.map_err(|e| tool_error(name, &self.limits, e.into()))?,
-            Err(e) => return Err(CallFailure::from_guest(name, e, seen(&store))),
-        };
+        let opened = (|| {
+            let instance = target.pre.instantiate(&mut store)?;
+            let stream = instance.cordon_tool_tool().call_open(&mut store, args, resume)?;
+            Ok::<_, wasmtime::Error>((instance, stream))
+        })();
+        let chunk = Limit::ChunkBytes(self.limits.max_chunk_bytes);
+        let (instance, stream) = self.answered(name, &store, chunk, opened)?;
         Ok(self.live(name, Opened { store, instance, stream, slot }))
+    }
+}
+
+impl Runtime {
+    /// What calls into `store`'s guest came to: what they made (an instance)
+    /// and the tool's answer; the tool's own refusal, or the guest's failure
+    /// (a trap, a limit: `output` is the one its output is held to).
+    pub(super) fn answered<X, T, E: Into<ToolError>>(
+        &self,
+        name: &str,
+        store: &Store<CallState>,
+        output: Limit,
+        result: wasmtime::Result<(X, Result<T, E>)>,
+    ) -> Result<(X, T), CallFailure> {
+        match result {
+            Ok((made, Ok(answer))) => Ok((made, answer)),
+            Ok((_, Err(e))) => Err(tool_error(name, &self.limits, e.into())),
+            Err(e) => Err(CallFailure::from_guest(name, e, seen(store, &self.limits, output))),
+        }
     }
 }
 
@@ -228,7 +245,7 @@ impl Runtime {
 }
 
 /// What the store knew when a call into it failed.
-pub(super) fn seen(store: &Store<CallState>, limits: &CallLimits, output: Limit) -> Seen {
+fn seen(store: &Store<CallState>, limits: &CallLimits, output: Limit) -> Seen {
     Seen {
         wall_time: limits.wall_time,
         refused: store.data().limiter.refused(),
@@ -238,7 +255,7 @@ pub(super) fn seen(store: &Store<CallState>, limits: &CallLimits, output: Limit)
 }
 
 /// A tool's own error, unless its message is over `max_info_bytes`.
-pub(super) fn tool_error(tool: &str, limits: &CallLimits, e: ToolError) -> CallFailure {
+fn tool_error(tool: &str, limits: &CallLimits, e: ToolError) -> CallFailure {
     if e.message.len() > limits.max_info_bytes {
         return CallFailure::Limit { tool: tool.to_string(), limit: Limit::InfoBytes(limits.max_info_bytes) };
     }

@@ -14,7 +14,7 @@ use wasmtime::Store;
 
 use super::Runtime;
 use super::bindings::{CordonToolIndices, CordonToolPre, ShardsIndices};
-use super::call::{CallContext, CallState, LiveCall, Opened, Target, seen, tool_error};
+use super::call::{CallContext, CallState, LiveCall, Opened, Target};
 use super::failure::{CallFailure, Violation};
 use super::limits::Limit;
 use super::slots::Slot;
@@ -116,11 +116,8 @@ impl Runtime {
             let stream = tool.cordon_tool_tool().call_open(&mut store, args, None)?;
             Ok::<_, wasmtime::Error>((tool, stream))
         })();
-        let (instance, stream) = match opened {
-            Ok((instance, Ok(stream))) => (instance, stream),
-            Ok((_, Err(e))) => return Err(tool_error(name, &self.limits, e.into())),
-            Err(e) => return Err(self.guest(name, e, &store, Limit::ChunkBytes(self.limits.max_chunk_bytes))),
-        };
+        let chunk = Limit::ChunkBytes(self.limits.max_chunk_bytes);
+        let (instance, stream) = self.answered(name, &store, chunk, opened)?;
         Ok(Opening::One(self.live(name, Opened { store, instance, stream, slot })))
     }
 
@@ -145,24 +142,15 @@ impl Runtime {
             let shards = shardable.shards.load(&mut store, &instance)?;
             // The boundaries together are metadata: held to `max_info_bytes`.
             store.set_hostcall_fuel(self.limits.max_info_bytes);
-            Ok::<_, wasmtime::Error>((shards.call_split(&mut store, args, start, count)?, instance))
+            Ok::<_, wasmtime::Error>((instance, shards.call_split(&mut store, args, start, count)?))
         })();
-        let (boundaries, instance) = match asked {
-            Ok((Ok(boundaries), instance)) => (boundaries, instance),
-            Ok((Err(e), _)) => return Err(tool_error(name, &self.limits, e.into())),
-            Err(e) => return Err(self.guest(name, e, &store, info)),
-        };
+        let (instance, boundaries) = self.answered(name, &store, info, asked)?;
         if boundaries.len() >= count.max(1) as usize {
             let broke = Violation::Boundaries { returned: boundaries.len(), count };
             return Err(CallFailure::Contract { tool: name.to_string(), broke });
         }
         let asked = Asked { store, instance, slot, tool: shardable.tool.clone() };
         Ok(Some((boundaries, asked)))
-    }
-
-    /// The failure of a call into `store`'s guest.
-    fn guest(&self, name: &str, e: wasmtime::Error, store: &Store<CallState>, output: Limit) -> CallFailure {
-        CallFailure::from_guest(name, e, seen(store, &self.limits, output))
     }
 
     /// Opens one range of `target`'s output for the request `ctx`, in an
@@ -191,11 +179,7 @@ impl Runtime {
             Ok::<_, wasmtime::Error>((tool, stream))
         })();
         let chunk = Limit::ChunkBytes(self.limits.max_chunk_bytes);
-        let (instance, stream) = match opened {
-            Ok((instance, Ok(stream))) => (instance, stream),
-            Ok((_, Err(e))) => return Err(tool_error(name, &self.limits, e.into())),
-            Err(e) => return Err(CallFailure::from_guest(name, e, seen(&store, &self.limits, chunk))),
-        };
+        let (instance, stream) = self.answered(name, &store, chunk, opened)?;
         Ok(self.live(name, Opened { store, instance, stream, slot }))
     }
 }
