@@ -364,6 +364,9 @@ mod tests {
         );
         let none_parked = Settings { max_parked_streams: 0, max_depth: 0, ..Settings::default() };
         assert_eq!(none_parked.limits().map(|l| l.pages.parked), Ok(0), "zero parks none");
+        assert_eq!(Settings::default().limits().map(|l| l.pages.page_time), Ok(None), "page_ms 0: no page time");
+        let quick = Settings { page_ms: 250, ..Settings::default() };
+        assert_eq!(quick.limits().map(|l| l.pages.page_time), Ok(Some(Duration::from_millis(250))));
         let built = Limits { max_calls_in_flight: 0, ..Limits::default() };
         assert_eq!(built.validate(), Err(LimitError::Zero("max_calls_in_flight")), "limits built in code too");
     }
