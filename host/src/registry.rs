@@ -509,7 +509,7 @@ mod tests {
     fn runtime() -> Runtime {
         let limits = crate::limits::Limits::default();
         let capacity = crate::runtime::Capacity { parked: 0, in_flight: 2, shards: 1 };
-        Runtime::new(limits.call, capacity, None, Arc::new(crate::policy::Deny::none())).unwrap()
+        Runtime::new(limits.call, capacity, None, Arc::new(crate::policy::Judge::none())).unwrap()
     }
 
     fn row(name: &str) -> &'static Builtin {

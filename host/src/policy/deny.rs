@@ -7,7 +7,11 @@
 //! - a leading `/` only anchors (`/build`);
 //! - a path is denied when it, or any directory above it, matches: `.git`
 //!   denies everything under `.git`, and so does `.git/**` (which also
-//!   denies `.git` itself).
+//!   denies `.git` itself); `.git/**` is anchored, so only the root's own
+//!   `.git` is meant: `**/.git/**` (or plain `.git`) also covers nested clones;
+//! - unlike `.gitignore`, there are no exceptions: a rule starting with `!`
+//!   is refused (a deny list only takes paths away; re-allowing a path under
+//!   a denied directory would let a tool list its way to its neighbours).
 
 use std::fmt;
 use std::path::{Component, Path};
@@ -36,6 +40,8 @@ enum ErrorKind {
     Empty,
     /// The rule names a parent directory, which could never match inside a root.
     ParentDir,
+    /// The rule starts with `!`: `.gitignore`'s negation, which deny rules do not have.
+    Negation,
     /// The glob does not parse; the glob library says why.
     Syntax(String),
 }
@@ -46,6 +52,11 @@ impl fmt::Display for RuleError {
         match &self.kind {
             ErrorKind::Empty => write!(f, "deny rule `{rule}` is empty"),
             ErrorKind::ParentDir => write!(f, "deny rule `{rule}` contains `..`; rules are relative to each root"),
+            ErrorKind::Negation => write!(
+                f,
+                "deny rule `{rule}` is a negation; deny rules have no exceptions (list only what to deny, or write \
+                 `\\!` for a name that starts with `!`)"
+            ),
             ErrorKind::Syntax(why) => write!(f, "deny rule `{rule}` is not a valid glob: {why}"),
         }
     }
@@ -61,6 +72,9 @@ impl DenyRules {
         for (index, rule) in rules.iter().enumerate() {
             let rule = rule.as_ref();
             let fail = |kind| RuleError { kind, rule: rule.to_string() };
+            if rule.starts_with('!') {
+                return Err(fail(ErrorKind::Negation));
+            }
             let anchored = rule.trim_start_matches('/');
             let body = anchored.trim_end_matches('/');
             if body.is_empty() {
@@ -183,5 +197,18 @@ mod tests {
         assert!(err.to_string().starts_with("deny rule `a[b` is not a valid glob"), "{err}");
         assert_eq!(DenyRules::new(&["/"]).unwrap_err().to_string(), "deny rule `/` is empty");
         assert!(DenyRules::new(&["../x"]).unwrap_err().to_string().contains("contains `..`"));
+        let err = DenyRules::new(&["secrets/**", "!secrets/README.md"]).unwrap_err();
+        assert!(err.to_string().starts_with("deny rule `!secrets/README.md` is a negation"), "{err}");
+        assert_eq!(rules(&["\\!important"]).denied(Path::new("a/!important")), Some("\\!important"));
+    }
+
+    #[test]
+    fn an_anchored_directory_rule_covers_only_the_roots_own_and_a_double_star_every_one() {
+        let r = rules(&[".git/**"]);
+        assert_eq!(r.denied(Path::new("vendor/lib/.git/config")), None, "anchored at the root");
+        let r = rules(&["**/.git/**"]);
+        assert_eq!(r.denied(Path::new(".git/config")), Some("**/.git/**"));
+        assert_eq!(r.denied(Path::new("vendor/lib/.git/config")), Some("**/.git/**"));
+        assert_eq!(r.denied(Path::new("vendor/lib/.git")), Some("**/.git/**"));
     }
 }

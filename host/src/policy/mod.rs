@@ -6,22 +6,28 @@
 //! widened), as its manifest's access allows: a read tool gets them read-only;
 //! a write tool gets read-write roots read-write and read-only roots read-only;
 //! a tool that needs no files gets nothing. Deny rules ([`deny`]) take paths
-//! back out of every root, for every tool.
+//! back out of every root, for every tool. Every path a call touches is judged
+//! where it really is ([`Judge`]): a symlink does not take a change into a
+//! read-only root, nor a read past a deny rule, and a move neither moves a root
+//! nor takes what a rule covers out from under it.
 
 pub mod deny;
+mod judge;
+mod moves;
 mod spec;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use cap_std::fs::Dir;
 use wasmtime_wasi::FsPerms;
 
 use crate::ambient;
 use crate::tool::Access;
 
 pub use deny::{DenyRules, RuleError};
+pub use judge::{Intent, Judge, Refusal};
+pub use moves::MAX_ENTRIES as MAX_MOVE_ENTRIES;
 pub use spec::{DirSpec, SpecError, deserialize_grants};
 
 /// Whether a root may be changed.
@@ -104,7 +110,7 @@ impl std::error::Error for PolicyError {}
 #[derive(Debug, Clone)]
 pub struct Policy {
     roots: Vec<Root>,
-    deny: Arc<Deny>,
+    judge: Arc<Judge>,
     read_only: bool,
 }
 
@@ -130,24 +136,22 @@ impl Policy {
             }
         }
         let rules = DenyRules::new(deny).map_err(|e| PolicyError { kind: ErrorKind::Rule(e), path: PathBuf::new() })?;
-        let mut handles = Vec::new();
-        if !rules.is_empty() {
-            for root in &roots {
-                let dir = ambient::open_dir(Path::new(&root.path))
-                    .map_err(|e| PolicyError { kind: ErrorKind::Unresolvable(e), path: PathBuf::from(&root.path) })?;
-                handles.push((PathBuf::from(&root.path), dir));
-            }
+        let mut held = Vec::new();
+        for root in &roots {
+            let dir = ambient::open_dir(Path::new(&root.path))
+                .map_err(|e| PolicyError { kind: ErrorKind::Unresolvable(e), path: PathBuf::from(&root.path) })?;
+            held.push(judge::Held { path: PathBuf::from(&root.path), mode: root.mode, dir });
         }
-        Ok(Policy { roots, deny: Arc::new(Deny { rules, roots: handles }), read_only })
+        Ok(Policy { roots, judge: Arc::new(Judge { rules, roots: held }), read_only })
     }
 
     pub fn roots(&self) -> &[Root] {
         &self.roots
     }
 
-    /// The deny rules, with what checking them needs.
-    pub fn deny(&self) -> &Arc<Deny> {
-        &self.deny
+    /// The deny rules and the roots, with what judging a path needs.
+    pub fn judge(&self) -> &Arc<Judge> {
+        &self.judge
     }
 
     /// Whether the server runs `--read-only` (no write tools).
@@ -229,90 +233,8 @@ fn narrow<'a>(scopes: &[(PathBuf, Mode)], by: impl Iterator<Item = (&'a Path, Mo
     narrowed
 }
 
-/// The deny rules and the configured roots they are relative to, open as
-/// capabilities so that symlinks are resolved inside them.
-#[derive(Debug)]
-pub struct Deny {
-    rules: DenyRules,
-    /// Each configured root's path and handle (none when there are no rules).
-    roots: Vec<(PathBuf, Dir)>,
-}
-
-impl Deny {
-    /// No rules: nothing is denied.
-    pub fn none() -> Deny {
-        Deny { rules: DenyRules::none(), roots: Vec::new() }
-    }
-
-    /// The rules as configured.
-    pub fn rules(&self) -> &[String] {
-        self.rules.rules()
-    }
-
-    /// Whether there are rules at all (with none, nothing need be checked).
-    pub fn is_empty(&self) -> bool {
-        self.rules.is_empty()
-    }
-
-    /// The handle of the deepest configured root holding `path` (absolute),
-    /// and `path` relative to it.
-    fn holding<'a>(&'a self, path: &'a Path) -> Option<(&'a Dir, &'a Path)> {
-        let (root, dir) = self
-            .roots
-            .iter()
-            .filter(|(root, _)| path.starts_with(root))
-            .max_by_key(|(root, _)| root.as_os_str().len())?;
-        Some((dir, path.strip_prefix(root).ok()?))
-    }
-
-    /// Where `path` (absolute; it need not exist) really is, relative to the
-    /// deepest configured root holding it: its deepest existing ancestor with
-    /// symlinks resolved inside that root, the rest appended (what does not
-    /// exist cannot be a link). `None` when there are no rules (the handles
-    /// are kept only for them) or outside every configured root.
-    pub fn real_relative(&self, path: &Path) -> Option<PathBuf> {
-        if self.rules.is_empty() {
-            return None;
-        }
-        let (dir, relative) = self.holding(path)?;
-        let mut existing = relative;
-        let mut rest = PathBuf::new();
-        loop {
-            let target = if existing.as_os_str().is_empty() { Path::new(".") } else { existing };
-            if let Ok(real) = dir.canonicalize(target) {
-                return Some(real.join(&rest));
-            }
-            let name = existing.file_name()?;
-            rest = Path::new(name).join(&rest);
-            existing = existing.parent()?;
-        }
-    }
-
-    /// The rule that denies `relative` (a path relative to a configured root,
-    /// as `real_relative` gives), if any.
-    pub fn denied_relative(&self, relative: &Path) -> Option<&str> {
-        self.rules.denied(relative)
-    }
-
-    /// The rule that denies `path` (an absolute path; it need not exist), if
-    /// any: the path as written, relative to the deepest configured root that
-    /// holds it, and with `follow`, also where it really is (`real_relative`),
-    /// so a symlink to a denied file or directory is denied too. A path outside
-    /// every configured root is not denied here: the sandbox refuses it.
-    pub fn check(&self, path: &Path, follow: bool) -> Option<&str> {
-        if self.rules.is_empty() {
-            return None;
-        }
-        let (_, relative) = self.holding(path)?;
-        if let Some(rule) = self.rules.denied(relative) {
-            return Some(rule);
-        }
-        if !follow {
-            return None;
-        }
-        self.rules.denied(&self.real_relative(path)?)
-    }
-}
+#[cfg(test)]
+mod judge_tests;
 
 #[cfg(test)]
 mod tests {
@@ -385,7 +307,7 @@ mod tests {
         std::os::unix::fs::symlink("app.env", root.join("notes.txt")).unwrap();
         let rules = [".git/**".to_string(), "*.env".to_string()];
         let policy = Policy::new(&[DirSpec { path: root.clone(), mode: Mode::ReadWrite }], &rules, false).unwrap();
-        let deny = policy.deny();
+        let deny = policy.judge();
         assert_eq!(deny.check(&root.join(".git/config"), false), Some(".git/**"));
         assert_eq!(deny.check(&root.join("sub/new.env"), true), Some("*.env"), "need not exist");
         assert_eq!(deny.check(&root.join("innocent/config"), false), None, "a walk does not follow");

@@ -18,7 +18,7 @@ use super::shards::Shardable;
 use super::signal::{CallSignal, Interrupted};
 use super::slots::Slot;
 use super::watchdog::Bounds;
-use crate::policy::{Deny, Grant};
+use crate::policy::{Grant, Judge};
 use crate::tool::{Budget, Chunk, Fingerprint, Manifest, Summary, ToolError};
 
 /// The request a call serves: the preopens it is granted, its cancellation
@@ -47,8 +47,8 @@ pub struct CallState {
     limiter: CallLimiter,
     /// The preopens this call holds, for the host's file services.
     grants: Vec<Grant>,
-    /// The server's deny rules, for the `policy` import.
-    deny: Arc<Deny>,
+    /// The server's deny rules and roots, for the `policy` import.
+    judge: Arc<Judge>,
     /// The grants' roots, opened for the host's file services and listings.
     open_roots: OpenRoots,
     /// The request this call serves now (a parked stream serves several).
@@ -62,8 +62,8 @@ impl CallState {
         &self.grants
     }
 
-    pub(super) fn deny(&self) -> &Arc<Deny> {
-        &self.deny
+    pub(super) fn policy(&self) -> &Arc<Judge> {
+        &self.judge
     }
 
     pub(super) fn open_roots(&mut self) -> &mut OpenRoots {
@@ -112,7 +112,7 @@ impl Runtime {
             table,
             limiter: CallLimiter::new(self.limits),
             grants: grants.to_vec(),
-            deny: Arc::clone(&self.deny),
+            judge: Arc::clone(&self.judge),
             open_roots: OpenRoots::default(),
             signal,
             deadline,

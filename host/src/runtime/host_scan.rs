@@ -16,7 +16,7 @@ use super::bindings::cordon::tool::scan::{Entry, EntryKind, Host};
 use super::bindings::{WitError, WitErrorCode};
 use super::call::CallState;
 use super::host_files::io_error;
-use crate::policy::Deny;
+use crate::policy::Judge;
 
 impl Host for CallState {
     fn read_head(&mut self, path: String, follow: bool, max: u32) -> Result<(Vec<u8>, bool), WitError> {
@@ -28,8 +28,9 @@ impl Host for CallState {
         let (root, rel) = self.locate(&path, false)?;
         // With rules, the directory is checked where it really is too (a
         // symlink anywhere on its path resolved, once), and so are its entries.
-        let deny = Arc::clone(self.deny());
-        let real = deny.real_relative(Path::new(&path));
+        let deny = Arc::clone(self.policy());
+        let rules = !deny.is_empty();
+        let real = if rules { deny.real_relative(Path::new(&path)) } else { None };
         let rule = deny.check(Path::new(&path), false).or_else(|| deny.denied_relative(real.as_deref()?));
         if let Some(rule) = rule {
             return Err(WitError {
@@ -37,7 +38,6 @@ impl Host for CallState {
                 message: format!("`{path}` is denied by the server's rule `{rule}`"),
             });
         }
-        let rules = !deny.is_empty();
         let opened;
         let dir = self.root(root, &path)?;
         let dir = match rel.as_str() {
@@ -62,7 +62,7 @@ impl Host for CallState {
             } else {
                 EntryKind::Other
             };
-            let denied = |deny: &Deny| {
+            let denied = |deny: &Judge| {
                 deny.check(&Path::new(&path).join(&name), false).is_some()
                     || real.as_ref().is_some_and(|real| deny.denied_relative(&real.join(&name)).is_some())
             };
@@ -92,7 +92,7 @@ impl CallState {
     /// `read-head`: the file's first `max` bytes, and whether that is all.
     fn head(&mut self, path: &str, follow: bool, max: u32) -> Result<(Vec<u8>, bool), WitError> {
         let (root, rel) = self.locate(path, false)?;
-        if let Some(rule) = self.deny().check(Path::new(path), true) {
+        if let Some(rule) = self.policy().check(Path::new(path), true) {
             return Err(WitError {
                 code: WitErrorCode::PermissionDenied,
                 message: format!("`{path}` is denied by the server's rule `{rule}`"),
@@ -170,7 +170,7 @@ mod tests {
         let policy = Policy::new(&[root], &deny, false).unwrap();
         let limits = crate::limits::Limits::default();
         let capacity = Capacity { parked: 0, in_flight: 1, shards: 1 };
-        let runtime = Runtime::new(limits.call, capacity, None, Arc::clone(policy.deny())).unwrap();
+        let runtime = Runtime::new(limits.call, capacity, None, Arc::clone(policy.judge())).unwrap();
         let grants = policy.grants(Access::Read, None);
         let deadline = Instant::now() + Duration::from_secs(5);
         runtime.store(&grants, deadline, Arc::new(CallSignal::new())).unwrap()

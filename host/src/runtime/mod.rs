@@ -33,7 +33,7 @@ pub use signal::{CallSignal, PROGRESS_INTERVAL, ProgressSink};
 pub use slots::{Reclaim, Slot, Slots};
 pub use watchdog::MAX_STUCK_PER_TOOL;
 
-use crate::policy::Deny;
+use crate::policy::Judge;
 use bindings::CordonToolPre;
 use cache::{CompileCache, Outcome};
 use watchdog::Watchdog;
@@ -50,8 +50,8 @@ pub struct Runtime {
     linker: Linker<CallState>,
     cache: CompileCache,
     limits: CallLimits,
-    /// The deny rules every call's `policy` import answers from.
-    deny: Arc<Deny>,
+    /// The deny rules and roots every call's `policy` import judges paths by.
+    judge: Arc<Judge>,
     watchdog: Watchdog,
     /// One per live store: the pool's instances, counted by the host.
     slots: Slots,
@@ -68,13 +68,13 @@ pub struct Loaded {
 impl Runtime {
     /// Builds the engine (a pooling allocator with room for `capacity`, epoch
     /// interruption) and starts the epoch clock. `cache_dir` holds compiled
-    /// artifacts; `None` compiles each start. `deny` is what tools are told to
+    /// artifacts; `None` compiles each start. `judge` is what tools are told to
     /// keep out of.
     pub fn new(
         limits: CallLimits,
         capacity: Capacity,
         cache_dir: Option<cap_std::fs::Dir>,
-        deny: Arc<Deny>,
+        judge: Arc<Judge>,
     ) -> Result<Runtime, RuntimeError> {
         limits.validate().map_err(RuntimeError::Limits)?;
         let pool = capacity.pool(limits.memory_bytes).map_err(|e| RuntimeError::Limits(LimitError::Capacity(e)))?;
@@ -101,7 +101,7 @@ impl Runtime {
         start_epoch_clock(&engine);
         let cache = CompileCache::new(cache_dir, &engine);
         let slots = Slots::new(INSTANCE_SLOTS, capacity.instances());
-        Ok(Runtime { engine, linker, cache, limits, deny, watchdog: Watchdog::default(), slots })
+        Ok(Runtime { engine, linker, cache, limits, judge, watchdog: Watchdog::default(), slots })
     }
 
     /// Compiles (or loads from the cache) a component and links it.

@@ -177,7 +177,7 @@ impl Server {
             .map_err(dir_error("open the uploads directory", uploads_path.clone()))?;
         let uploads = Uploads::new(uploads_path.clone(), uploads_dir, config.limits.uploads)
             .map_err(dir_error("clean the uploads directory", uploads_path.clone()))?;
-        let runtime = Runtime::new(config.limits.call, config.limits.capacity(), cache_dir, Arc::clone(policy.deny()))
+        let runtime = Runtime::new(config.limits.call, config.limits.capacity(), cache_dir, Arc::clone(policy.judge()))
             .map(Arc::new)
             .map_err(StartError::Runtime)?;
         let signing = Signing::load(&config.trusted_keys, config.require_signatures).map_err(StartError::Keys)?;
@@ -231,7 +231,7 @@ impl Server {
         let cache = state_subdir(config, state_dir(config)?.as_ref(), "compiled", "open the compile cache")?;
         // One instance at a time: a tool being loaded and asked what it is.
         let capacity = Capacity { parked: 0, in_flight: 1, shards: 1 };
-        Runtime::new(config.limits.call, capacity, cache, Arc::new(crate::policy::Deny::none()))
+        Runtime::new(config.limits.call, capacity, cache, Arc::new(crate::policy::Judge::none()))
             .map_err(StartError::Runtime)
     }
 

@@ -19,7 +19,7 @@ use std::path::Path;
 
 use cordon_sdk::{Error, ErrorCode, paths};
 
-use cordon_sdk::grant::{require_writable, write_error};
+use cordon_sdk::grant::{require_writable_root, write_error};
 
 /// What a move did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,8 +55,12 @@ pub fn move_entry(roots: &[String], from: &Path, to: &Path, overwrite: bool) -> 
     }
     let source = look(from, &src)?
         .ok_or_else(|| Error::new(ErrorCode::NotFound, format!("`from` `{src}` does not exist; nothing was moved")))?;
-    require_writable(roots, from, &src)?;
-    require_writable(roots, to, &dst)?;
+    require_writable_root(roots, from, &src)?;
+    require_writable_root(roots, to, &dst)?;
+    // Where both ends really are: no symlink into a read-only root or onto a
+    // root, and nothing taken out from under a deny rule.
+    cordon_sdk::policy::judge_move(from, to)
+        .map_err(|e| Error::new(e.code, format!("{}; nothing was moved", e.message)))?;
     check_parent(to, &dst)?;
     let overwrote = match look(to, &dst)? {
         None => false,

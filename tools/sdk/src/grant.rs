@@ -19,9 +19,21 @@ pub fn root_of<'a>(roots: &'a [String], path: &Path) -> Option<&'a str> {
     within_root(&names, path).map(|(index, _)| roots[index].as_str())
 }
 
-/// Fails with permission-denied, naming the root, when the root holding `path`
-/// was granted read-only. `shown` names the path in the message.
+/// Fails with permission-denied, naming the root or the rule, unless this call
+/// may change `path`: the root holding it as written was granted read-write,
+/// and the host finds it may be changed where it really is
+/// ([`crate::policy::judge_change`]: no deny rule, no symlink into a read-only
+/// root). `shown` names the path in the message.
 pub fn require_writable(roots: &[String], path: &Path, shown: &str) -> Result<(), Error> {
+    require_writable_root(roots, path, shown)?;
+    crate::policy::judge_change(path).map_err(|e| Error::new(e.code, format!("{}; nothing was changed", e.message)))
+}
+
+/// Fails with permission-denied, naming the root, when the root holding `path`
+/// as written was granted read-only; the first, local half of
+/// [`require_writable`], for a tool that asks the host about the rest itself
+/// (a move: [`crate::policy::judge_move`]).
+pub fn require_writable_root(roots: &[String], path: &Path, shown: &str) -> Result<(), Error> {
     let Some(root) = root_of(roots, path) else {
         return Err(Error::new(
             ErrorCode::PermissionDenied,
