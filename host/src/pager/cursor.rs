@@ -4,9 +4,10 @@
 //! (JSON) binds the tool and its version, the original arguments, the resume
 //! position after the last chunk delivered, the fingerprint of what is paged,
 //! the index of the next page, the live session that holds the stream, the
-//! running SHA-256 of everything delivered, the signing key's id and an expiry.
-//! The body is readable by whoever holds the cursor (it holds only what that
-//! client sent or was sent); only the server's key can make one.
+//! running SHA-256 of everything delivered (sealed: it holds the last bytes
+//! delivered), the signing key's id and an expiry. The rest of the body is
+//! readable by whoever holds the cursor (it holds only what that client sent);
+//! only the server's key can make one.
 
 use std::fmt;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -116,6 +117,12 @@ impl CursorKey {
         hex::encode(&self.key)
     }
 
+    /// A 32-byte key for another use, derived from this one: the HMAC-SHA256
+    /// of `label`, which names the use (each use its own label).
+    pub fn derive(&self, label: &str) -> [u8; 32] {
+        self.mac(label.as_bytes()).finalize().into_bytes().into()
+    }
+
     fn mac(&self, body: &[u8]) -> Hmac<Sha256> {
         let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(&self.key).expect("HMAC takes any key length");
         mac.update(body);
@@ -153,8 +160,9 @@ pub struct Cursor {
     /// Items delivered on earlier pages.
     #[serde(rename = "n")]
     pub items_before: u64,
-    /// The SHA-256 state over every payload byte delivered so far.
-    #[serde(rename = "h")]
+    /// The SHA-256 state over every payload byte delivered so far, sealed
+    /// (`pager::sealed`: it holds up to 63 bytes of what was delivered).
+    #[serde(rename = "hs")]
     pub hash_state: String,
     /// Set when the pages show items in the compact text form: the heading
     /// in force after the last item delivered, so the next page continues

@@ -20,6 +20,7 @@ pub mod handles;
 pub mod page;
 pub mod parked;
 mod pieces;
+mod sealed;
 mod shards;
 mod stream;
 pub mod totals;
@@ -28,8 +29,6 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use base64::Engine as _;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use serde_json::{Map, Value};
 use sha2::Sha256;
 use sha2::digest::common::hazmat::{SerializableState, SerializedState};
@@ -366,7 +365,7 @@ impl Pager {
             session: start.session,
             bytes_before: start.bytes_before + page.bytes,
             items_before: start.items_before + page.items,
-            hash_state: B64.encode(start.hasher.serialize()),
+            hash_state: sealed::seal(&self.key, &start.hasher.serialize()),
             compact: start.view.as_ref().map(|_| Heading { line: start.heading.clone() }),
             expires: Cursor::expiry(SystemTime::now(), self.limits.cursor_ttl),
             shard,
@@ -437,7 +436,7 @@ impl Pager {
         if paging.format.is_some_and(|asked| asked != form) {
             return Err(CursorError::ArgumentsChanged.into());
         }
-        let state = B64.decode(&cursor.hash_state).map_err(|_| CursorError::Malformed)?;
+        let state = sealed::open(&self.key, &cursor.hash_state).ok_or(CursorError::Malformed)?;
         let state = SerializedState::<Sha256>::try_from(&state[..]).map_err(|_| CursorError::Malformed)?;
         let hasher = Sha256::deserialize(&state).map_err(|_| CursorError::Malformed)?;
         let gone = |f: CallFailure| match f {
