@@ -109,6 +109,13 @@ limit_table! {
     max_depth: usize = 16, "N", may_be 0;
     /// Linear memory one call may use, in MiB.
     memory_mib: usize = 256, "MIB";
+    /// Linear memory all tool instances together may hold, in MiB: a call that would
+    /// grow past it first takes memory back from parked streams (least recently used
+    /// first), else its growth is refused (`limit_exceeded`); at least `memory_mib`.
+    max_memory_mib: usize = 1536, "MIB";
+    /// Linear memory the streams parked between pages may hold together, in MiB: parking
+    /// past it gives up the least recently used first (their cursors still resume).
+    max_parked_mib: usize = 512, "MIB", may_be 0;
     /// Wall time one call may take, in seconds.
     timeout_secs: f64 = 30.0, "SECS";
     /// How long past the wall time the host waits for a tool stuck in a host
@@ -157,6 +164,8 @@ pub struct Limits {
     /// Tool calls being answered at once across every session and transport;
     /// more wait for one to end, until their deadline.
     pub max_calls_in_flight: usize,
+    /// The linear memory all tool instances may hold together, in bytes.
+    pub max_memory_bytes: usize,
     pub call: CallLimits,
     pub pages: PageLimits,
     pub uploads: UploadLimits,
@@ -181,6 +190,7 @@ impl Settings {
             max_response_bytes: size("max_response_bytes", self.max_response_bytes)?,
             max_concurrent_calls: self.max_concurrent_calls,
             max_calls_in_flight: self.max_calls_in_flight,
+            max_memory_bytes: self.max_memory_mib.checked_mul(1 << 20).ok_or(too_large("max_memory_mib"))?,
             call: CallLimits {
                 memory_bytes: self.memory_mib.checked_mul(1 << 20).ok_or(too_large("memory_mib"))?,
                 table_elements: self.max_table_elements,
@@ -198,6 +208,7 @@ impl Settings {
                 max_depth: self.max_depth,
                 cursor_ttl: Duration::from_secs(self.cursor_ttl_secs),
                 parked: self.max_parked_streams,
+                parked_bytes: self.max_parked_mib.checked_mul(1 << 20).ok_or(too_large("max_parked_mib"))?,
                 parked_ttl: Duration::from_secs(self.parked_ttl_secs),
                 count: CountBounds { time: Duration::from_millis(self.count_ms), bytes: self.count_max_bytes.0 },
                 shards: self.shards,
@@ -240,6 +251,9 @@ impl Limits {
         if let Some((name, _)) = counts.iter().find(|(_, n)| *n == 0) {
             return Err(LimitError::Zero(name));
         }
+        if self.call.memory_bytes > self.max_memory_bytes {
+            return Err(LimitError::AboveMaximum { name: "memory_mib", max: (self.max_memory_bytes >> 20) as u64 });
+        }
         if self.pages.default_tokens > self.pages.max_tokens {
             return Err(LimitError::AboveMaximum { name: "page_tokens", max: u64::from(self.pages.max_tokens) });
         }
@@ -249,7 +263,12 @@ impl Limits {
 
     /// The tool instances these limits keep alive at once.
     pub fn capacity(&self) -> Capacity {
-        Capacity { parked: self.pages.parked, in_flight: self.max_calls_in_flight, shards: self.pages.shards }
+        Capacity {
+            parked: self.pages.parked,
+            in_flight: self.max_calls_in_flight,
+            shards: self.pages.shards,
+            memory: self.max_memory_bytes,
+        }
     }
 }
 
@@ -377,6 +396,12 @@ mod tests {
         assert_eq!(page, LimitError::AboveMaximum { name: "page_tokens", max: 25_000 });
         let memory = Settings { memory_mib: usize::MAX, ..Settings::default() }.limits().unwrap_err();
         assert!(matches!(memory, LimitError::AboveMaximum { name: "memory_mib", .. }), "{memory}");
+        let over = Settings { memory_mib: 2048, max_memory_mib: 1024, ..Settings::default() }.limits().unwrap_err();
+        assert_eq!(
+            over,
+            LimitError::AboveMaximum { name: "memory_mib", max: 1024 },
+            "a call's memory within the server's"
+        );
         let pool = Settings { max_parked_streams: 10_000_000, ..Settings::default() }.limits().unwrap_err();
         assert!(matches!(pool, LimitError::Capacity(_)), "{pool}");
     }

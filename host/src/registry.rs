@@ -508,7 +508,7 @@ mod tests {
 
     fn runtime() -> Runtime {
         let limits = crate::limits::Limits::default();
-        let capacity = crate::runtime::Capacity { parked: 0, in_flight: 2, shards: 1 };
+        let capacity = crate::runtime::Capacity { parked: 0, in_flight: 2, shards: 1, memory: usize::MAX };
         Runtime::new(limits.call, capacity, None, Arc::new(crate::policy::Judge::none())).unwrap()
     }
 

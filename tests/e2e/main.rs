@@ -27,6 +27,7 @@ mod house;
 mod http;
 mod interop;
 mod listing;
+mod memory;
 mod mutate;
 mod paging;
 mod policy;

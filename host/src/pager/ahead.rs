@@ -171,6 +171,13 @@ impl Ahead {
         }
     }
 
+    /// What the shard holds while parked: the chunks it pulled ahead, and the
+    /// live call it handed over, if any (a paused thread drops its own).
+    pub fn held_bytes(&self) -> usize {
+        let state = self.shared.lock();
+        state.bytes + state.handed.as_ref().map_or(0, LiveCall::memory_bytes)
+    }
+
     /// Stops the thread (its guest interrupted), keeping what it pulled.
     pub fn pause(&self) {
         let mut state = self.shared.lock();

@@ -67,6 +67,8 @@ pub struct PageLimits {
     pub cursor_ttl: Duration,
     /// Streams parked between pages, at most.
     pub parked: usize,
+    /// The linear memory (and buffered output) parked streams may hold together, in bytes.
+    pub parked_bytes: usize,
     /// How long a parked stream waits for its next page.
     pub parked_ttl: Duration,
     /// How much counting the whole result before a first page may spend.
@@ -127,6 +129,22 @@ struct Parked {
     view: Option<Compact>,
 }
 
+impl Parked {
+    /// What the stream holds: its instances' memory and the output pulled
+    /// but not delivered.
+    fn bytes(&self) -> usize {
+        let pending: usize = self
+            .pending
+            .iter()
+            .map(|piece| match piece {
+                Piece::Chunk(chunk) => chunk.payload.len() + chunk.resume.len(),
+                Piece::Shown(shown) => shown.text.len() + shown.resume.len(),
+            })
+            .sum();
+        self.call.memory_bytes() + pending
+    }
+}
+
 /// The engine: signing key, parked streams, limits.
 pub struct Pager {
     key: CursorKey,
@@ -164,7 +182,8 @@ impl Pager {
     /// when it runs short of instance slots (see `Runtime::reclaim_with`).
     /// Cursors are signed with `key`, and handles for them kept in `handles`.
     pub fn new(key: CursorKey, handles: Store, limits: PageLimits, runtime: Arc<Runtime>) -> Pager {
-        let parked = Arc::new(ParkedStreams::new(limits.parked, limits.parked_ttl));
+        let bounds = parked::Bounds { count: limits.parked, bytes: limits.parked_bytes, ttl: limits.parked_ttl };
+        let parked = Arc::new(ParkedStreams::new(bounds));
         let reclaim: Arc<dyn Reclaim> = parked.clone();
         runtime.reclaim_with(Arc::downgrade(&reclaim));
         let handles = Handles::new(handles, limits.cursor_ttl.as_secs());
@@ -395,7 +414,8 @@ impl Pager {
         page.next_cursor = Some(cursor);
         start.call.disarm();
         let parked = Parked { call: start.call, pending: start.pending, view: start.view };
-        self.parked.park(start.session, key, parked);
+        let bytes = parked.bytes();
+        self.parked.park(start.session, key, parked, bytes);
         Ok(page)
     }
 

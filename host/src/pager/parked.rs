@@ -1,10 +1,14 @@
-//! Live streams between pages: a bounded table (max count, idle TTL, LRU).
+//! Live streams between pages: a bounded table (max count, max bytes, idle
+//! TTL, LRU).
 //!
 //! Keeping a tool's stream alive makes the next page cost only that page. A
 //! stream that is evicted, expires or was lost with a restart is not an error:
 //! the pager reopens the tool at the cursor's resume position instead. Each
-//! parked stream holds one of the runtime's instance slots, so the table is
-//! also what the runtime reclaims from when a new call finds none free.
+//! parked stream holds one of the runtime's instance slots and its memory, so
+//! the table is bounded by bytes as well as by count (`max_parked_mib`: what
+//! the streams' instances and buffers hold), and is also what the runtime
+//! reclaims from when a new call finds no slot free or the server's memory
+//! budget reached.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -19,89 +23,144 @@ pub fn new_id() -> u64 {
 
 struct Entry<T> {
     parked: T,
+    /// What the stream holds (its instances' memory and buffered output).
+    bytes: usize,
     /// The resume position after the last chunk delivered; the parked stream
     /// continues exactly there.
     position: String,
     last_used: Instant,
 }
 
+/// The entries and the bytes they hold together.
+struct Table<T> {
+    entries: HashMap<u64, Entry<T>>,
+    bytes: usize,
+}
+
+impl<T> Table<T> {
+    fn remove(&mut self, id: &u64) -> Option<Entry<T>> {
+        let entry = self.entries.remove(id)?;
+        self.bytes -= entry.bytes;
+        Some(entry)
+    }
+
+    /// Takes the least recently used entry out.
+    fn remove_oldest(&mut self) -> Option<Entry<T>> {
+        let oldest = self.entries.iter().min_by_key(|(_, e)| e.last_used).map(|(id, _)| *id)?;
+        self.remove(&oldest)
+    }
+}
+
+/// How many streams a table keeps, and how much they may hold.
+#[derive(Debug, Clone, Copy)]
+pub struct Bounds {
+    /// Streams at most.
+    pub count: usize,
+    /// Bytes the streams hold together, at most.
+    pub bytes: usize,
+    /// How long a stream waits for its next page.
+    pub ttl: Duration,
+}
+
 /// The table of parked streams (`T`: a live call and what it holds).
 pub struct ParkedStreams<T> {
-    entries: Mutex<HashMap<u64, Entry<T>>>,
-    max: usize,
-    ttl: Duration,
+    table: Mutex<Table<T>>,
+    bounds: Bounds,
 }
 
 impl<T> ParkedStreams<T> {
-    pub fn new(max: usize, ttl: Duration) -> ParkedStreams<T> {
-        ParkedStreams { entries: Mutex::new(HashMap::new()), max, ttl }
+    pub fn new(bounds: Bounds) -> ParkedStreams<T> {
+        ParkedStreams { table: Mutex::new(Table { entries: HashMap::new(), bytes: 0 }), bounds }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Table<T>> {
+        self.table.lock().expect("parked streams lock")
     }
 
     /// Takes the stream parked under `id` if it is there, still fresh, and at
     /// `position`; a stream elsewhere (an older cursor replayed) stays parked.
     pub fn take(&self, id: u64, position: &str) -> Option<T> {
-        let mut entries = self.entries.lock().expect("parked streams lock");
-        let entry = entries.get(&id)?;
-        if entry.last_used.elapsed() > self.ttl {
-            let stale = entries.remove(&id);
-            drop(entries);
+        let mut table = self.lock();
+        let entry = table.entries.get(&id)?;
+        if entry.last_used.elapsed() > self.bounds.ttl {
+            let stale = table.remove(&id);
+            drop(table);
             drop(stale);
             return None;
         }
         if entry.position != position {
             return None;
         }
-        entries.remove(&id).map(|e| e.parked)
+        table.remove(&id).map(|e| e.parked)
     }
 
-    /// Parks a stream, evicting expired ones and then the least recently used
-    /// while the table is full.
-    pub fn park(&self, id: u64, position: String, parked: T) {
+    /// Parks a stream holding `bytes`, evicting expired ones and then the
+    /// least recently used while the table is full, by count or by bytes. A
+    /// stream that alone holds more than the table may is not parked.
+    pub fn park(&self, id: u64, position: String, parked: T, bytes: usize) {
+        let Bounds { count, bytes: max_bytes, ttl } = self.bounds;
         let mut evicted = Vec::new();
-        {
-            let mut entries = self.entries.lock().expect("parked streams lock");
-            let ttl = self.ttl;
+        let mut over_bytes = 0usize;
+        let kept = {
+            let mut table = self.lock();
             let expired: Vec<u64> =
-                entries.iter().filter(|(_, e)| e.last_used.elapsed() > ttl).map(|(id, _)| *id).collect();
+                table.entries.iter().filter(|(_, e)| e.last_used.elapsed() > ttl).map(|(id, _)| *id).collect();
             for old in expired {
-                evicted.extend(entries.remove(&old));
+                evicted.extend(table.remove(&old));
             }
-            while entries.len() >= self.max {
-                let Some(oldest) = remove_oldest(&mut entries) else { break };
+            let fits = count > 0 && bytes <= max_bytes;
+            while fits && (table.entries.len() >= count || table.bytes + bytes > max_bytes) {
+                let by_bytes = table.entries.len() < count;
+                let Some(oldest) = table.remove_oldest() else { break };
+                over_bytes += usize::from(by_bytes);
                 evicted.push(oldest);
             }
-            if self.max > 0 {
-                entries.insert(id, Entry { parked, position, last_used: Instant::now() });
+            if fits {
+                table.bytes += bytes;
+                table.entries.insert(id, Entry { parked, bytes, position, last_used: Instant::now() });
+                None
+            } else {
+                Some(parked)
             }
+        };
+        if over_bytes > 0 || (kept.is_some() && count > 0) {
+            tracing::info!(
+                evicted = over_bytes,
+                not_parked = kept.is_some(),
+                stream_bytes = bytes,
+                budget = max_bytes,
+                "parked streams reached their memory budget (max_parked_mib): gave up the least recently used \
+                 (their cursors resume by reopening)"
+            );
         }
         if !evicted.is_empty() {
             tracing::debug!(count = evicted.len(), "evicted parked streams");
         }
         // Stores are dropped here, outside the lock.
         drop(evicted);
+        drop(kept);
     }
 
     /// Gives up the least recently used stream, if any, and drops it
     /// (outside the lock).
     pub fn evict_oldest(&self) -> bool {
-        let oldest = remove_oldest(&mut self.entries.lock().expect("parked streams lock"));
+        let oldest = self.lock().remove_oldest();
         oldest.is_some()
     }
 
     /// How many streams are parked.
     pub fn len(&self) -> usize {
-        self.entries.lock().expect("parked streams lock").len()
+        self.lock().entries.len()
+    }
+
+    /// The bytes the parked streams hold together.
+    pub fn bytes(&self) -> usize {
+        self.lock().bytes
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
-}
-
-/// Takes the least recently used entry out of the table.
-fn remove_oldest<T>(entries: &mut HashMap<u64, Entry<T>>) -> Option<Entry<T>> {
-    let oldest = entries.iter().min_by_key(|(_, e)| e.last_used).map(|(id, _)| *id)?;
-    entries.remove(&oldest)
 }
 
 /// A call that finds no free instance slot takes a parked stream's, the least
@@ -120,10 +179,33 @@ impl<T: Send> Reclaim for ParkedStreams<T> {
 mod tests {
     use super::*;
 
+    fn bounds(count: usize, ttl: Duration) -> Bounds {
+        Bounds { count, bytes: usize::MAX, ttl }
+    }
+
+    #[test]
+    fn streams_past_the_byte_budget_give_up_the_least_recently_used_and_one_too_large_is_not_parked() {
+        let parked = ParkedStreams::new(Bounds { count: 10, bytes: 100, ttl: Duration::from_secs(60) });
+        parked.park(1, "p".into(), 1, 40);
+        std::thread::sleep(Duration::from_millis(5));
+        parked.park(2, "p".into(), 2, 40);
+        std::thread::sleep(Duration::from_millis(5));
+        parked.park(3, "p".into(), 3, 40);
+        assert_eq!((parked.len(), parked.bytes()), (2, 80), "the oldest was given up for the third");
+        assert_eq!(parked.take(1, "p"), None);
+        parked.park(4, "p".into(), 4, 101);
+        assert_eq!((parked.len(), parked.bytes()), (2, 80), "a stream over the whole budget is not parked");
+        assert_eq!(parked.take(4, "p"), None);
+        assert_eq!(parked.take(3, "p"), Some(3));
+        assert_eq!(parked.bytes(), 40, "taking gives its bytes back");
+        assert!(parked.give_up_one());
+        assert_eq!((parked.len(), parked.bytes()), (0, 0));
+    }
+
     #[test]
     fn a_stream_is_taken_once_and_only_at_its_position() {
-        let parked = ParkedStreams::new(4, Duration::from_secs(60));
-        parked.park(1, "10:2".into(), "stream");
+        let parked = ParkedStreams::new(bounds(4, Duration::from_secs(60)));
+        parked.park(1, "10:2".into(), "stream", 1);
         assert_eq!(parked.take(1, "5:1"), None, "an older cursor does not take the stream");
         assert_eq!(parked.take(1, "10:2"), Some("stream"));
         assert_eq!(parked.take(1, "10:2"), None);
@@ -131,12 +213,12 @@ mod tests {
 
     #[test]
     fn a_full_table_evicts_the_least_recently_used() {
-        let parked = ParkedStreams::new(2, Duration::from_secs(60));
-        parked.park(1, "p".into(), 1);
+        let parked = ParkedStreams::new(bounds(2, Duration::from_secs(60)));
+        parked.park(1, "p".into(), 1, 1);
         std::thread::sleep(Duration::from_millis(5));
-        parked.park(2, "p".into(), 2);
+        parked.park(2, "p".into(), 2, 1);
         std::thread::sleep(Duration::from_millis(5));
-        parked.park(3, "p".into(), 3);
+        parked.park(3, "p".into(), 3, 1);
         assert_eq!(parked.len(), 2);
         assert_eq!(parked.take(1, "p"), None, "the oldest was evicted");
         assert_eq!((parked.take(2, "p"), parked.take(3, "p")), (Some(2), Some(3)));
@@ -144,31 +226,31 @@ mod tests {
 
     #[test]
     fn reclaiming_gives_up_the_least_recently_used_stream() {
-        let parked = ParkedStreams::new(4, Duration::from_secs(60));
+        let parked = ParkedStreams::new(bounds(4, Duration::from_secs(60)));
         assert!(!parked.give_up_one(), "nothing parked, nothing given up");
-        parked.park(1, "p".into(), 1);
+        parked.park(1, "p".into(), 1, 1);
         std::thread::sleep(Duration::from_millis(5));
-        parked.park(2, "p".into(), 2);
+        parked.park(2, "p".into(), 2, 1);
         assert!(parked.give_up_one());
         assert_eq!((parked.take(1, "p"), parked.take(2, "p")), (None, Some(2)));
     }
 
     #[test]
     fn an_idle_stream_expires() {
-        let parked = ParkedStreams::new(4, Duration::from_millis(20));
-        parked.park(1, "p".into(), ());
+        let parked = ParkedStreams::new(bounds(4, Duration::from_millis(20)));
+        parked.park(1, "p".into(), (), 1);
         std::thread::sleep(Duration::from_millis(40));
         assert_eq!(parked.take(1, "p"), None);
-        parked.park(2, "p".into(), ());
+        parked.park(2, "p".into(), (), 1);
         std::thread::sleep(Duration::from_millis(40));
-        parked.park(3, "p".into(), ());
+        parked.park(3, "p".into(), (), 1);
         assert_eq!(parked.len(), 1, "parking sweeps out expired streams");
     }
 
     #[test]
     fn a_table_of_size_zero_keeps_nothing() {
-        let parked = ParkedStreams::new(0, Duration::from_secs(60));
-        parked.park(1, "p".into(), ());
+        let parked = ParkedStreams::new(bounds(0, Duration::from_secs(60)));
+        parked.park(1, "p".into(), (), 1);
         assert!(parked.is_empty());
     }
 }

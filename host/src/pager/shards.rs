@@ -86,6 +86,14 @@ impl Sharded {
         &self.plan.grants
     }
 
+    /// What the call holds: the head's instance memory and buffer, and what
+    /// the shards after it hold (see `Ahead::held_bytes`).
+    pub fn memory_bytes(&self) -> usize {
+        let head = self.head.call.as_ref().map_or(0, LiveCall::memory_bytes);
+        let buffered: usize = self.head.buffer.iter().map(|c| c.payload.len() + c.resume.len()).sum();
+        head + buffered + self.ahead.iter().map(Ahead::held_bytes).sum::<usize>()
+    }
+
     /// Readies the stream for a page of the request `ctx` at `budget`: the
     /// head serves the request, and the shards after it run ahead.
     pub fn arm(&mut self, ctx: &CallContext, budget: Budget) {

@@ -168,6 +168,15 @@ impl Stream {
         }
     }
 
+    /// What the stream holds: its instances' linear memory and the chunks its
+    /// shards pulled ahead.
+    pub fn memory_bytes(&self) -> usize {
+        match self {
+            Stream::One(call) => call.memory_bytes(),
+            Stream::Sharded(sharded) => sharded.memory_bytes(),
+        }
+    }
+
     /// The preopens the stream was opened with.
     pub fn grants(&self) -> &[Grant] {
         match self {

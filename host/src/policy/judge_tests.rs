@@ -2,6 +2,7 @@
 //! rule bypassed by renaming an ancestor, a read-only root nested in a
 //! read-write one written through a link, a nested root moved away through a
 //! link) and their variants.
+#![cfg(test)]
 
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};

@@ -110,7 +110,7 @@ impl Runtime {
         let state = CallState {
             wasi: wasi.build(),
             table,
-            limiter: CallLimiter::new(self.limits),
+            limiter: CallLimiter::new(self.limits, Arc::clone(&self.memory)),
             grants: grants.to_vec(),
             judge: Arc::clone(&self.judge),
             open_roots: OpenRoots::default(),
@@ -295,6 +295,11 @@ impl LiveCall {
     /// The preopens the call was opened with.
     pub fn grants(&self) -> &[Grant] {
         &self.store.data().grants
+    }
+
+    /// The linear memory the call's instance holds, in bytes.
+    pub fn memory_bytes(&self) -> usize {
+        self.store.data().limiter.memory_used()
     }
 
     /// Lets go of the request the last page served (and so of its transport's

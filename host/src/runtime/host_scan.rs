@@ -169,7 +169,7 @@ mod tests {
         let deny: Vec<String> = deny.iter().map(|rule| rule.to_string()).collect();
         let policy = Policy::new(&[root], &deny, false).unwrap();
         let limits = crate::limits::Limits::default();
-        let capacity = Capacity { parked: 0, in_flight: 1, shards: 1 };
+        let capacity = Capacity { parked: 0, in_flight: 1, shards: 1, memory: usize::MAX };
         let runtime = Runtime::new(limits.call, capacity, None, Arc::clone(policy.judge())).unwrap();
         let grants = policy.grants(Access::Read, None);
         let deadline = Instant::now() + Duration::from_secs(5);

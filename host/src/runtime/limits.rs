@@ -8,9 +8,12 @@
 //! refused, so a trap that follows is reported as that limit.
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use wasmtime::ResourceLimiter;
+
+use super::memory::MemoryBudget;
 
 /// Limits applied to every call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -114,6 +117,8 @@ pub enum Limit {
     ChunkBytes(usize),
     /// Bytes of an `info`, summary, message or resume position (`max_info_bytes`).
     InfoBytes(usize),
+    /// Linear memory of every tool instance together (`max_memory_mib`), in bytes.
+    ServerMemory(usize),
 }
 
 impl Limit {
@@ -125,13 +130,19 @@ impl Limit {
             Limit::Handles(_) => "max_handles",
             Limit::ChunkBytes(_) => "max_chunk_bytes",
             Limit::InfoBytes(_) => "max_info_bytes",
+            Limit::ServerMemory(_) => "max_memory_mib",
         }
     }
 
     /// The configured value.
     pub fn max(self) -> usize {
         match self {
-            Limit::Memory(n) | Limit::Tables(n) | Limit::Handles(n) | Limit::ChunkBytes(n) | Limit::InfoBytes(n) => n,
+            Limit::Memory(n)
+            | Limit::Tables(n)
+            | Limit::Handles(n)
+            | Limit::ChunkBytes(n)
+            | Limit::InfoBytes(n)
+            | Limit::ServerMemory(n) => n,
         }
     }
 }
@@ -147,22 +158,34 @@ impl fmt::Display for Limit {
             Limit::InfoBytes(_) => {
                 write!(f, "returned metadata or a message over the {max} bytes it may carry (`{name}`)")
             }
+            Limit::ServerMemory(_) => write!(
+                f,
+                "asked for memory while the server's tool instances together hold their budget of {max} bytes \
+                 (`{name}`) with nothing parked left to give up; try again when fewer calls run"
+            ),
         }
     }
 }
 
-/// Caps the total memory and table size of a call, not only each one's, and
-/// remembers the first growth it refused.
+/// Caps the total memory and table size of a call, not only each one's, takes
+/// its memory from the server's budget (given back when dropped, with the
+/// store), and remembers the first growth it refused.
 pub(super) struct CallLimiter {
     limits: CallLimits,
+    budget: Arc<MemoryBudget>,
     memory_used: usize,
     table_used: usize,
     refused: Option<Limit>,
 }
 
 impl CallLimiter {
-    pub(super) fn new(limits: CallLimits) -> CallLimiter {
-        CallLimiter { limits, memory_used: 0, table_used: 0, refused: None }
+    pub(super) fn new(limits: CallLimits, budget: Arc<MemoryBudget>) -> CallLimiter {
+        CallLimiter { limits, budget, memory_used: 0, table_used: 0, refused: None }
+    }
+
+    /// The linear memory the store holds, summed over its memories.
+    pub(super) fn memory_used(&self) -> usize {
+        self.memory_used
     }
 
     /// Holds the store to its share of the call's memory: one of `running`
@@ -188,6 +211,9 @@ impl ResourceLimiter for CallLimiter {
         let total = (self.memory_used - current).saturating_add(desired);
         if total > self.limits.memory_bytes {
             return Ok(self.refuse(Limit::Memory(self.limits.memory_bytes)));
+        }
+        if !self.budget.take(desired.saturating_sub(current)) {
+            return Ok(self.refuse(Limit::ServerMemory(self.budget.max())));
         }
         self.memory_used = total;
         Ok(true)
@@ -227,9 +253,19 @@ impl ResourceLimiter for CallLimiter {
     }
 }
 
+impl Drop for CallLimiter {
+    fn drop(&mut self) {
+        self.budget.give_back(self.memory_used);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn unbounded() -> Arc<MemoryBudget> {
+        Arc::new(MemoryBudget::new(usize::MAX))
+    }
 
     #[test]
     fn the_default_limits_are_valid_and_every_zero_limit_is_refused_by_name() {
@@ -257,7 +293,7 @@ mod tests {
     #[test]
     fn the_limiter_caps_memory_summed_over_memories_and_remembers_the_refusal() {
         let limits = CallLimits { memory_bytes: 100, ..crate::limits::Limits::default().call };
-        let mut limiter = CallLimiter::new(limits);
+        let mut limiter = CallLimiter::new(limits, unbounded());
         assert!(limiter.memory_growing(0, 60, None).unwrap());
         assert_eq!(limiter.refused(), None);
         // A second memory: 60 + 50 is over the call's 100, though each is under it.
@@ -271,10 +307,26 @@ mod tests {
     #[test]
     fn a_shard_gets_its_share_of_the_calls_memory() {
         let limits = CallLimits { memory_bytes: 100, ..crate::limits::Limits::default().call };
-        let mut limiter = CallLimiter::new(limits);
+        let mut limiter = CallLimiter::new(limits, unbounded());
         limiter.share_memory(4);
         assert!(limiter.memory_growing(0, 25, None).unwrap());
         assert!(!limiter.memory_growing(25, 26, None).unwrap());
         assert_eq!(limiter.refused(), Some(Limit::Memory(25)), "the refusal names the share");
+    }
+
+    #[test]
+    fn a_call_takes_its_memory_from_the_servers_budget_and_gives_it_back_when_dropped() {
+        let limits = CallLimits { memory_bytes: 100, ..crate::limits::Limits::default().call };
+        let budget = Arc::new(MemoryBudget::new(150));
+        let mut first = CallLimiter::new(limits, Arc::clone(&budget));
+        assert!(first.memory_growing(0, 100, None).unwrap());
+        let mut second = CallLimiter::new(limits, Arc::clone(&budget));
+        assert!(!second.memory_growing(0, 60, None).unwrap(), "100 + 60 is over the server's 150");
+        assert_eq!(second.refused(), Some(Limit::ServerMemory(150)));
+        assert!(second.memory_growing(0, 50, None).unwrap());
+        drop(first);
+        assert_eq!(budget.used(), 50, "the dropped store's memory came back");
+        assert!(second.memory_growing(50, 100, None).unwrap(), "growth takes only what it adds");
+        assert_eq!(budget.used(), 100);
     }
 }

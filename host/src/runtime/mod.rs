@@ -10,6 +10,7 @@ mod host_files;
 mod host_policy;
 mod host_scan;
 mod limits;
+mod memory;
 mod pool;
 mod shards;
 mod signal;
@@ -27,6 +28,7 @@ pub use call::{CallContext, CallState, LiveCall, Target};
 pub use failure::INSTANCE_SLOTS;
 pub use failure::{CallFailure, DescribeError, HostFault, RuntimeError, Violation};
 pub use limits::{CallLimits, Limit, LimitError};
+use memory::MemoryBudget;
 pub use pool::{Capacity, CapacityError};
 pub use shards::{Opening, Range, Shardable};
 pub use signal::{CallSignal, PROGRESS_INTERVAL, ProgressSink};
@@ -55,6 +57,8 @@ pub struct Runtime {
     watchdog: Watchdog,
     /// One per live store: the pool's instances, counted by the host.
     slots: Slots,
+    /// The linear memory all live stores hold together, against its budget.
+    memory: Arc<MemoryBudget>,
 }
 
 /// A compiled component, ready to instantiate.
@@ -101,7 +105,8 @@ impl Runtime {
         start_epoch_clock(&engine);
         let cache = CompileCache::new(cache_dir, &engine);
         let slots = Slots::new(INSTANCE_SLOTS, capacity.instances());
-        Ok(Runtime { engine, linker, cache, limits, judge, watchdog: Watchdog::default(), slots })
+        let memory = Arc::new(MemoryBudget::new(capacity.memory));
+        Ok(Runtime { engine, linker, cache, limits, judge, watchdog: Watchdog::default(), slots, memory })
     }
 
     /// Compiles (or loads from the cache) a component and links it.
@@ -131,9 +136,15 @@ impl Runtime {
     }
 
     /// Lets `reclaim` (the pager's parked streams) free instance slots when
-    /// none is free.
+    /// none is free, and memory when the budget is reached.
     pub fn reclaim_with(&self, reclaim: std::sync::Weak<dyn Reclaim>) {
-        self.slots.reclaim_with(reclaim);
+        self.slots.reclaim_with(reclaim.clone());
+        self.memory.reclaim_with(reclaim);
+    }
+
+    /// The linear memory all live stores hold now, in bytes, and the budget.
+    pub fn memory(&self) -> (usize, usize) {
+        (self.memory.used(), self.memory.max())
     }
 
     /// The compile cache, for tests and diagnostics.

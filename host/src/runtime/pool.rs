@@ -50,6 +50,9 @@ pub struct Capacity {
     pub in_flight: usize,
     /// Instances one call runs at once (`shards`; 1 when calls are not sharded).
     pub shards: usize,
+    /// The linear memory all instances may hold together, in bytes
+    /// (`max_memory_mib`; see `runtime::memory`).
+    pub memory: usize,
 }
 
 /// A capacity whose pool cannot be reserved.
@@ -62,7 +65,7 @@ pub struct CapacityError {
 
 impl fmt::Display for CapacityError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let Capacity { parked, in_flight, shards } = self.capacity;
+        let Capacity { parked, in_flight, shards, .. } = self.capacity;
         write!(
             f,
             "the limits ask for {} live tool instances (`max_parked_streams` {parked} parked streams + \
@@ -134,7 +137,7 @@ mod tests {
 
     #[test]
     fn the_pool_holds_the_parked_streams_the_calls_in_flight_and_a_loading_tool() {
-        let capacity = Capacity { parked: 64, in_flight: 16, shards: 1 };
+        let capacity = Capacity { parked: 64, in_flight: 16, shards: 1, memory: usize::MAX };
         assert_eq!(capacity.instances(), 81);
         assert_eq!(Capacity { shards: 4, ..capacity }.instances(), 64 + 16 * 4 + 1, "each call its shards");
         assert_eq!(capacity.validate(), Ok(()));
@@ -143,7 +146,7 @@ mod tests {
 
     #[test]
     fn a_capacity_that_cannot_be_reserved_is_refused_with_the_numbers_and_the_limits_to_lower() {
-        let capacity = Capacity { parked: 1_000_000, in_flight: 16, shards: 1 };
+        let capacity = Capacity { parked: 1_000_000, in_flight: 16, shards: 1, memory: usize::MAX };
         let err = capacity.validate().unwrap_err();
         assert_eq!(err.fits, 4064);
         let text = err.to_string();
@@ -152,7 +155,7 @@ mod tests {
         for needle in needles {
             assert!(text.contains(needle), "{needle:?} in {text}");
         }
-        assert!(Capacity { parked: 4064 - 17, in_flight: 16, shards: 1 }.validate().is_ok());
-        assert!(Capacity { parked: 4064 - 16, in_flight: 16, shards: 1 }.validate().is_err());
+        assert!(Capacity { parked: 4064 - 17, ..capacity }.validate().is_ok());
+        assert!(Capacity { parked: 4064 - 16, ..capacity }.validate().is_err());
     }
 }

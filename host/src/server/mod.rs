@@ -230,7 +230,7 @@ impl Server {
         config.limits.validate().map_err(StartError::Limits)?;
         let cache = state_subdir(config, state_dir(config)?.as_ref(), "compiled", "open the compile cache")?;
         // One instance at a time: a tool being loaded and asked what it is.
-        let capacity = Capacity { parked: 0, in_flight: 1, shards: 1 };
+        let capacity = Capacity { parked: 0, in_flight: 1, shards: 1, memory: usize::MAX };
         Runtime::new(config.limits.call, capacity, cache, Arc::new(crate::policy::Judge::none()))
             .map_err(StartError::Runtime)
     }
