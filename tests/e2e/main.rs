@@ -26,6 +26,7 @@ mod hostile;
 mod house;
 mod http;
 mod interop;
+mod judged;
 mod listing;
 mod memory;
 mod mutate;
