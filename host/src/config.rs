@@ -197,7 +197,7 @@ mod tests {
         let text = include_str!("../../cordon.example.toml");
         let file = parse(text).unwrap_or_else(|e| panic!("cordon.example.toml: {e}"));
         assert!(file.roots.is_some_and(|r| r.len() == 2));
-        assert!(file.deny.is_some_and(|d| d.iter().any(|r| r == ".git/**")));
+        assert!(file.deny.is_some_and(|d| d.iter().any(|r| r == "**/.git/**")));
         assert_eq!(file.limits.max_line_bytes, Bytes(8 << 20));
         assert_eq!((file.limits.max_parked_streams, file.limits.max_calls_in_flight), (64, 16));
     }
