@@ -319,3 +319,30 @@ fn a_validly_signed_cursor_still_cannot_leave_the_roots_or_repeat_a_write() {
     assert_eq!(fs::read_to_string(fx.outside()).unwrap(), CANARY);
     assert!(!fx.root().join("forged").exists());
 }
+
+/// Every window of `len` bytes of `haystack` that also occurs in `needle`.
+fn shared_windows(haystack: &[u8], needle: &[u8], len: usize) -> usize {
+    haystack.windows(len).filter(|w| needle.windows(len).any(|n| n == *w)).count()
+}
+
+#[test]
+fn a_cursor_carries_no_byte_of_the_file_it_pages() {
+    let fx = Fixture::new();
+    let secret = "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n";
+    let text: String = (0..40).map(|n| format!("line {n:02} {secret}")).collect();
+    fs::write(fx.root().join("env.txt"), &text).unwrap();
+    let mut server = Server::initialized(&fx.root(), &[]);
+    // Pages that end inside a 64-byte block, so the running hash holds bytes of it.
+    for max_tokens in [7, 19, 33] {
+        let page = server.call(1, "read", json!({"path": "env.txt", "format": "json", "max_tokens": max_tokens}));
+        let cursor = page_meta(&page)["cursor"].as_str().expect("a next page").to_string();
+        let body = body(&cursor);
+        let plain = body.to_string();
+        assert!(!plain.contains("wJalr") && !plain.contains("AWS_"), "the cursor's body shows the file: {plain}");
+        let sealed = B64.decode(body["hs"].as_str().expect("a sealed hash state")).unwrap();
+        assert_eq!(shared_windows(&sealed, text.as_bytes(), 8), 0, "the hash state shows the file");
+        let resumed = server.call(2, "read", json!({"cursor": cursor, "max_tokens": 25_000}));
+        let whole = [payload(&page), payload(&resumed)].concat();
+        assert_eq!(String::from_utf8(whole).unwrap(), text, "the sealed state still pages exactly");
+    }
+}
