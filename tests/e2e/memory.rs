@@ -60,3 +60,22 @@ fn a_hundred_unfinished_expensive_searches_stay_within_the_parked_budget_and_lat
     assert!(!payload(&resumed).is_empty(), "{resumed}");
     eprintln!("a hundred unfinished expensive greps: resident memory at most {} MiB", most / 1024);
 }
+
+#[test]
+fn calls_past_the_servers_memory_budget_take_memory_back_from_parked_streams_and_are_answered() {
+    let fx = Fixture::new();
+    let lines: String = (0..3_000).map(|n| format!("x1{n} abc\n")).collect();
+    fx.write("big.txt", &lines);
+    // Parked streams could hold 512 MiB, but all instances together only 128:
+    // each new grep's growth gives up the oldest parked streams instead.
+    let flags = ["--max-memory-mib", "128", "--memory-mib", "64", "--max-parked-mib", "512", "--shards", "1"];
+    let mut server = Server::initialized(&fx.root(), &flags);
+    let args = json!({ "pattern": EXPENSIVE, "path": "big.txt", "max_tokens": 10, "format": "json" });
+    let mut most = 0;
+    for n in 0..30 {
+        unfinished(&server.call(n + 1, "grep", args.clone()), &format!("grep {n}"));
+        most = most.max(rss_kib(server.pid()));
+    }
+    let bound_kib = (128 + 256) * 1024;
+    assert!(most < bound_kib, "resident memory reached {most} KiB, over {bound_kib} KiB");
+}
