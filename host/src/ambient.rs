@@ -24,6 +24,14 @@ pub fn create_dir_handle(path: &Path) -> io::Result<Dir> {
     Dir::open_ambient_dir(path, ambient_authority())
 }
 
+/// Creates `path` and its missing parents with `mode` (whatever the umask
+/// allows; a directory that exists keeps its mode) and opens it.
+pub fn create_dir_with_mode(path: &Path, mode: u32) -> io::Result<Dir> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new().recursive(true).mode(mode).create(path)?;
+    Dir::open_ambient_dir(path, ambient_authority())
+}
+
 /// The whole content of a file named on the command line.
 pub fn read_file(path: &Path) -> io::Result<Vec<u8>> {
     std::fs::read(path)

@@ -99,9 +99,7 @@ impl CursorKey {
         }
         let key = CursorKey::random();
         let draft = format!(".{NAME}.{:016x}.tmp", getrandom::u64().expect("the OS random source works"));
-        let mut options = cap_std::fs::OpenOptions::new();
-        cap_std::fs::OpenOptionsExt::mode(options.write(true).create_new(true), 0o600);
-        let mut file = dir.open_with(&draft, &options)?;
+        let mut file = dir.open_with(&draft, crate::private::file_options().write(true).create_new(true))?;
         let written = file.write_all(key.to_hex().as_bytes()).and_then(|()| file.sync_all());
         let linked = written.and_then(|()| dir.hard_link(&draft, dir, NAME));
         let _ = dir.remove_file(&draft);
