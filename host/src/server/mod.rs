@@ -205,7 +205,7 @@ impl Server {
             (Some(url), _) => Store::Redis(Box::new(RedisStore::connect(url).map_err(StartError::HandleStore)?)),
             (None, state) => match state_subdir(config, state.as_ref(), "handles", "open the handle store")? {
                 Some(dir) => Store::Dir(dir),
-                None => Store::Memory(Default::default()),
+                None => Store::memory(),
             },
         };
         let pager = Arc::new(Pager::new(key, handles, config.limits.pages, Arc::clone(&runtime)));
