@@ -114,6 +114,13 @@ impl CursorKey {
         hex::encode(&self.key)
     }
 
+    /// A key for another purpose, derived from this one with a label of its
+    /// own (HMAC-SHA-256(key, label)): it tells nothing about this key, and
+    /// replicas that share this key derive the same one.
+    pub fn derive(&self, label: &[u8]) -> [u8; 32] {
+        self.mac(label).finalize().into_bytes().into()
+    }
+
     fn mac(&self, body: &[u8]) -> Hmac<Sha256> {
         let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(&self.key).expect("HMAC takes any key length");
         mac.update(body);

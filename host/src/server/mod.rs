@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::audit::{Audit, AuditError, AuditSettings, Event, Who};
+use crate::audit::{Audit, AuditError, AuditSettings, DigestKey, Event, Who};
 use crate::installed::signature::{SignatureError, Signing};
 use crate::installed::{InstallError, ToolsDir};
 use crate::limits::Limits;
@@ -208,10 +208,11 @@ impl Server {
                 None => Store::memory(),
             },
         };
+        let digests = DigestKey::from_cursor_key(&key);
         let pager = Arc::new(Pager::new(key, handles, config.limits.pages, Arc::clone(&runtime)));
         let calls = Slots::new("max_calls_in_flight", config.limits.max_calls_in_flight);
         let instructions = results::instructions(policy.roots());
-        let audit = Audit::open(&config.audit).map_err(StartError::Audit)?;
+        let audit = Audit::open(&config.audit, digests).map_err(StartError::Audit)?;
         Ok(Arc::new(Server {
             runtime,
             registry,
