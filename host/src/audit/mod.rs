@@ -13,6 +13,7 @@
 //! result, and refuses calls until a write works again (tried again after
 //! `RETRY`); `Open` lets calls go on and says so on stderr.
 
+pub mod anchor;
 pub mod chain;
 pub mod redact;
 pub mod verify;
