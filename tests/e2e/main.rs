@@ -30,6 +30,7 @@ mod listing;
 mod mutate;
 mod paging;
 mod policy;
+mod private;
 mod protocol;
 mod sandbox;
 mod shards;
