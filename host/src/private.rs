@@ -108,7 +108,7 @@ fn walk(dir: &Dir, at: &Path, shown: &Path, done: &mut Vec<Tightened>, depth: us
     };
     let entries = dir.entries().map_err(failed(at))?;
     for entry in entries {
-        let entry = entry.map_err(failed(at))?;
+        let Ok(entry) = entry else { continue }; // gone meanwhile
         let name = PathBuf::from(entry.file_name());
         let rel = at.join(&name);
         let Ok(meta) = entry.metadata() else { continue }; // gone meanwhile
@@ -118,11 +118,19 @@ fn walk(dir: &Dir, at: &Path, shown: &Path, done: &mut Vec<Tightened>, depth: us
         }
         let mode = meta.permissions().mode() & 0o7777;
         if mode & LOOSE != 0 {
-            dir.set_permissions(&name, Permissions::from_mode(mode & !LOOSE)).map_err(failed(&rel))?;
-            done.push(Tightened { path: rel.clone(), was: mode, now: mode & !LOOSE });
+            // Another server may remove what it owns meanwhile (a swept handle, an upload).
+            match dir.set_permissions(&name, Permissions::from_mode(mode & !LOOSE)) {
+                Ok(()) => done.push(Tightened { path: rel.clone(), was: mode, now: mode & !LOOSE }),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(failed(&rel)(e)),
+            }
         }
         if kind.is_dir() && depth < MAX_DEPTH {
-            let inner = dir.open_dir_nofollow(&name).map_err(failed(&rel))?;
+            let inner = match dir.open_dir_nofollow(&name) {
+                Ok(inner) => inner,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(failed(&rel)(e)),
+            };
             walk(&inner, &rel, shown, done, depth + 1)?;
         }
     }

@@ -498,11 +498,8 @@ impl Server {
 /// kept), with any loose mode inside it tightened (see `private`).
 fn state_dir(config: &Config) -> Result<Option<cap_std::fs::Dir>, StartError> {
     let Some(path) = &config.state_dir else { return Ok(None) };
-    let dir = private::create_dir_at(path).map_err(|source| StartError::Dir {
-        what: "open",
-        path: path.clone(),
-        source,
-    })?;
+    let dir =
+        private::create_dir_at(path).map_err(|source| StartError::Dir { what: "open", path: path.clone(), source })?;
     let tightened = private::tighten(&dir, path).map_err(StartError::Private)?;
     private::report(path, &tightened);
     Ok(Some(dir))

@@ -50,14 +50,15 @@ impl MemoryStore {
         }
         results.clock += 1;
         let (clock, bytes) = (results.clock, size(&entry));
+        let held = results.by_stream.get(stream).map_or(0, |pages| pages.bytes);
+        if held + bytes > MAX_RESULT_BYTES {
+            return Err(HandleError::Full);
+        }
         let pages = results.by_stream.entry(stream.to_string()).or_insert(Pages {
             pages: HashMap::new(),
             bytes: 0,
             written: clock,
         });
-        if pages.bytes + bytes > MAX_RESULT_BYTES {
-            return Err(HandleError::Full);
-        }
         if pages.pages.contains_key(&page) {
             return Ok(());
         }
