@@ -24,7 +24,17 @@ pub const RECORD: usize = 192;
 
 /// The anchor of the audit file `name`.
 pub fn name(log: &str) -> String {
-    format!("{log}.anchor")
+    format!("{log}{SUFFIX}")
+}
+
+/// What the anchor's name adds to its log's.
+const SUFFIX: &str = ".anchor";
+
+/// The anchor beside the audit file at `log`.
+pub fn beside(log: &std::path::Path) -> std::path::PathBuf {
+    let mut path = log.as_os_str().to_owned();
+    path.push(SUFFIX);
+    path.into()
 }
 
 /// Where the chain stood after the last line written.

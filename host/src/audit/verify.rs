@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::anchor::{Anchor, AnchorError};
+use super::anchor::{self, Anchor, AnchorError};
 use super::chain::{self, GENESIS};
 
 /// A chain that holds: how many lines, from which `seq` to which.
@@ -133,7 +133,7 @@ pub fn verify(files: &[&Path], anchoring: Anchoring<'_>) -> Result<Verified, Bro
     let last_file = files.last().map(|f| f.to_path_buf()).unwrap_or_default();
     let anchor = match anchoring {
         Anchoring::Off => None,
-        Anchoring::Beside => Some(read_anchor(&PathBuf::from(format!("{}.anchor", last_file.display())))?),
+        Anchoring::Beside => Some(read_anchor(&anchor::beside(&last_file))?),
         Anchoring::File(path) => Some(read_anchor(path)?),
     };
     let verified = Verified {
@@ -382,7 +382,7 @@ mod tests {
     #[test]
     fn a_missing_anchor_is_refused_unless_the_chain_alone_is_asked_for() {
         let (_dir, path) = written(3);
-        let anchor = PathBuf::from(format!("{}.anchor", path.display()));
+        let anchor = anchor::beside(&path);
         std::fs::remove_file(&anchor).unwrap();
         let broken = checked(&path).unwrap_err();
         assert!(matches!(broken.why, Why::NoAnchor(_)), "{broken}");
