@@ -32,6 +32,7 @@ pub mod installed;
 pub mod limits;
 pub mod pager;
 pub mod policy;
+pub mod private;
 pub mod protocol;
 pub mod registry;
 pub mod results;

@@ -13,6 +13,7 @@ use serde::{Deserialize, Deserializer};
 
 use crate::pager::PageLimits;
 use crate::pager::count::CountBounds;
+use crate::pager::handles::Caps;
 use crate::runtime::{CallLimits, Capacity, LimitError};
 use crate::uploads::UploadLimits;
 
@@ -91,6 +92,12 @@ limit_table! {
     parked_ttl_secs: u64 = 600, "SECS", alias "session-ttl-secs";
     /// How long a cursor stays valid, in seconds.
     cursor_ttl_secs: u64 = 24 * 3600, "SECS";
+    /// Results whose continuation handles the handle store keeps; past it the ones
+    /// written longest ago are evicted (their handles are then unknown).
+    max_handle_results: u64 = 10_000, "N";
+    /// Bytes a directory handle store (`<state-dir>/handles`) or the memory store
+    /// holds; past it the results written longest ago are evicted.
+    max_handle_store_bytes: Bytes = Bytes(256 << 20), "BYTES";
     /// The most bytes one staged upload may hold.
     max_upload_bytes: Bytes = Bytes(4 << 30), "BYTES";
     /// How long an idle staged upload is kept before it is deleted, in seconds.
@@ -207,6 +214,7 @@ impl Settings {
                 max_items: self.max_page_items,
                 max_depth: self.max_depth,
                 cursor_ttl: Duration::from_secs(self.cursor_ttl_secs),
+                handles: Caps { results: self.max_handle_results, bytes: self.max_handle_store_bytes.0 },
                 parked: self.max_parked_streams,
                 parked_bytes: self.max_parked_mib.checked_mul(1 << 20).ok_or(too_large("max_parked_mib"))?,
                 parked_ttl: Duration::from_secs(self.parked_ttl_secs),

@@ -88,8 +88,9 @@ impl Uploads {
             ));
         }
         let id = format!("{:016x}", getrandom::u64().expect("the OS random source works"));
-        self.dir.create_dir(&id).map_err(|e| io_error("create the upload", &e))?;
-        let file = self.dir.create(format!("{id}/data")).map_err(|e| io_error("create the upload", &e))?;
+        let created = crate::private::create_dir(&self.dir, &id)
+            .and_then(|upload| upload.open_with("data", crate::private::file_options().write(true).create_new(true)));
+        let file = created.map_err(|e| io_error("create the upload", &e))?;
         open.insert(
             id.clone(),
             Some(Upload { next_index: 0, bytes: 0, hasher: Sha256::new(), file, last_used: Instant::now() }),

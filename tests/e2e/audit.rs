@@ -1,7 +1,9 @@
 //! The audit trail, read from its file: a line per call and page, per refusal
-//! and for the start; no content, no secret; a chain that `cordon audit
-//! verify` checks and that names the line an edit, a deletion or a reorder
-//! breaks; rotation; and what happens when the file cannot be written.
+//! and for the start; no argument value off the allow-list, whatever its
+//! shape or spelling; a chain that `cordon audit verify` checks and that
+//! names the line an edit, a deletion or a reorder breaks, and the lines cut
+//! off its end or start; rotation; and what happens when the file cannot be
+//! written.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -18,7 +20,12 @@ fn lines(path: &Path) -> Vec<Value> {
 
 /// `cordon audit verify FILES...`: exit code and what it printed.
 fn verify(files: &[&Path]) -> (i32, String) {
-    let out = Command::new(cordon_bin()).args(["audit", "verify"]).args(files).output().unwrap();
+    verify_with(&[], files)
+}
+
+/// `cordon audit verify FLAGS FILES...`.
+fn verify_with(flags: &[&str], files: &[&Path]) -> (i32, String) {
+    let out = Command::new(cordon_bin()).args(["audit", "verify"]).args(flags).args(files).output().unwrap();
     (out.status.code().unwrap(), String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
@@ -111,7 +118,7 @@ fn small_log(dir: &Path) -> (PathBuf, Vec<String>) {
     for id in 1..=4 {
         assert_eq!(server.call(id, "stat", json!({"path": "a.txt"}))["isError"], false);
     }
-    drop(server);
+    assert!(server.finish(), "the server records its stop");
     let text = std::fs::read_to_string(&log).unwrap();
     (log, text.lines().map(String::from).collect())
 }
@@ -159,10 +166,85 @@ fn rotation_keeps_the_chain_across_files() {
     let (code, said) = verify(&all);
     assert_eq!(code, 0, "{said}");
     assert!(said.contains("from the first line ever written"), "{said}");
-    // Without the oldest file, the chain still holds from where it starts.
+    // Without the oldest file its lines are missing; the chain alone still
+    // holds from where it starts.
     let (code, said) = verify(&all[1..]);
+    assert_eq!(code, 1, "{said}");
+    assert!(said.contains("are missing") && said.contains("give the rotated files too"), "{said}");
+    let (code, said) = verify_with(&["--no-anchor"], &all[1..]);
     assert_eq!(code, 0, "{said}");
     assert!(said.contains("the lines before it are in files not given"), "{said}");
+}
+
+#[test]
+fn lines_cut_off_the_end_or_the_start_make_verify_fail_naming_what_is_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (log, original) = small_log(dir.path());
+    assert_eq!(original.last().map(|l| l.contains(r#""event":"stop""#)), Some(true), "the stop is last");
+    let count = original.len();
+    for cut in [1, 3] {
+        let kept = &original[..count - cut];
+        std::fs::write(&log, kept.iter().map(|l| format!("{l}\n")).collect::<String>()).unwrap();
+        let (code, said) = verify(&[&log]);
+        assert_eq!(code, 1, "{cut} lines cut off the end: {said}");
+        let missing = format!("seq {}–{count} are missing", count - cut + 1);
+        assert!(said.contains(&missing) && said.contains("cut off the end"), "{said}");
+    }
+    for cut in [1, 3] {
+        let kept = &original[cut..];
+        std::fs::write(&log, kept.iter().map(|l| format!("{l}\n")).collect::<String>()).unwrap();
+        let (code, said) = verify(&[&log]);
+        assert_eq!(code, 1, "{cut} lines cut off the start: {said}");
+        assert!(said.contains(&format!("seq 1–{cut} are missing")) && said.contains("cut off the start"), "{said}");
+    }
+    // Cut, then appended to by a new server: the cut is recorded in the chain.
+    std::fs::write(&log, original[..count - 2].iter().map(|l| format!("{l}\n")).collect::<String>()).unwrap();
+    let fx = Fixture::new();
+    fx.write("a.txt", "alpha\n");
+    drop(audited(&fx, &log, &[]));
+    let (code, said) = verify(&[&log]);
+    assert_eq!(code, 1, "{said}");
+    assert!(said.contains(&format!("line {}", count - 1)) && said.contains("cut or rewritten"), "{said}");
+}
+
+#[test]
+fn arguments_of_any_shape_leave_no_value_in_the_audit_log() {
+    let fx = Fixture::new();
+    fx.write("a.txt", "alpha\n");
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("audit.log");
+    let mut server = audited(&fx, &log, &[]);
+    let long = format!("{SECRET}{}", "x".repeat(300));
+    let calls = [
+        ("write", json!({"path": "b.txt", "content": {"k": SECRET}})),
+        ("write", json!({"path": "b.txt", "content": [SECRET]})),
+        ("edit", json!({"path": "a.txt", "old_string": "alpha", "new_string": {"k": SECRET}})),
+        ("write", json!({"path": "b.txt", "contents": SECRET})),
+        ("write", json!({"path": "b.txt", "Content": SECRET})),
+        ("write", json!({"path": {"k": SECRET}, "content": "x"})),
+        ("write", json!({"path": "b.txt", "content": long})),
+        ("grep", json!({"pattern": SECRET})),
+        ("write", json!({"path": ".env", "content": "1234"})),
+    ];
+    for (id, (tool, arguments)) in calls.iter().enumerate() {
+        let reply = server.request(id as i64 + 1, "tools/call", json!({"name": tool, "arguments": arguments}));
+        assert!(reply.get("result").is_some() || reply.get("error").is_some(), "{reply}");
+    }
+    drop(server);
+    let text = std::fs::read_to_string(&log).unwrap();
+    for (n, line) in text.lines().enumerate() {
+        assert!(!line.contains(SECRET) && !line.contains("TOP-SECRET"), "line {}: the secret is logged: {line}", n + 1);
+        assert!(!line.contains("contents") && !line.contains("Content\""), "a misspelled key is logged: {line}");
+    }
+    let records: Vec<Value> = lines(&log).into_iter().filter(|r| r["event"] == "call").collect();
+    assert_eq!(records.len(), calls.len(), "each call is recorded");
+    assert_eq!(records[3]["arguments"]["(other)"]["keys"], 1, "{}", records[3]);
+    let short = &records[8]["arguments"]["content"];
+    let bare = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(b"1234"));
+    assert_eq!(short["bytes"], 4, "{short}");
+    assert!(short["hmac"].as_str().is_some_and(|h| h.len() == 64 && h != bare), "keyed, not a bare SHA-256: {short}");
+    assert!(!text.contains(&bare), "the bare SHA-256 of a short content is not in the log");
+    assert_eq!(records[8]["arguments"]["path"], ".env", "a path is kept");
 }
 
 #[test]

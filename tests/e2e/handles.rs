@@ -195,3 +195,65 @@ fn a_handle_store_lost_between_pages_is_a_server_error_naming_the_signed_cursor(
     let second = server.call(3, "read", json!({"cursor": signed, "max_tokens": 100}));
     assert_eq!(second["isError"], false, "the signed cursor needs no store: {second}");
 }
+
+/// Replays the handle of a second page `times` times from `server`; each
+/// replay answers the same page with the same next handle.
+fn replay(server: &mut Server, handle: &str, times: i64) -> String {
+    let first = server.call(100, "read", json!({"cursor": handle, "max_tokens": 100}));
+    let next = handle_of(&first);
+    for id in 0..times {
+        let again = server.call(101 + id, "read", json!({"cursor": handle, "max_tokens": 100}));
+        assert_eq!(payload(&again), payload(&first), "a replay answers the same page");
+        assert_eq!(handle_of(&again), next, "and the same next handle");
+    }
+    next
+}
+
+#[test]
+fn replaying_a_handle_does_not_grow_the_state_directory() {
+    let fx = Fixture::new();
+    fx.write("lines.txt", lines(3000));
+    let state = tempfile::tempdir().unwrap();
+    let mut server = Server::initialized(&fx.root(), &["--state-dir", state.path().to_str().unwrap()]);
+    let handle = handle_of(&server.call(1, "read", json!({"path": "lines.txt", "max_tokens": 100})));
+    let stream = handle.trim_start_matches("h1_").split('.').next().unwrap().to_string();
+    let file = state.path().join("handles").join(&stream);
+    replay(&mut server, &handle, 1);
+    let size = std::fs::metadata(&file).unwrap().len();
+    replay(&mut server, &handle, 60);
+    assert_eq!(std::fs::metadata(&file).unwrap().len(), size, "60 replays append nothing");
+    assert_eq!(std::fs::read_dir(state.path().join("handles")).unwrap().count(), 1, "nor add a file");
+}
+
+#[test]
+fn a_redis_store_holds_each_page_once_and_evicts_the_oldest_results_past_its_cap() {
+    let redis = Redis::start();
+    let fx = Fixture::new();
+    fx.write("lines.txt", lines(3000));
+    let mut server = Server::initialized(&fx.root(), &["--handle-store", &redis.url(), "--max-handle-results", "3"]);
+    let mut peek = redis::Client::open(redis.url()).unwrap().get_connection().unwrap();
+    let handle = handle_of(&server.call(1, "read", json!({"path": "lines.txt", "max_tokens": 100})));
+    let stream = handle.trim_start_matches("h1_").split('.').next().unwrap().to_string();
+    let key = format!("cordon:result:{stream}");
+    replay(&mut server, &handle, 1);
+    let held = |peek: &mut redis::Connection| -> (u64, u64) {
+        let fields: u64 = redis::cmd("HLEN").arg(&key).query(peek).unwrap();
+        let bytes: u64 = redis::cmd("MEMORY").arg("USAGE").arg(&key).query(peek).unwrap();
+        (fields, bytes)
+    };
+    let before = held(&mut peek);
+    replay(&mut server, &handle, 60);
+    assert_eq!(held(&mut peek), before, "60 replays write nothing");
+    // Four more results: only the three written last are kept, the first is evicted.
+    for id in 0..4 {
+        let path = format!("copy{id}.txt");
+        fx.write(&path, lines(3000));
+        handle_of(&server.call(300 + id, "read", json!({"path": path, "max_tokens": 100})));
+    }
+    let results: u64 = redis::cmd("ZCARD").arg("cordon:results").query(&mut peek).unwrap();
+    assert_eq!(results, 3, "at most --max-handle-results results");
+    let exists: u64 = redis::cmd("EXISTS").arg(&key).query(&mut peek).unwrap();
+    assert_eq!(exists, 0, "the oldest result is evicted");
+    let reply = server.request(400, "tools/call", json!({"name": "read", "arguments": {"cursor": handle}}));
+    assert_eq!(reply["error"]["data"]["reason"], "unknown_handle", "{reply}");
+}

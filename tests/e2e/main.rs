@@ -32,6 +32,7 @@ mod memory;
 mod mutate;
 mod paging;
 mod policy;
+mod private;
 mod protocol;
 mod sandbox;
 mod shards;

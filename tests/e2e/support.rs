@@ -372,7 +372,7 @@ impl Server {
     /// Runs `command` (cordon, or a wrapper that execs what follows) with
     /// `cordon serve --root ROOT`, `extra` and the shared state dir unless
     /// `extra` names one, speaking over its stdin and stdout.
-    fn start_with(mut command: Command, root: &Path, extra: &[&str]) -> Server {
+    pub fn start_with(mut command: Command, root: &Path, extra: &[&str]) -> Server {
         command.arg("serve").arg("--root").arg(root);
         if !extra.contains(&"--state-dir") {
             command.arg("--state-dir").arg(shared_state_dir());

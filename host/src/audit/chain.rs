@@ -19,14 +19,30 @@
 //! `tracing-appender`) keep a file's state in one process and rotate without
 //! a lock, which would fork the chain here; this module renames under the
 //! same lock instead: `audit.log` → `audit.log.1` → … → `audit.log.N`.
+//!
+//! Each append also rewrites the anchor (`anchor`: the last line's `seq` and
+//! `hash`, and the first `seq` of the oldest file kept) under the same lock,
+//! so that lines cut off the end or the start of the log can be told. When a
+//! process finds the log shorter than its anchor (lines were cut while no
+//! process was appending), it records that in the chain itself, a `cut` line
+//! naming what the anchor held, before its own line: the evidence is not
+//! overwritten by the next anchor. An anchor that is missing or unreadable
+//! while the log has lines (a log written before anchors, or a deleted
+//! anchor) is written again after an `anchor_reset` line.
+//!
+//! Every file is created owner-only (`private`), and at open the log, its
+//! lock, its anchor and its rotated files lose any group or other bits.
 
-use std::io::Write;
+use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 
-use cap_std::fs::{Dir, File, FileExt, MetadataExt, OpenOptions};
+use cap_std::fs::{Dir, File, FileExt, MetadataExt};
 
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
+
+use super::anchor::{self, Anchor};
+use crate::private;
 
 /// What introduces a line's own hash; everything before it is hashed.
 const HASH_FIELD: &str = ",\"hash\":\"";
@@ -44,6 +60,8 @@ pub struct Chain {
     dir: Dir,
     name: String,
     lock: crate::ambient::LockFile,
+    /// The anchor file, kept open: each append rewrites its one record.
+    anchor: File,
     /// The file as this process last appended to it; its lock also excludes
     /// this process's threads from each other (the file lock does not).
     open: std::sync::Mutex<Option<Open>>,
@@ -63,6 +81,8 @@ struct Open {
     /// still the chain's end while the size is the same.
     end: u64,
     tail: Option<Tail>,
+    /// The first `seq` of the oldest file kept, as the anchor says.
+    oldest: u64,
 }
 
 /// Where the chain stands: the last line's number and hash.
@@ -80,14 +100,22 @@ impl Chain {
         let name = path.file_name().and_then(|n| n.to_str()).ok_or_else(|| {
             std::io::Error::new(std::io::ErrorKind::InvalidInput, "the audit log needs a UTF-8 file name")
         })?;
-        let dir = crate::ambient::create_dir_handle(parent)?;
-        let lock = dir.open_with(format!("{name}.lock"), OpenOptions::new().create(true).write(true))?;
+        let dir = crate::private::create_dir_at(parent)?;
+        let (lock_name, anchor_name) = (format!("{name}.lock"), anchor::name(name));
+        let rotated_names: Vec<String> = (1..=keep.max(1)).map(|k| rotated(name, k)).collect();
+        let ours = [name, lock_name.as_str(), anchor_name.as_str()].into_iter();
+        let tightened = private::tighten_files(&dir, ours.chain(rotated_names.iter().map(String::as_str)), parent)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::PermissionDenied, e))?;
+        private::report(parent, &tightened);
+        let lock = dir.open_with(&lock_name, private::file_options().create(true).write(true))?;
         let lock = crate::ambient::LockFile::new(lock);
+        let anchor = dir.open_with(&anchor_name, private::file_options().create(true).read(true).write(true))?;
         Ok(Chain {
             path: path.to_path_buf(),
             dir,
             name: name.to_string(),
             lock,
+            anchor,
             open: std::sync::Mutex::new(None),
             max_bytes: max_bytes.max(1),
             keep: keep.max(1),
@@ -119,9 +147,9 @@ impl Chain {
             Err(e) => return Err(e),
         };
         if open.as_ref().is_none_or(|o| Some(o.ino) != ino) {
-            let file = self.dir.open_with(&self.name, OpenOptions::new().create(true).append(true).read(true))?;
+            let file = self.dir.open_with(&self.name, private::file_options().create(true).append(true).read(true))?;
             let ino = file.metadata()?.ino();
-            *open = Some(Open { file, ino, end: 0, tail: None });
+            *open = Some(Open { file, ino, end: 0, tail: None, oldest: 1 });
         }
         Ok(open.as_mut().expect("just opened"))
     }
@@ -129,6 +157,7 @@ impl Chain {
     fn append_locked(&self, open: &mut Option<Open>, event: Map<String, Value>) -> std::io::Result<()> {
         let mut current = self.current(open)?;
         let mut size = current.file.metadata()?.len();
+        let mut text = String::new();
         if size != current.end || current.tail.is_none() {
             // Another process wrote since (or this is the first append).
             let (kept, last) = last_line(&mut current.file, size, Some(&self.path))?;
@@ -141,24 +170,92 @@ impl Chain {
                 let end = previous.metadata()?.len();
                 current.tail = last_line(&mut previous, end, None)?.1.map(|line| tail_of(&line));
             }
+            let (oldest, note) = self.against_anchor(current.tail.as_ref());
+            current.oldest = oldest;
+            if let Some(note) = note {
+                let (noted, after) = line(current.tail.as_ref(), note);
+                text.push_str(&noted);
+                current.tail = Some(after);
+            }
         }
-        let (line, after) = line(current.tail.as_ref(), event);
-        if size > 0 && size + line.len() as u64 > self.max_bytes {
-            let tail = current.tail.take();
+        let (own, after) = line(current.tail.as_ref(), event);
+        text.push_str(&own);
+        let mut rotated_now = false;
+        if size > 0 && size + text.len() as u64 > self.max_bytes {
+            let (tail, oldest) = (current.tail.take(), current.oldest);
             self.rotate()?;
             current = self.current(open)?;
-            current.tail = tail;
+            (current.tail, current.oldest) = (tail, oldest);
             size = 0;
+            rotated_now = true;
         }
-        let written = current.file.write_all(line.as_bytes()).and_then(|()| current.file.flush());
+        let written = current.file.write_all(text.as_bytes()).and_then(|()| current.file.flush());
         if written.is_err() {
             // Best effort: a line written halfway is no record.
             let _ = current.file.set_len(size);
             return written;
         }
-        current.end = size + line.len() as u64;
+        current.end = size + text.len() as u64;
+        if rotated_now {
+            current.oldest = self.oldest_kept().unwrap_or(current.oldest);
+        }
+        let anchor = Anchor { seq: after.seq, hash: after.hash.clone(), oldest: current.oldest };
         current.tail = Some(after);
-        Ok(())
+        anchor.write(&self.anchor)
+    }
+
+    /// The anchor checked against the chain's end as found in the files: the
+    /// oldest `seq` kept, and the line to record first when they disagree
+    /// (`cut`: the files end before the anchor; `anchor_reset`: no anchor).
+    fn against_anchor(&self, tail: Option<&Tail>) -> (u64, Option<Map<String, Value>>) {
+        let note = |fields: Value| {
+            let mut m = Map::new();
+            m.insert("time".into(), humantime::format_rfc3339_micros(std::time::SystemTime::now()).to_string().into());
+            m.insert("pid".into(), std::process::id().into());
+            m.extend(fields.as_object().expect("an object").clone());
+            m
+        };
+        let found = tail.map_or(0, |t| t.seq);
+        let next = found + 1;
+        match Anchor::read(&self.anchor) {
+            Ok(Some(anchor)) => {
+                let cut = anchor.seq > found || (anchor.seq == found && tail.is_some_and(|t| t.hash != anchor.hash));
+                if !cut {
+                    return (anchor.oldest, None);
+                }
+                tracing::error!(
+                    path = %self.path.display(),
+                    "the audit log ends at seq {found} but its anchor at seq {}: lines were cut; recorded",
+                    anchor.seq
+                );
+                let fields =
+                    json!({ "event": "cut", "anchor": { "seq": anchor.seq, "hash": anchor.hash }, "found": found });
+                (anchor.oldest.min(next), Some(note(fields)))
+            }
+            Ok(None) if tail.is_none() => (1, None),
+            anchor => {
+                let why = match anchor {
+                    Err(e) => e.to_string(),
+                    Ok(_) => "it is missing".to_string(),
+                };
+                tracing::warn!(path = %self.path.display(), "the audit log's anchor is written again: {why}");
+                let oldest = self.oldest_kept().unwrap_or(next);
+                (oldest, Some(note(json!({ "event": "anchor_reset", "reason": why }))))
+            }
+        }
+    }
+
+    /// The first `seq` of the oldest file kept (the highest rotated one that
+    /// exists, else the log itself), when it has a readable line.
+    fn oldest_kept(&self) -> Option<u64> {
+        let names = (1..=self.keep).rev().map(|k| rotated(&self.name, k)).chain([self.name.clone()]);
+        for name in names {
+            let Ok(file) = self.dir.open(&name) else { continue };
+            let mut first = String::new();
+            std::io::BufReader::new(file).read_line(&mut first).ok()?;
+            return serde_json::from_str::<Value>(&first).ok()?["seq"].as_u64();
+        }
+        None
     }
 
     /// `audit.log.K` → `.K+1` for K = keep−1 … 1, then `audit.log` → `.1`.
@@ -346,7 +443,7 @@ mod tests {
         files.reverse();
         files.push(path);
         let all: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
-        let verified = crate::audit::verify::verify(&all).unwrap();
+        let verified = crate::audit::verify::verify(&all, crate::audit::verify::Anchoring::Beside).unwrap();
         assert_eq!((verified.lines, verified.last_seq, verified.from_genesis), (40, 40, true));
     }
 
@@ -377,7 +474,7 @@ mod tests {
         let text = std::fs::read_to_string(&path).unwrap();
         let second = check_line(text.lines().nth(1).unwrap()).unwrap();
         assert_eq!(second.seq, 2);
-        let broken = crate::audit::verify::verify(&[&path]).unwrap_err();
+        let broken = crate::audit::verify::verify(&[&path], crate::audit::verify::Anchoring::Beside).unwrap_err();
         assert_eq!(broken.line, 1, "the edited line is named");
     }
 

@@ -3,17 +3,19 @@
 //! the installed tools, and the server's start and stop.
 //!
 //! Secrets never appear: no token (only its id, the first 16 hex digits of its
-//! SHA-256), no cursor key, and no file content. The arguments a call carries
-//! content in (`content`, `data`, `old_string`, `new_string`, …) and every
-//! string longer than `LONG_STRING` (a cursor, a long text) are replaced by
-//! their size and SHA-256.
+//! SHA-256), no cursor key, and no argument value that is not on the
+//! allow-list of `redact` (paths, counts, flags, small enums, a handle):
+//! everything else is replaced by its size and an HMAC keyed with a server
+//! secret.
 //!
 //! When an event cannot be written, `OnFailure` decides: `Closed` (the
 //! default) answers the call whose record failed with an error instead of its
 //! result, and refuses calls until a write works again (tried again after
 //! `RETRY`); `Open` lets calls go on and says so on stderr.
 
+pub mod anchor;
 pub mod chain;
+pub mod redact;
 pub mod verify;
 
 use std::path::PathBuf;
@@ -25,14 +27,7 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
 use chain::Chain;
-
-/// Strings longer than this in a call's arguments are replaced by their size
-/// and SHA-256.
-pub const LONG_STRING: usize = 256;
-
-/// Arguments that carry file content, replaced by size and SHA-256 whatever
-/// their length.
-const CONTENT_KEYS: &[&str] = &["content", "data", "old_string", "new_string", "old_text", "new_text", "text"];
+pub use redact::DigestKey;
 
 /// While failing closed, how long calls are refused before a write is tried.
 const RETRY: Duration = Duration::from_secs(1);
@@ -107,7 +102,7 @@ pub struct ToolRef {
 pub struct CallRecord {
     pub who: Who,
     pub tool: ToolRef,
-    /// The arguments, content replaced by size and SHA-256 (see `redact`).
+    /// The arguments as `Audit::redact` leaves them.
     pub arguments: Value,
     /// The call's grants: `{ "path", "mode" }`.
     pub grants: Value,
@@ -208,12 +203,15 @@ pub struct Audit {
     on_failure: OnFailure,
     /// Since when writes fail, if they do.
     failing: Mutex<Option<Instant>>,
+    /// The key of the digests that replace argument values.
+    digests: DigestKey,
 }
 
 impl Audit {
-    /// The trail `settings` describe (none without a path). A file that cannot
-    /// be opened stops the start when failing closed.
-    pub fn open(settings: &AuditSettings) -> Result<Audit, AuditError> {
+    /// The trail `settings` describe (none without a path), whose digests of
+    /// argument values are keyed with `digests`. A file that cannot be opened
+    /// stops the start when failing closed.
+    pub fn open(settings: &AuditSettings, digests: DigestKey) -> Result<Audit, AuditError> {
         let Some(path) = &settings.path else { return Ok(Audit::off()) };
         let chain = match Chain::open(path, settings.max_bytes, settings.keep) {
             Ok(chain) => Some(chain),
@@ -228,12 +226,17 @@ impl Audit {
                 None
             }
         };
-        Ok(Audit { chain, on_failure: settings.on_failure, failing: Mutex::new(None) })
+        Ok(Audit { chain, on_failure: settings.on_failure, failing: Mutex::new(None), digests })
     }
 
     /// No audit trail.
     pub fn off() -> Audit {
-        Audit { chain: None, on_failure: OnFailure::Open, failing: Mutex::new(None) }
+        Audit { chain: None, on_failure: OnFailure::Open, failing: Mutex::new(None), digests: DigestKey::random() }
+    }
+
+    /// A call's arguments as its record keeps them (see `redact`).
+    pub fn redact(&self, arguments: &Value) -> Value {
+        self.digests.redact(arguments)
     }
 
     pub fn is_on(&self) -> bool {
@@ -289,43 +292,9 @@ impl Audit {
     }
 }
 
-/// A call's arguments for the record: content and long strings replaced by
-/// `{"bytes": N, "sha256": HEX}`, at any depth.
-pub fn redact(arguments: &Value) -> Value {
-    fn digest(text: &str) -> Value {
-        json!({ "bytes": text.len(), "sha256": hex::encode(Sha256::digest(text.as_bytes())) })
-    }
-    fn walk(value: &Value, key: Option<&str>) -> Value {
-        match value {
-            Value::String(s) if key.is_some_and(|k| CONTENT_KEYS.contains(&k)) || s.len() > LONG_STRING => digest(s),
-            Value::Object(m) => Value::Object(m.iter().map(|(k, v)| (k.clone(), walk(v, Some(k)))).collect()),
-            Value::Array(items) => Value::Array(items.iter().map(|v| walk(v, key)).collect()),
-            other => other.clone(),
-        }
-    }
-    walk(arguments, None)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn content_and_long_strings_are_replaced_by_size_and_hash_at_any_depth() {
-        let long = "p".repeat(LONG_STRING + 1);
-        let args = json!({
-            "path": "a.txt", "content": "secret", "pattern": "fn ",
-            "edits": [{ "old_string": "x", "new_string": "y" }], "cursor": long,
-        });
-        let redacted = redact(&args);
-        assert_eq!(redacted["path"], "a.txt");
-        assert_eq!(redacted["pattern"], "fn ");
-        assert_eq!(redacted["content"]["bytes"], 6);
-        assert_eq!(redacted["content"]["sha256"], hex::encode(Sha256::digest(b"secret")));
-        assert_eq!(redacted["edits"][0]["old_string"]["bytes"], 1);
-        assert_eq!(redacted["cursor"]["bytes"], LONG_STRING + 1);
-        assert!(!redacted.to_string().contains("secret"));
-    }
 
     #[test]
     fn failing_closed_refuses_calls_until_a_retry_and_open_never_does() {
@@ -333,7 +302,7 @@ mod tests {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("audit.log");
             let settings = AuditSettings { path: Some(path.clone()), on_failure, max_bytes: 1 << 20, keep: 1 };
-            let audit = Audit::open(&settings).unwrap();
+            let audit = Audit::open(&settings, DigestKey::random()).unwrap();
             let stop = Event::Stop { calls: 0 };
             audit.record(&stop).unwrap();
             // The file can no longer be opened for appending (as a full disk

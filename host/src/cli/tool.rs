@@ -10,7 +10,7 @@ use clap::Subcommand;
 use serde_json::{Value, json};
 
 use super::Common;
-use crate::audit::{Audit, Event, ToolRef};
+use crate::audit::{Audit, DigestKey, Event, ToolRef};
 use crate::installed::lock::{self, Entry};
 use crate::installed::signature::{SignatureError, Signing};
 use crate::installed::{ToolsDir, sha256_hex};
@@ -100,7 +100,8 @@ impl ToolCommand {
             ToolCommand::Remove { name, common } => {
                 let config = common.config()?;
                 // Opened first: failing closed, an audit log that cannot be opened stops the change.
-                let audit = Audit::open(&config.audit)?;
+                // A tool change records no call arguments: its digest key is its own.
+                let audit = Audit::open(&config.audit, DigestKey::random())?;
                 let entry = tools_dir(&config)?.uninstall(&name)?;
                 println!("removed `{}` {}; a running server drops it within a second", entry.name, entry.version);
                 recorded(&audit, &Event::ToolRemoved { tool: tool_ref(&entry) })?;
@@ -125,7 +126,8 @@ fn add(
     let config = common.config()?;
     let dir = tools_dir(&config)?;
     // Opened first: failing closed, an audit log that cannot be opened stops the install.
-    let audit = Audit::open(&config.audit)?;
+    // A tool change records no call arguments: its digest key is its own.
+    let audit = Audit::open(&config.audit, DigestKey::random())?;
     let runtime = Server::runtime_only(&config)?;
     let mut source = Source::component(component)?;
     source.origin = Origin::Installed { grants: Vec::new() };

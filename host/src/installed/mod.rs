@@ -18,7 +18,7 @@ use std::io::{self, Read, Write};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
-use cap_std::fs::{Dir, OpenOptions};
+use cap_std::fs::Dir;
 use sha2::{Digest, Sha256};
 
 use crate::ambient;
@@ -99,9 +99,9 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 impl ToolsDir {
-    /// Opens the tools directory at `path`, creating it if needed.
+    /// Opens the tools directory at `path`, creating it owner-only if needed.
     pub fn create(path: &Path) -> Result<ToolsDir, InstallError> {
-        let dir = ambient::create_dir_handle(path)
+        let dir = crate::private::create_dir_at(path)
             .map_err(io_error(format!("open the tools directory {}", path.display())))?;
         Ok(ToolsDir { path: path.to_path_buf(), dir })
     }
@@ -209,7 +209,7 @@ impl ToolsDir {
     fn hold(&self) -> Result<cap_std::fs::File, InstallError> {
         let file = self
             .dir
-            .open_with(CHANGE_LOCK, OpenOptions::new().create(true).truncate(false).write(true))
+            .open_with(CHANGE_LOCK, crate::private::file_options().create(true).truncate(false).write(true))
             .map_err(io_error(format!("open {}", self.path.join(CHANGE_LOCK).display())))?;
         // SAFETY: flock on a descriptor this function owns; released when it closes.
         if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
@@ -223,7 +223,8 @@ impl ToolsDir {
         let temp = format!(".{name}.{}.tmp", std::process::id());
         let shown = self.path.join(name);
         let written = (|| {
-            let mut file = self.dir.open_with(&temp, OpenOptions::new().create(true).truncate(true).write(true))?;
+            let mut file =
+                self.dir.open_with(&temp, crate::private::file_options().create(true).truncate(true).write(true))?;
             file.write_all(bytes)?;
             file.sync_all()?;
             self.dir.rename(&temp, &self.dir, name)

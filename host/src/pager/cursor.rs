@@ -100,9 +100,7 @@ impl CursorKey {
         }
         let key = CursorKey::random();
         let draft = format!(".{NAME}.{:016x}.tmp", getrandom::u64().expect("the OS random source works"));
-        let mut options = cap_std::fs::OpenOptions::new();
-        cap_std::fs::OpenOptionsExt::mode(options.write(true).create_new(true), 0o600);
-        let mut file = dir.open_with(&draft, &options)?;
+        let mut file = dir.open_with(&draft, crate::private::file_options().write(true).create_new(true))?;
         let written = file.write_all(key.to_hex().as_bytes()).and_then(|()| file.sync_all());
         let linked = written.and_then(|()| dir.hard_link(&draft, dir, NAME));
         let _ = dir.remove_file(&draft);
@@ -117,10 +115,11 @@ impl CursorKey {
         hex::encode(&self.key)
     }
 
-    /// A 32-byte key for another use, derived from this one: the HMAC-SHA256
-    /// of `label`, which names the use (each use its own label).
-    pub fn derive(&self, label: &str) -> [u8; 32] {
-        self.mac(label.as_bytes()).finalize().into_bytes().into()
+    /// A key for another purpose, derived from this one with a label of its
+    /// own (HMAC-SHA-256(key, label)): it tells nothing about this key, and
+    /// replicas that share this key derive the same one.
+    pub fn derive(&self, label: &[u8]) -> [u8; 32] {
+        self.mac(label).finalize().into_bytes().into()
     }
 
     fn mac(&self, body: &[u8]) -> Hmac<Sha256> {

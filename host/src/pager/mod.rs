@@ -40,7 +40,7 @@ use crate::tool::{Access, Budget, ErrorCode, Fingerprint, ToolError};
 use clock::PageClock;
 use compact::Compact;
 use cursor::{Cursor, CursorError, CursorKey, Heading};
-use handles::{HandleError, Handles, Store};
+use handles::{HandleError, Handles, Mint, Store};
 use page::{Builder, Ended, Page, Piece};
 use parked::ParkedStreams;
 use pieces::next_piece;
@@ -65,6 +65,8 @@ pub struct PageLimits {
     pub max_depth: usize,
     /// How long a cursor stays valid.
     pub cursor_ttl: Duration,
+    /// How much the handle store keeps in all.
+    pub handles: handles::Caps,
     /// Streams parked between pages, at most.
     pub parked: usize,
     /// The linear memory (and buffered output) parked streams may hold together, in bytes.
@@ -186,7 +188,7 @@ impl Pager {
         let parked = Arc::new(ParkedStreams::new(bounds));
         let reclaim: Arc<dyn Reclaim> = parked.clone();
         runtime.reclaim_with(Arc::downgrade(&reclaim));
-        let handles = Handles::new(handles, limits.cursor_ttl.as_secs());
+        let handles = Handles::new(handles, limits.cursor_ttl.as_secs(), limits.handles);
         Pager { key, handles, parked, limits, runtime }
     }
 
@@ -396,8 +398,18 @@ impl Pager {
         // cursor itself) and the page size it asked for; the cursor holds the rest.
         let handle = match for_model {
             true => {
-                let minted = self.handles.mint(start.stream.as_deref(), start.index + 1, &cursor, expires);
-                minted.inspect_err(|e| tracing::warn!("no handle for a cursor: {e}")).ok()
+                let position = handles::position(&key);
+                let page = start.index + 1;
+                let mint =
+                    Mint { stream: start.stream.as_deref(), page, cursor: &cursor, position: &position, expires };
+                match self.handles.mint(mint) {
+                    Ok(handle) => Some(handle),
+                    Err(HandleError::Full) => None,
+                    Err(e) => {
+                        tracing::warn!("no handle for a cursor: {e}");
+                        None
+                    }
+                }
             }
             false => None,
         };
@@ -433,7 +445,8 @@ impl Pager {
         let text = match handles::is_handle(text) {
             true => {
                 behind = self.handles.resolve(text).map_err(|e| match e {
-                    HandleError::Unknown => PageError::Cursor(CursorError::UnknownHandle),
+                    // Only minting fills a result: a handle that was never minted is unknown.
+                    HandleError::Unknown | HandleError::Full => PageError::Cursor(CursorError::UnknownHandle),
                     HandleError::Expired => PageError::Cursor(CursorError::Expired),
                     HandleError::Store(e) => PageError::Store(e),
                 })?;

@@ -16,7 +16,7 @@ use chacha20::cipher::{KeyIvInit, StreamCipher};
 use super::cursor::CursorKey;
 
 /// What the encryption key is derived for (see `CursorKey::derive`).
-const LABEL: &str = "cordon cursor hash-state encryption v1";
+const LABEL: &[u8] = b"cordon cursor hash-state encryption v1";
 /// Bytes of the nonce that starts the sealed text.
 const NONCE: usize = 12;
 

@@ -125,7 +125,7 @@ fn process_alive(pid: i32) -> bool {
 fn write_atomically(dir: &Dir, name: &str, artifact: &[u8]) -> std::io::Result<()> {
     let tmp = format!(".{name}.{}.tmp", std::process::id());
     let result = (|| {
-        let mut file = dir.create(&tmp)?;
+        let mut file = dir.open_with(&tmp, crate::private::file_options().write(true).create(true).truncate(true))?;
         file.write_all(artifact)?;
         file.write_all(&Sha256::digest(artifact))?;
         file.sync_all()?;

@@ -9,8 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::ambient;
-use crate::audit::{Audit, AuditError, AuditSettings, Event, Who};
+use crate::audit::{Audit, AuditError, AuditSettings, DigestKey, Event, Who};
 use crate::installed::signature::{SignatureError, Signing};
 use crate::installed::{InstallError, ToolsDir};
 use crate::limits::Limits;
@@ -18,6 +17,7 @@ use crate::pager::cursor::{CursorKey, KeyError};
 use crate::pager::handles::{HandleError, RedisStore, Store};
 use crate::pager::{PageError, Pager};
 use crate::policy::{DirSpec, Policy, PolicyError};
+use crate::private::{self, TooLoose};
 use crate::protocol::mcp::Version;
 use crate::registry::{Entry, HostTool, LoadError, Origin, Registry, Source, Tool};
 use crate::results::{self, Answer, Fault};
@@ -80,6 +80,8 @@ pub enum StartError {
     Policy(PolicyError),
     /// A directory the server keeps state in cannot be opened or created.
     Dir { what: &'static str, path: PathBuf, source: std::io::Error },
+    /// A mode in the state directory lets other users in and cannot be tightened.
+    Private(TooLoose),
     /// The cursor key given cannot be used.
     CursorKey(KeyError),
     /// The state directory's cursor key cannot be read or created.
@@ -109,6 +111,7 @@ impl std::fmt::Display for StartError {
             StartError::Limits(e) => e.fmt(f),
             StartError::Policy(e) => e.fmt(f),
             StartError::Dir { what, path, source } => write!(f, "{what} {}: {source}", path.display()),
+            StartError::Private(e) => write!(f, "the state directory is not private: {e}"),
             StartError::CursorKey(e) => write!(f, "the cursor key is unusable: {e}"),
             StartError::CursorKeyFile(e) => write!(f, "load the cursor key: {e}"),
             StartError::Runtime(e) => e.fmt(f),
@@ -173,7 +176,7 @@ impl Server {
             None => std::env::temp_dir().join(format!("cordon-uploads-{}", std::process::id())),
         };
         let dir_error = |what, path: PathBuf| move |source| StartError::Dir { what, path, source };
-        let uploads_dir = ambient::create_dir_handle(&uploads_path)
+        let uploads_dir = private::create_dir_at(&uploads_path)
             .map_err(dir_error("open the uploads directory", uploads_path.clone()))?;
         let uploads = Uploads::new(uploads_path.clone(), uploads_dir, config.limits.uploads)
             .map_err(dir_error("clean the uploads directory", uploads_path.clone()))?;
@@ -202,13 +205,14 @@ impl Server {
             (Some(url), _) => Store::Redis(Box::new(RedisStore::connect(url).map_err(StartError::HandleStore)?)),
             (None, state) => match state_subdir(config, state.as_ref(), "handles", "open the handle store")? {
                 Some(dir) => Store::Dir(dir),
-                None => Store::Memory(Default::default()),
+                None => Store::memory(),
             },
         };
+        let digests = DigestKey::from_cursor_key(&key);
         let pager = Arc::new(Pager::new(key, handles, config.limits.pages, Arc::clone(&runtime)));
         let calls = Slots::new("max_calls_in_flight", config.limits.max_calls_in_flight);
         let instructions = results::instructions(policy.roots());
-        let audit = Audit::open(&config.audit).map_err(StartError::Audit)?;
+        let audit = Audit::open(&config.audit, digests).map_err(StartError::Audit)?;
         Ok(Arc::new(Server {
             runtime,
             registry,
@@ -490,16 +494,20 @@ impl Server {
     }
 }
 
-/// The state directory, created if needed (none: nothing is kept).
+/// The state directory, created owner-only if needed (none: nothing is
+/// kept), with any loose mode inside it tightened (see `private`).
 fn state_dir(config: &Config) -> Result<Option<cap_std::fs::Dir>, StartError> {
-    let Some(dir) = &config.state_dir else { return Ok(None) };
-    let handle = ambient::create_dir_handle(dir);
-    Ok(Some(handle.map_err(|source| StartError::Dir { what: "open", path: dir.clone(), source })?))
+    let Some(path) = &config.state_dir else { return Ok(None) };
+    let dir =
+        private::create_dir_at(path).map_err(|source| StartError::Dir { what: "open", path: path.clone(), source })?;
+    let tightened = private::tighten(&dir, path).map_err(StartError::Private)?;
+    private::report(path, &tightened);
+    Ok(Some(dir))
 }
 
 /// The directory `name` inside the state directory (`compiled`, the compile
-/// cache; `handles`, the handle store), created if needed; `what` names it
-/// in an error.
+/// cache; `handles`, the handle store), created owner-only if needed; `what`
+/// names it in an error.
 fn state_subdir(
     config: &Config,
     state: Option<&cap_std::fs::Dir>,
@@ -507,7 +515,7 @@ fn state_subdir(
     what: &'static str,
 ) -> Result<Option<cap_std::fs::Dir>, StartError> {
     let (Some(state), Some(path)) = (state, &config.state_dir) else { return Ok(None) };
-    let dir = state.create_dir_all(name).and_then(|()| state.open_dir(name));
+    let dir = private::create_dir(state, name);
     Ok(Some(dir.map_err(|source| StartError::Dir { what, path: path.join(name), source })?))
 }
 

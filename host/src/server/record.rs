@@ -8,7 +8,7 @@ use std::time::Instant;
 use serde_json::{Value, json};
 
 use super::{CallRequest, Config, Server};
-use crate::audit::{self, AuditError, CallRecord, Event, ToolRef, Who};
+use crate::audit::{AuditError, CallRecord, Event, ToolRef, Who};
 use crate::registry::Tool;
 use crate::results::{self, Answer, Fault};
 
@@ -51,7 +51,7 @@ impl Server {
                 let record = CallRecord {
                     who: request.who.clone(),
                     tool,
-                    arguments: audit::redact(request.arguments),
+                    arguments: self.audit.redact(request.arguments),
                     grants: Value::Array(seen.grants),
                     outcome: results::outcome::outcome(&answer),
                     duration_ms: (started.elapsed().as_secs_f64() * 1e6).round() / 1e3,
