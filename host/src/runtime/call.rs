@@ -73,7 +73,6 @@ impl CallState {
     pub(super) fn signal(&self) -> &CallSignal {
         &self.signal
     }
-
 }
 
 impl WasiView for CallState {
