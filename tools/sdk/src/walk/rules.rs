@@ -47,15 +47,15 @@ pub enum Why {
 }
 
 impl Unapplied {
-    /// Why, as a phrase for a model: "larger than 1 MiB, …".
+    /// Why, as a phrase for a model: "an ignore file larger than 1 MiB, …".
     pub fn reason(&self) -> String {
         match &self.why {
             Why::TooLarge => format!(
-                "an ignore file larger than {} MiB (the most a walk reads of one), so its rules were not applied",
+                "an ignore file larger than {} MiB, the most a walk reads of one; what it would exclude is not excluded",
                 MAX_IGNORE_FILE_BYTES >> 20
             ),
             Why::Unreadable(message) => {
-                format!("an ignore file that could not be read ({message}), so its rules were not applied")
+                format!("an ignore file that could not be read ({message}); what it would exclude is not excluded")
             }
         }
     }
