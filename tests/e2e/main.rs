@@ -28,6 +28,7 @@ mod http;
 mod interop;
 mod listing;
 mod mutate;
+mod oversized;
 mod paging;
 mod policy;
 mod protocol;
