@@ -43,6 +43,15 @@ impl HeapLimit {
         HeapLimit { bytes, instance }
     }
 
+    /// The longest line an item shows whole (an eighth of what a search
+    /// holds): a longer matching or context line is cut in its item, as with
+    /// `max_line_length`, with the byte range to `read` for the rest, so that
+    /// the item (whose JSON may be several times the line, escaped) fits
+    /// beside the searcher's buffer.
+    pub fn longest_shown(&self) -> usize {
+        (self.bytes / 8).max(1)
+    }
+
     /// Why a file that needs more was not searched (past the line that does),
     /// for a model: "a line longer than 32 MiB, a quarter of …".
     pub fn exceeded(&self, multiline: bool) -> String {

@@ -240,7 +240,7 @@ impl Grep {
             binary: args.binary,
             before: if args.output_mode == OutputMode::Content { args.context_before } else { 0 },
             after: if args.output_mode == OutputMode::Content { args.context_after } else { 0 },
-            max_line: args.max_line_length,
+            max_line: Some(args.max_line_length.map_or(heap.longest_shown(), |m| m.min(heap.longest_shown()))),
             batch_items: tuning.batch.unwrap_or(if args.multiline { 8192 } else { 2048 }),
             batch_bytes: if args.multiline { 8 << 20 } else { 1 << 20 },
         };

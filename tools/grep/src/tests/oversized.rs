@@ -149,3 +149,18 @@ fn an_ignore_file_above_the_searched_directory_is_named_first_once() {
     let (rest, _) = range(&tree, &args, (Some(&first.resume), None));
     assert_eq!(shown(&tree, &rest).len(), 2, "{rest:?}");
 }
+
+#[test]
+fn a_matching_line_longer_than_an_eighth_of_the_search_is_cut_in_its_item() {
+    let tree = Tree::new();
+    let mut long = b"needle ".to_vec();
+    long.extend(std::iter::repeat_n(b'"', 300_000));
+    tree.write("long.js", [long.as_slice(), b"\n"].concat());
+    let (all, _) = range(&tree, &json!({"pattern": "needle"}), (None, None));
+    let item: Value = serde_json::from_str(&all[0].0).unwrap();
+    assert_eq!(item["text"].as_str().unwrap().len(), (1 << 20) / 8, "{}", &all[0].0[..200]);
+    assert_eq!(item["truncated"]["read"], json!({"start_byte": (1 << 20) / 8, "end_byte": long.len()}));
+    let (asked, _) = range(&tree, &json!({"pattern": "needle", "max_line_length": 10}), (None, None));
+    let item: Value = serde_json::from_str(&asked[0].0).unwrap();
+    assert_eq!(item["text"], "needle \"\"\"", "a smaller max_line_length wins");
+}
