@@ -243,7 +243,8 @@ impl Walker {
                     Some(said) => return Ok(Some(said)),
                     None => continue,
                 },
-                Err(_) => {
+                // A directory that cannot be read is counted (its entry was given).
+                Ok(Visit::Unreadable(..)) | Err(_) => {
                     self.counts.errors += 1;
                     continue;
                 }

@@ -25,6 +25,7 @@ use std::rc::Rc;
 use cordon_sdk::items::{self, ItemSource, Pace, Step};
 use cordon_sdk::progress::Scanned;
 use cordon_sdk::scan;
+use cordon_sdk::walk::Unapplied;
 use cordon_sdk::{Error, ErrorCode};
 use grep_regex::RegexMatcher;
 use grep_searcher::Searcher;
@@ -34,7 +35,6 @@ use crate::guard::{Guard, HEAD};
 use crate::render;
 use crate::sink::{Collector, Queued, Settings};
 use crate::walk::{Next, Walker};
-use cordon_sdk::walk::Unapplied;
 
 /// What a search has counted so far.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -254,6 +254,15 @@ impl GrepSource {
                     Some(said) => return Ok(said),
                     None => continue,
                 },
+                Some(Ok(Next::Unreadable(dir, e))) => {
+                    if self.past_resume(&dir) {
+                        self.counts.errors += 1;
+                        let shown: Rc<str> = dir.to_string_lossy().into();
+                        self.not_searched(&shown, &format!("a directory that could not be read: {}", e.message));
+                        return Ok(Walked::Said);
+                    }
+                    continue;
+                }
                 Some(Ok(Next::File(path, named))) => (path, named),
             };
             let (mut line, mut byte, mut resumed) = (1, 0, false);
@@ -306,6 +315,20 @@ impl GrepSource {
                 check_resume: resumed,
             });
             return Ok(Walked::Opened);
+        }
+    }
+
+    /// Whether the directory `dir`, which could not be read, lies past the
+    /// resume position (not named before it); clears the position if so.
+    fn past_resume(&mut self, dir: &std::path::Path) -> bool {
+        match &self.resume {
+            // Named at its end, or passed.
+            Some((at, where_)) if dir < at.as_path() || (dir == at && *where_ == Where::End) => false,
+            Some(_) => {
+                self.resume = None;
+                true
+            }
+            None => true,
         }
     }
 

@@ -65,6 +65,8 @@ pub enum Next {
     Passed(PathBuf),
     /// An ignore file not applied (too large or unreadable), at its place.
     Unapplied(Unapplied),
+    /// A directory that could not be read, and why.
+    Unreadable(PathBuf, Error),
 }
 
 /// The files to search, one at a time.
@@ -90,6 +92,7 @@ impl Walker {
                 Ok(Visit::Entry(_)) => continue,
                 Ok(Visit::Passed(path)) => return Some(Ok(Next::Passed(path))),
                 Ok(Visit::Unapplied(unapplied)) => return Some(Ok(Next::Unapplied(unapplied))),
+                Ok(Visit::Unreadable(path, e)) => return Some(Ok(Next::Unreadable(path, e))),
                 Err(e) => return Some(Err(e)),
             }
         }

@@ -102,6 +102,10 @@ pub enum Visit {
     /// entry. A walk from a position at that entry gives it again: a tool
     /// that resumes after it knows to pass over it.
     Unapplied(Unapplied),
+    /// A directory the walk kept (given just before as an entry) but could
+    /// not read, and why: none of its entries are walked. A walk from a
+    /// position at it gives both again.
+    Unreadable(PathBuf, Error),
 }
 
 /// Entries looked at after which a walk says how far it got.
@@ -215,15 +219,16 @@ impl Walk {
             match self.next_visit()? {
                 Ok(Visit::Entry(found)) => return Some(Ok(found)),
                 Ok(Visit::Passed(_) | Visit::Unapplied(_)) => {}
-                Err(e) => return Some(Err(e)),
+                Ok(Visit::Unreadable(_, e)) | Err(e) => return Some(Err(e)),
             }
         }
     }
 
     /// The next entry kept, or an entry left out once [`PASSED_EVERY`]
     /// entries were looked at ([`Visit::Passed`]), or an ignore file not
-    /// applied ([`Visit::Unapplied`]); or the error of a directory that
-    /// could not be read (the walk goes on past it).
+    /// applied ([`Visit::Unapplied`]), or a directory that could not be read
+    /// ([`Visit::Unreadable`]; the walk goes on past it); or the error of a
+    /// start that could not be read.
     pub fn next_visit(&mut self) -> Option<Result<Visit, Error>> {
         if let Some((start, rules)) = self.started.take() {
             // The ignore files above are said once, where the walk starts.
@@ -251,7 +256,7 @@ impl Walk {
             let rules = self.stack.last().and_then(|f| f.rules.clone());
             match scan::read_dir(&dir, false) {
                 Ok(entries) => self.push(dir, entries, rules),
-                Err(e) => return Some(Err(e)),
+                Err(e) => return Some(Ok(Visit::Unreadable(dir, e))),
             }
         }
         loop {

@@ -154,6 +154,7 @@ fn shown(root: &Path, visits: &[Visit]) -> Vec<String> {
         .map(|v| match v {
             Visit::Entry(found) => rel(&found.path),
             Visit::Unapplied(u) => format!("!{}@{}", rel(&u.file), rel(&u.at)),
+            Visit::Unreadable(path, _) => format!("?{}", rel(path)),
             Visit::Passed(_) => unreachable!(),
         })
         .collect()
