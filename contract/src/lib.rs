@@ -15,3 +15,11 @@ mod output;
 pub use error::{ErrorCode, MAX_MESSAGE_BYTES, ToolError};
 pub use manifest::{Access, Manifest, valid_name};
 pub use output::{Budget, Chunk, Fingerprint, Payload, Span, Summary};
+
+/// The environment variable in which the host tells a tool instance how many
+/// bytes of linear memory it may use (its share of the call's `--memory-mib`:
+/// a shard of a call run as several holds a part of it), as a decimal number.
+/// A tool that holds data of a size its input decides (a search's line
+/// buffer) bounds it by this, and reports what does not fit rather than fail
+/// the call at the limit.
+pub const MEMORY_ENV: &str = "CORDON_MEMORY_BYTES";

@@ -12,7 +12,7 @@ use base64::Engine as _;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::support::{Fixture, Server, payload, text};
+use crate::support::{Fixture, Server, payload, read_all, text};
 
 fn code(result: &Value) -> &str {
     result["structuredContent"]["error"]["code"].as_str().unwrap_or_else(|| panic!("not a tool error: {result}"))
@@ -369,6 +369,11 @@ fn a_directory_that_cannot_be_read_in_the_middle_of_a_walk_is_reported_and_the_w
     assert!(found.contains("needle in a") && found.contains("needle in z"), "{found}");
     assert!(!found.contains("needle in locked"), "the locked directory was read: {found}");
     assert!(grep["structuredContent"]["errors"].as_u64().unwrap() >= 1, "the unreadable directory is counted: {grep}");
+    assert!(found.contains("locked: not searched: a directory that could not be read"), "and named: {found}");
+    // Named at its place, it pages exactly: one item a page gives the whole result.
+    let (whole, _) = read_all(&mut server, "grep", json!({"pattern": "needle"}), 25_000);
+    let (paged, pages) = read_all(&mut server, "grep", json!({"pattern": "needle"}), 20);
+    assert!(pages.len() > 2 && paged == whole, "{} pages: {}", pages.len(), String::from_utf8_lossy(&paged));
 
     let glob = server.call(2, "glob", json!({"pattern": "**/f.txt", "format": "json"}));
     assert_eq!(glob["isError"], false, "{glob}");

@@ -30,6 +30,7 @@ mod judged;
 mod listing;
 mod memory;
 mod mutate;
+mod oversized;
 mod paging;
 mod policy;
 mod private;

@@ -13,6 +13,11 @@
 //!   `read` for the rest when the item says where the line starts
 //!   (`byte_offset`), as is a line the tool cut itself (`truncated.read`).
 //! - **a count** (`path`, `count`): `path:count`, as `rg -c`.
+//! - **a notice** (`path` and only `not_searched` or `not_applied`, a reason):
+//!   what a tool could not do and why, on a line of its own, as `rg` prints
+//!   an error in the flow of its output: `big.log: not searched: a line
+//!   longer than 32 MiB, …` (`grep` names so a file it could not search, or
+//!   not past a line; `grep` and `glob` an ignore file too large to apply).
 //! - **an entry** (`path`, and only `type`, `size`, `mtime_ns`, `depth`):
 //!   grouped under its directory, as `ls -RF` prints it: `dir:` when the
 //!   directory changes, then the name, with `/` after a directory and `@`
@@ -36,6 +41,9 @@ pub const MAX_COLUMNS: usize = 300;
 
 /// The fields an entry may carry besides `path` and still be shown by name.
 const ENTRY_FIELDS: [&str; 4] = ["type", "size", "mtime_ns", "depth"];
+
+/// The fields of a notice, each with what the model reads before its reason.
+const NOTICES: [(&str, &str); 2] = [("not_searched", "not searched"), ("not_applied", "not applied")];
 
 /// Renders items compactly, one after another.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,6 +82,11 @@ impl Compact {
             let mut out = self.heading(shown, "\n");
             render_match(&mut out, item, line, text);
             return Some(out);
+        }
+        if item.len() == 2
+            && let Some((why, said)) = NOTICES.iter().find_map(|(key, said)| Some((item.get(*key)?.as_str()?, *said)))
+        {
+            return Some(self.heading(format!("{shown}: {said}: {why}"), "\n"));
         }
         if let Some(count) = item.get("count").and_then(Value::as_u64) {
             self.group = None;
@@ -280,6 +293,29 @@ mod tests {
             slim,
             json!({"root": ".", "path": "src/a.rs", "other": "/x/y", "matches": 3, "files": 0, "crlf": false})
         );
+    }
+
+    #[test]
+    fn notices_say_what_was_not_done_and_why_on_a_line_of_their_own() {
+        let items = [
+            json!({"path": "/r/.gitignore", "not_applied": "an ignore file larger than 1 MiB"}),
+            json!({"path": "/r/a.rs", "line": 1, "text": "x"}),
+            json!({"path": "/r/big.log", "not_searched": "a line longer than 32 MiB"}),
+            json!({"path": "/r/z.rs", "line": 2, "text": "y"}),
+        ];
+        let shown = all(&mut Compact::new(Some("/r".into()), None), &items);
+        assert_eq!(
+            shown,
+            ".gitignore: not applied: an ignore file larger than 1 MiB\n\na.rs\n1:x\n\n\
+             big.log: not searched: a line longer than 32 MiB\n\nz.rs\n2:y\n"
+        );
+        let entries = [json!({"path": "/r/.ignore", "not_applied": "too large"}), json!({"path": "/r/a.rs"})];
+        assert_eq!(
+            all(&mut Compact::new(Some("/r".into()), None), &entries),
+            ".ignore: not applied: too large\n.:\na.rs\n"
+        );
+        let more = json!({"path": "/r/a", "not_searched": "why", "other": 1});
+        assert_eq!(Compact::new(None, None).render(&more.to_string()), None, "a notice is its path and reason only");
     }
 
     #[test]

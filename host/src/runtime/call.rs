@@ -73,11 +73,6 @@ impl CallState {
     pub(super) fn signal(&self) -> &CallSignal {
         &self.signal
     }
-
-    /// Holds the store to its share of the call's memory (see `CallLimiter::share_memory`).
-    pub(super) fn share_memory(&mut self, running: usize) {
-        self.limiter.share_memory(running);
-    }
 }
 
 impl WasiView for CallState {
@@ -92,14 +87,21 @@ impl Runtime {
     /// when the request is cancelled or the deadline has passed. The call's
     /// resource table and component handles are capped at `max_handles`, and
     /// each transfer out of the guest at the hostcall fuel set before each call.
+    /// The instance holds its share of the call's memory, one of `running`
+    /// instances the call runs at once (see `CallLimiter::share_memory`), and
+    /// is told it in its environment ([`cordon_contract::MEMORY_ENV`]).
     pub(super) fn store(
         &self,
         grants: &[Grant],
         deadline: Instant,
         signal: Arc<CallSignal>,
+        running: usize,
     ) -> Result<Store<CallState>, CallFailure> {
+        let mut limiter = CallLimiter::new(self.limits, Arc::clone(&self.memory));
+        limiter.share_memory(running);
         let mut wasi = WasiCtx::builder();
         wasi.allow_blocking_current_thread(true);
+        wasi.env(cordon_contract::MEMORY_ENV, limiter.memory_bytes().to_string());
         for grant in grants {
             wasi.preopened_dir(&grant.host, &grant.guest, grant.perms).map_err(|e| {
                 CallFailure::Host(HostFault::Preopen { dir: grant.host.clone(), reason: e.to_string() })
@@ -110,7 +112,7 @@ impl Runtime {
         let state = CallState {
             wasi: wasi.build(),
             table,
-            limiter: CallLimiter::new(self.limits, Arc::clone(&self.memory)),
+            limiter,
             grants: grants.to_vec(),
             judge: Arc::clone(&self.judge),
             open_roots: OpenRoots::default(),
@@ -143,7 +145,7 @@ impl Runtime {
         let deadline = Instant::now() + super::DESCRIBE_DEADLINE;
         let signal = Arc::new(CallSignal::new());
         let slot = self.slots.acquire(deadline, &signal).map_err(DescribeError::Call)?;
-        let mut store = self.store(&[], deadline, signal).map_err(DescribeError::Call)?;
+        let mut store = self.store(&[], deadline, signal, 1).map_err(DescribeError::Call)?;
         let pre = pre.clone();
         let work = move || {
             let described = (|| {
@@ -187,7 +189,7 @@ impl Runtime {
     ) -> Result<LiveCall, CallFailure> {
         // Declared before the store, so dropped after it on every early return.
         let slot = self.slots.acquire(ctx.deadline, &ctx.signal)?;
-        let mut store = self.store(&ctx.grants, ctx.deadline, Arc::clone(&ctx.signal))?;
+        let mut store = self.store(&ctx.grants, ctx.deadline, Arc::clone(&ctx.signal), 1)?;
         let name = target.name;
         let opened = (|| {
             let instance = target.pre.instantiate(&mut store)?;

@@ -173,7 +173,7 @@ mod tests {
         let runtime = Runtime::new(limits.call, capacity, None, Arc::clone(policy.judge())).unwrap();
         let grants = policy.grants(Access::Read, None);
         let deadline = Instant::now() + Duration::from_secs(5);
-        runtime.store(&grants, deadline, Arc::new(CallSignal::new())).unwrap()
+        runtime.store(&grants, deadline, Arc::new(CallSignal::new()), 1).unwrap()
     }
 
     fn read_dir(base: &str, path: &str, follow: bool, max: u32) -> Result<Vec<String>, (WitErrorCode, String)> {

@@ -195,6 +195,11 @@ impl CallLimiter {
         self.limits.memory_bytes /= running.max(1);
     }
 
+    /// The linear memory this store may use, summed over its memories.
+    pub(super) fn memory_bytes(&self) -> usize {
+        self.limits.memory_bytes
+    }
+
     /// The first limit this call's growth was refused by, if any.
     pub(super) fn refused(&self) -> Option<Limit> {
         self.refused

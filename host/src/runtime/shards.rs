@@ -134,7 +134,7 @@ impl Runtime {
         let Some(shardable) = target.shards else { return Ok(None) };
         // Declared before the store, so dropped after it on every early return.
         let slot = self.slots.acquire(ctx.deadline, &ctx.signal)?;
-        let mut store = self.store(&ctx.grants, ctx.deadline, Arc::clone(&ctx.signal))?;
+        let mut store = self.store(&ctx.grants, ctx.deadline, Arc::clone(&ctx.signal), 1)?;
         let name = target.name;
         let info = Limit::InfoBytes(self.limits.max_info_bytes);
         let asked = (|| {
@@ -169,8 +169,8 @@ impl Runtime {
             true => self.slots.free()?,
             false => self.slots.acquire(ctx.deadline, &ctx.signal)?,
         };
-        let mut store: Store<CallState> = self.store(&ctx.grants, ctx.deadline, Arc::clone(&ctx.signal))?;
-        store.data_mut().share_memory(range.running);
+        let mut store: Store<CallState> =
+            self.store(&ctx.grants, ctx.deadline, Arc::clone(&ctx.signal), range.running)?;
         let opened = (|| {
             let instance = target.pre.instance_pre().instantiate(&mut store)?;
             let tool = shardable.tool.load(&mut store, &instance)?;

@@ -42,6 +42,7 @@
 mod api;
 mod run;
 mod seen;
+mod skipped;
 mod timed;
 
 use serde_json::{Value, json};

@@ -9,6 +9,7 @@ pub mod walk;
 use std::path::PathBuf;
 
 use cordon_sdk::items::{self, ItemSource, ItemStream, Items, Start, Step};
+use cordon_sdk::walk::Unapplied;
 use cordon_sdk::{Error, ErrorCode, Manifest, Summary, paths};
 use serde::Deserialize;
 use serde_json::json;
@@ -31,7 +32,8 @@ Symlinks are neither followed nor listed. Results are shown grouped by directory
 names, relative to the first root; `format: \"json\"`: one JSON object each {path, type}, with size and \
 mtime_ns when `details` is set), in \
 path order (directory by directory, names sorted), or newest first with sort: \"mtime\" (which collects \
-and sorts at most 100000 matches). Set include_dirs to match directories too.";
+and sorts at most 100000 matches). Set include_dirs to match directories too. An ignore file too large to \
+apply (over 1 MiB) is named in the output and its rules are not applied.";
 
 /// The JSON Schema of the arguments.
 pub fn input_schema() -> serde_json::Value {
@@ -85,7 +87,8 @@ pub fn output_schema() -> serde_json::Value {
             "root": { "type": "string", "description": "The directory searched (absolute)." },
             "matched": { "type": "integer", "minimum": 0, "description": "Matching entries found so far by this stream (a lower bound for the whole search)." },
             "visited": { "type": "integer", "minimum": 0, "description": "Entries looked at so far by this stream." },
-            "errors": { "type": "integer", "minimum": 0, "description": "Entries that could not be read and were skipped." }
+            "errors": { "type": "integer", "minimum": 0, "description": "Entries that could not be read and were skipped." },
+            "ignore_files_skipped": { "type": "integer", "minimum": 0, "description": "Ignore files too large to apply (over 1 MiB) or unreadable so far, each named in the output by an item {path, not_applied: why}." }
         },
         "required": ["root", "matched", "visited"]
     })
@@ -141,10 +144,15 @@ pub struct Args {
 pub enum Source {
     /// Path order: the walk itself.
     Path(Box<Walker>),
-    /// Newest first: every match collected and sorted, and the next index.
+    /// Newest first: the ignore files not applied, then every match
+    /// collected and sorted, and the next index.
     Mtime {
         /// The walk that collected them, for its counts.
         counts: Counts,
+        /// The ignore files not applied, named first, and how many were.
+        unapplied: Vec<Unapplied>,
+        /// How many of `unapplied` were named.
+        named: usize,
         /// The matches, sorted.
         sorted: Vec<Found>,
         /// The next one to emit.
@@ -177,8 +185,16 @@ impl ItemSource for Source {
                     (found, position)
                 }
                 Some(Next::Checkpoint(rel)) => return Ok(Some(Step::Checkpoint(rel.to_string_lossy().into_owned()))),
+                Some(Next::Unapplied { unapplied, at, k }) => {
+                    let position = format!("//{k}/{}", at.to_string_lossy());
+                    return Ok(Some(Step::Item(not_applied(&unapplied), position)));
+                }
                 None => return Ok(None),
             },
+            Source::Mtime { unapplied, named, .. } if *named < unapplied.len() => {
+                *named += 1;
+                return Ok(Some(Step::Item(not_applied(&unapplied[*named - 1]), format!("!{named}"))));
+            }
             Source::Mtime { sorted, next, .. } => match sorted.get(*next) {
                 Some(found) => {
                     *next += 1;
@@ -194,6 +210,11 @@ impl ItemSource for Source {
         let item = item.map_err(|e| Error::new(ErrorCode::Internal, e.to_string()))?;
         Ok(Some(Step::Item(item, position)))
     }
+}
+
+/// The item naming an ignore file not applied, and why.
+fn not_applied(unapplied: &Unapplied) -> String {
+    json!({ "path": unapplied.file.to_string_lossy(), "not_applied": unapplied.reason() }).to_string()
 }
 
 /// One call of the tool.
@@ -241,14 +262,22 @@ impl Setup {
 }
 
 /// A position in path order: `REL` (after the entry `REL`, relative to the
-/// directory searched) or `/REL` (at the entry `REL`: a shard's boundary; a
-/// relative path never starts with `/`).
+/// directory searched), `/REL` (at the entry `REL`: a shard's boundary; a
+/// relative path never starts with `/`) or `//K/REL` (at the entry `REL`, the
+/// first `K` ignore files not applied that the walk says there named; `REL`
+/// is empty for the directory searched, where those above it are said).
 fn bounds(start: Option<&str>, end: Option<&str>) -> Result<Bounds, Error> {
     let mut bounds = Bounds::default();
     if let Some(start) = start {
-        match start.strip_prefix('/') {
-            Some(from) => bounds.from = Some(PathBuf::from(from)),
-            None => bounds.after = Some(PathBuf::from(start)),
+        let bad = || Error::new(ErrorCode::InvalidArgument, format!("malformed resume position `{start}`"));
+        if let Some(noted) = start.strip_prefix("//") {
+            let (k, rel) = noted.split_once('/').ok_or_else(bad)?;
+            bounds.noted = Some((PathBuf::from(rel), k.parse().map_err(|_| bad())?));
+        } else {
+            match start.strip_prefix('/') {
+                Some(from) => bounds.from = Some(PathBuf::from(from)),
+                None => bounds.after = Some(PathBuf::from(start)),
+            }
         }
     }
     if let Some(end) = end {
@@ -274,10 +303,18 @@ impl Glob {
         let source = match args.sort {
             Sort::Path => Source::Path(Box::new(Walker::new(&options, bounds(start.source, end)?)?)),
             Sort::Mtime => {
-                let after = start.source.map(walk::decode_mtime_key).transpose()?;
+                // `!N`: the first N ignore files not applied were named.
+                let named = start.source.and_then(|s| s.strip_prefix('!')).map(str::parse::<usize>).transpose();
+                let named = named.map_err(|_| Error::new(ErrorCode::InvalidArgument, "malformed resume position"))?;
+                let after = match named {
+                    Some(_) => None,
+                    None => start.source.map(walk::decode_mtime_key).transpose()?,
+                };
                 let mut walker = Walker::new(&options, Bounds::default())?;
-                let (sorted, next) = walk::collect_newest_first(&mut walker, after.as_ref(), MAX_SORTED)?;
-                Source::Mtime { counts: walker.counts, sorted, next }
+                let (sorted, next, unapplied) = walk::collect_newest_first(&mut walker, after.as_ref(), MAX_SORTED)?;
+                // Past the ignore files, every one was named.
+                let named = named.unwrap_or(if after.is_some() { unapplied.len() } else { 0 });
+                Source::Mtime { counts: walker.counts, unapplied, named, sorted, next }
             }
         };
         Ok(Glob { root: shown, sort: args.sort, items: Items::new(source, start)? })
@@ -296,7 +333,8 @@ impl Glob {
             return Ok(Vec::new());
         }
         let bounds = bounds(start.source, None)?;
-        let from = bounds.from.or(bounds.after).map(|rel| options.root.join(rel));
+        let noted = bounds.noted.map(|(rel, _)| rel);
+        let from = bounds.from.or(bounds.after).or(noted).map(|rel| options.root.join(rel));
         let cuts = cordon_sdk::walk::boundaries(&options.root, from.as_deref(), count, options.hidden);
         let rel = |p: &PathBuf| p.strip_prefix(&options.root).map(|r| format!("b/{}", r.to_string_lossy())).ok();
         Ok(cuts.iter().filter_map(rel).collect())
@@ -313,7 +351,13 @@ impl ItemStream for Glob {
     /// The `info` object: matches `output_schema`.
     fn info(&self) -> serde_json::Value {
         let counts = self.items.source().counts();
-        json!({ "root": self.root, "matched": counts.matched, "visited": counts.visited, "errors": counts.errors })
+        json!({
+            "root": self.root,
+            "matched": counts.matched,
+            "visited": counts.visited,
+            "errors": counts.errors,
+            "ignore_files_skipped": counts.ignore_files_skipped,
+        })
     }
 
     /// What is known so far: lower bounds in path order, the exact number of

@@ -307,3 +307,47 @@ fn a_shard_from_a_boundary_the_filters_leave_out_checkpoints_before_any_entry_is
     let chunks = range(&tree, args, Some("b/flat/f0150.txt"), None);
     assert!(!chunks.is_empty() && chunks.iter().all(|(text, _)| text.is_empty()), "{chunks:?}");
 }
+
+/// A tree whose ignore files are too large to apply: a sparse 3 GiB
+/// `.ignore` at the top, and in `sub/` one just over 1 MiB that would leave
+/// out `*.log`.
+fn oversized(tag: &str) -> Tree {
+    let tree = Tree::new(tag);
+    std::fs::File::create(tree.0.join(".ignore")).unwrap().set_len(3 << 30).unwrap();
+    tree.file("a.rs", "").file("sub/.ignore", &"*.log\n".repeat((1 << 20) / 6 + 1));
+    tree.file("sub/x.log", "").file("sub/y.rs", "").file("z/w.rs", "");
+    tree
+}
+
+#[test]
+fn ignore_files_too_large_to_apply_are_named_at_their_place_and_the_walk_goes_on() {
+    let tree = oversized("oversized");
+    // Only a negated glob: the ignore files decide the rest (a matching glob
+    // would keep an ignored entry anyway).
+    let args = r#"{"pattern": "!*.md"}"#;
+    assert_eq!(rels(&tree, args), [".ignore", "a.rs", "sub/.ignore", "sub/x.log", "sub/y.rs", "z/w.rs"]);
+    let whole = range(&tree, args, None, None);
+    let text = |chunks: &[(String, String)]| chunks.iter().map(|(t, _)| t.as_str()).collect::<String>();
+    assert_eq!(text(&whole).matches("\"not_applied\":\"an ignore file larger than 1 MiB").count(), 2);
+    let mut glob = Glob::open(&tree.roots(), args, None).unwrap();
+    while glob.items.next(Budget { bytes: u32::MAX, items: 1 }).unwrap().is_some() {}
+    assert_eq!(glob.info()["ignore_files_skipped"], 2);
+    // From the searched directory, the top's is said first; sorted by time,
+    // both come first.
+    let sub = rels(&tree, r#"{"pattern": "!*.md", "path": "sub"}"#);
+    assert_eq!(sub, [".ignore", "sub/.ignore", "sub/x.log", "sub/y.rs"]);
+    let newest = r#"{"pattern": "!*.md", "sort": "mtime"}"#;
+    assert_eq!(rels(&tree, newest)[..2], [".ignore", "sub/.ignore"]);
+    // Every position resumes exactly, and shards from any of them concatenate.
+    for args in [args, r#"{"pattern": "!*.md", "path": "sub"}"#, newest] {
+        let whole = range(&tree, args, None, None);
+        for (i, (_, resume)) in whole.iter().enumerate() {
+            assert_eq!(text(&range(&tree, args, Some(resume), None)), text(&whole[i + 1..]), "{args} after {resume}");
+            let cuts = Glob::split(&tree.roots(), args, Some(resume), 3).unwrap();
+            let starts = std::iter::once(Some(resume.as_str())).chain(cuts.iter().map(|c| Some(c.as_str())));
+            let ends = cuts.iter().map(|c| Some(c.as_str())).chain([None]);
+            let out: String = starts.zip(ends).map(|(s, e)| text(&range(&tree, args, s, e))).collect();
+            assert_eq!(out, text(&whole[i + 1..]), "{args}: shards after {resume}");
+        }
+    }
+}

@@ -3,6 +3,11 @@
 //! resume positions that skip whole directories already emitted, and the
 //! newest-first order built on it.
 //!
+//! An ignore file the walk did not apply (larger than
+//! [`MAX_IGNORE_FILE_BYTES`](cordon_sdk::walk::MAX_IGNORE_FILE_BYTES), or
+//! unreadable) is named in the output at its place ([`Next::Unapplied`]),
+//! and the walk goes on without its rules.
+//!
 //! Path order is the order of `rg --files --sort path`: depth first, the
 //! entries of each directory sorted by file name. That is the order of
 //! [`Path`]'s `Ord`, which compares component by component, so "the entries
@@ -16,7 +21,7 @@ use cordon_sdk::items::Pace;
 use cordon_sdk::paths::Entry;
 use cordon_sdk::progress::Walked;
 use cordon_sdk::scan::Kind;
-use cordon_sdk::walk::{Filters, Visit, Walk};
+use cordon_sdk::walk::{Filters, Unapplied, Visit, Walk};
 use cordon_sdk::{Error, ErrorCode};
 use ignore::overrides::{Override, OverrideBuilder};
 use ignore::types::Types;
@@ -50,8 +55,11 @@ pub struct Options {
 pub struct Bounds {
     /// Start after this entry (a resume position)...
     pub after: Option<PathBuf>,
-    /// ...or at this one (a shard's boundary).
+    /// ...or at this one (a shard's boundary)...
     pub from: Option<PathBuf>,
+    /// ...or at this one, the first this many ignore files not applied that
+    /// the walk says there already named.
+    pub noted: Option<(PathBuf, u32)>,
     /// Stop before this entry (the next shard's boundary).
     pub end: Option<PathBuf>,
 }
@@ -76,6 +84,16 @@ pub enum Next {
     /// No match in the last `CHECKPOINT` entries: the walk got past this
     /// path (relative to the root), and a walk resumed after it goes on there.
     Checkpoint(PathBuf),
+    /// An ignore file not applied, said at the entry `at` (relative to the
+    /// root; empty: the root, for those above it) as the `k`th there in a row.
+    Unapplied {
+        /// The ignore file and why.
+        unapplied: Unapplied,
+        /// Where it is said.
+        at: PathBuf,
+        /// Its rank among those said there.
+        k: u32,
+    },
 }
 
 /// A walk that matches nothing says how far it got after this many entries
@@ -91,6 +109,8 @@ pub struct Counts {
     pub matched: u64,
     /// Entries that could not be read (skipped, like `rg` does).
     pub errors: u64,
+    /// Ignore files not applied (too large or unreadable), each named.
+    pub ignore_files_skipped: u64,
 }
 
 /// Builds the override matcher of `patterns` rooted at `root`, as `rg -g` does.
@@ -124,6 +144,10 @@ pub struct Walker {
     /// A shard's boundary: entries sorted before it are not the shard's.
     from: Option<PathBuf>,
     after: Option<PathBuf>,
+    noted: Option<(PathBuf, u32)>,
+    /// Where the last ignore file not applied was said, and how many were
+    /// said there in a row.
+    said: Option<(PathBuf, u32)>,
     /// How far the walk got.
     pub counts: Counts,
     /// The entries visited, reported as progress.
@@ -145,7 +169,8 @@ impl Walker {
             types: Types::empty(),
         };
         let root = &options.root;
-        let start = bounds.from.as_ref().or(bounds.after.as_ref()).map(|rel| root.join(rel));
+        let noted = bounds.noted.as_ref().map(|(rel, _)| rel);
+        let start = bounds.from.as_ref().or(bounds.after.as_ref()).or(noted).map(|rel| root.join(rel));
         let walk = Walk::new(&options.top, root, filters).from(start).until(bounds.end.map(|rel| root.join(rel)));
         Ok(Walker {
             walk,
@@ -153,23 +178,47 @@ impl Walker {
             overrides,
             include_dirs: options.include_dirs,
             details: options.details,
-            from: bounds.from,
+            from: bounds.from.or(bounds.noted.as_ref().map(|(rel, _)| rel.clone())),
             after: bounds.after,
+            noted: bounds.noted,
+            said: None,
             counts: Counts::default(),
             walked: Walked::default(),
             pace: CHECKPOINT,
         })
     }
 
-    /// The next matching entry after the position, in path order.
-    pub fn next_match(&mut self) -> Result<Option<Found>, Error> {
+    /// The next matching entry after the position, in path order, or an
+    /// ignore file not applied.
+    pub fn next_match(&mut self) -> Result<Option<Next>, Error> {
         loop {
             match self.next_step()? {
-                Some(Next::Match(found)) => return Ok(Some(found)),
                 Some(Next::Checkpoint(_)) => {}
-                None => return Ok(None),
+                other => return Ok(other),
             }
         }
+    }
+
+    /// `Next::Unapplied` for `unapplied`, unless the position is past it.
+    fn unapplied(&mut self, unapplied: Unapplied) -> Option<Next> {
+        let at = self.relative(&unapplied.at)?.to_path_buf();
+        let k = match &self.said {
+            Some((last, k)) if *last == at => k + 1,
+            _ => 1,
+        };
+        self.said = Some((at.clone(), k));
+        let done = match (&self.noted, &self.after, &self.from) {
+            (Some((rel, done)), _, _) if *rel == at => k <= *done,
+            (_, Some(after), _) => at <= *after,
+            (_, _, Some(from)) => at < *from,
+            _ => false,
+        };
+        if done {
+            return None;
+        }
+        self.counts.ignore_files_skipped += 1;
+        self.pace.reset();
+        Some(Next::Unapplied { unapplied, at, k })
     }
 
     /// The next matching entry after the position, in path order, or after
@@ -190,7 +239,12 @@ impl Walker {
                     }
                     _ => continue,
                 },
-                Err(_) => {
+                Ok(Visit::Unapplied(unapplied)) => match self.unapplied(unapplied) {
+                    Some(said) => return Ok(Some(said)),
+                    None => continue,
+                },
+                // A directory that cannot be read is counted (its entry was given).
+                Ok(Visit::Unreadable(..)) | Err(_) => {
                     self.counts.errors += 1;
                     continue;
                 }
@@ -250,9 +304,10 @@ impl Walker {
 }
 
 impl Walker {
-    /// `path` relative to the root searched.
+    /// `path` relative to the root searched (empty for the root itself).
     fn relative<'p>(&self, path: &'p Path) -> Option<&'p Path> {
-        path.to_str().and_then(|p| p.strip_prefix(self.root.as_str())?.strip_prefix('/')).map(Path::new)
+        let rest = path.to_str()?.strip_prefix(self.root.as_str())?;
+        Some(Path::new(if rest.is_empty() { rest } else { rest.strip_prefix('/')? }))
     }
 }
 
@@ -285,15 +340,23 @@ pub fn decode_mtime_key(position: &str) -> Result<MtimeKey, Error> {
 }
 
 /// Every matching entry, newest first (ties in path order), and where to
-/// start in them. Fails with too-large past `limit` matches ([`MAX_SORTED`]
-/// for the tool).
+/// start in them; and the ignore files not applied, in walk order. Fails
+/// with too-large past `limit` matches ([`MAX_SORTED`] for the tool).
 pub fn collect_newest_first(
     walker: &mut Walker,
     after: Option<&MtimeKey>,
     limit: usize,
-) -> Result<(Vec<Found>, usize), Error> {
-    let mut all = Vec::new();
-    while let Some(found) = walker.next_match()? {
+) -> Result<(Vec<Found>, usize, Vec<Unapplied>), Error> {
+    let (mut all, mut unapplied) = (Vec::new(), Vec::new());
+    while let Some(next) = walker.next_match()? {
+        let found = match next {
+            Next::Match(found) => found,
+            Next::Unapplied { unapplied: u, .. } => {
+                unapplied.push(u);
+                continue;
+            }
+            Next::Checkpoint(_) => continue,
+        };
         if all.len() == limit {
             return Err(Error::new(
                 ErrorCode::TooLarge,
@@ -307,5 +370,5 @@ pub fn collect_newest_first(
     }
     all.sort_by_cached_key(mtime_key);
     let start = after.map_or(0, |after| all.partition_point(|f| &mtime_key(f) <= after));
-    Ok((all, start))
+    Ok((all, start, unapplied))
 }

@@ -15,9 +15,66 @@ use serde::Deserialize;
 /// The most context lines asked for on either side of a match.
 pub const MAX_CONTEXT: usize = 1000;
 
-/// The most memory one file's search may hold: a line longer than this, or in
-/// multiline mode a file larger than this, is skipped and counted as an error.
-pub const HEAP_LIMIT: usize = 64 << 20;
+/// The most memory one file's search holds when the host does not say how
+/// much the instance may use (natively, in unit tests).
+pub const DEFAULT_HEAP_LIMIT: usize = 64 << 20;
+
+/// What one file's search may hold (`SearcherBuilder::heap_limit`): a quarter
+/// of the memory the instance may use (its share of the call's `--memory-mib`,
+/// see [`cordon_sdk::host::memory_bytes`]). The searcher grows its line buffer
+/// to hold the longest line (in multiline mode, the whole file), tripling it
+/// and holding the old one meanwhile, and a matching line becomes an item as
+/// long; a quarter leaves room for both and the tool itself. A file that
+/// needs more is not searched past that line, and the output says so, rather
+/// than the call failing at its memory limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeapLimit {
+    /// The bytes a search may hold.
+    pub bytes: usize,
+    /// The memory the instance may use, when the host said.
+    pub instance: Option<u64>,
+}
+
+impl HeapLimit {
+    /// The limit for an instance that may use `instance` bytes (`None`: not
+    /// told, [`DEFAULT_HEAP_LIMIT`]).
+    pub fn new(instance: Option<u64>) -> HeapLimit {
+        let bytes = instance.map_or(DEFAULT_HEAP_LIMIT, |m| usize::try_from(m / 4).unwrap_or(usize::MAX).max(1));
+        HeapLimit { bytes, instance }
+    }
+
+    /// The longest line an item shows whole (an eighth of what a search
+    /// holds): a longer matching or context line is cut in its item, as with
+    /// `max_line_length`, with the byte range to `read` for the rest, so that
+    /// the item (whose JSON may be several times the line, escaped) fits
+    /// beside the searcher's buffer.
+    pub fn longest_shown(&self) -> usize {
+        (self.bytes / 8).max(1)
+    }
+
+    /// Why a file that needs more was not searched (past the line that does),
+    /// for a model: "a line longer than 32 MiB, a quarter of …".
+    pub fn exceeded(&self, multiline: bool) -> String {
+        let what = match multiline {
+            true => format!("larger than {}, which a multiline search holds whole", mib(self.bytes as u64)),
+            false => format!("a line longer than {}", mib(self.bytes as u64)),
+        };
+        let of = match self.instance {
+            Some(instance) => format!(", a quarter of the {} of memory this search may use", mib(instance)),
+            None => ", the most a search holds".to_string(),
+        };
+        let rest = if multiline { "" } else { "; the lines before it were searched" };
+        format!("{what}{of}{rest}")
+    }
+}
+
+/// `bytes` in MiB, with one decimal when not whole: "32 MiB", "21.3 MiB".
+fn mib(bytes: u64) -> String {
+    match bytes % (1 << 20) {
+        0 => format!("{} MiB", bytes >> 20),
+        _ => format!("{:.1} MiB", bytes as f64 / f64::from(1 << 20)),
+    }
+}
 
 /// What the call returns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
@@ -123,8 +180,8 @@ impl Args {
 
     /// The searcher: line numbers on, `\n` line terminators, no BOM sniffing or
     /// transcoding (so byte offsets are the file's), binary data handled by
-    /// the caller, and context only for content output.
-    pub fn searcher(&self) -> Searcher {
+    /// the caller, context only for content output, and at most `heap` held.
+    pub fn searcher(&self, heap: HeapLimit) -> Searcher {
         let content = self.output_mode == OutputMode::Content;
         SearcherBuilder::new()
             .line_terminator(LineTerminator::byte(b'\n'))
@@ -132,7 +189,7 @@ impl Args {
             .multi_line(self.multiline)
             .binary_detection(BinaryDetection::none())
             .bom_sniffing(false)
-            .heap_limit(Some(HEAP_LIMIT))
+            .heap_limit(Some(heap.bytes))
             .before_context(if content { self.context_before } else { 0 })
             .after_context(if content { self.context_after } else { 0 })
             .build()

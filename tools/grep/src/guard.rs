@@ -35,18 +35,26 @@ pub struct Guard<'a, R> {
     probe: bool,
     /// Bytes served so far, the head's included.
     served: u64,
+    /// Whether reading the file failed (rather than the search of what was read).
+    failed: bool,
 }
 
 impl<'a, R: Read> Guard<'a, R> {
     /// A guard over `inner`, whose first bytes were already read into `head`.
     pub fn new(inner: R, head: &'a [u8], check: bool) -> Guard<'a, R> {
         let probe = !head.is_empty() && head.len() < HEAD;
-        Guard { inner, head, check, tripped: false, probe, served: 0 }
+        Guard { inner, head, check, tripped: false, probe, served: 0, failed: false }
     }
 
     /// Whether the reader stopped at a NUL byte.
     pub fn tripped(&self) -> bool {
         self.tripped
+    }
+
+    /// Whether reading the file failed: a search that failed otherwise (not
+    /// at a NUL byte) was stopped by the searcher itself, at its heap limit.
+    pub fn failed(&self) -> bool {
+        self.failed
     }
 
     /// How many bytes were served, the head's included.
@@ -72,7 +80,7 @@ impl<R: Read> Read for Guard<'_, R> {
             return Ok(n);
         }
         let want = if std::mem::take(&mut self.probe) { buf.len().min(PROBE) } else { buf.len() };
-        let n = self.inner.read(&mut buf[..want])?;
+        let n = self.inner.read(&mut buf[..want]).inspect_err(|_| self.failed = true)?;
         if self.check
             && let Some(nul) = memchr(0, &buf[..n])
         {

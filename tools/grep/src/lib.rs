@@ -20,7 +20,7 @@ use cordon_sdk::items::{ItemStream, Items, Start};
 use cordon_sdk::{Error, ErrorCode, Manifest, Summary, paths};
 use serde_json::json;
 
-use args::{Args, MAX_CONTEXT, OutputMode};
+use args::{Args, HeapLimit, MAX_CONTEXT, OutputMode};
 use source::{Counts, GrepSource, Plan, Position, Where};
 use walk::{Bounds, WalkSpec, Walker};
 
@@ -39,7 +39,9 @@ Narrow with `include`/`exclude` globs or a ripgrep file `type` (rust, py, js, ..
 as `rg --heading -n` prints them, plus `context_before`/`context_after` lines), \"files_with_matches\" \
 (the files) or \"count\" (matching lines per file, as `rg -c`). Paths are shown relative to the first \
 root; `format: \"json\"` gives one JSON item per match instead, with byte offsets and submatch offsets. \
-A long line is cut, saying which bytes to pass to `read` for the rest.";
+A long line is cut, saying which bytes to pass to `read` for the rest. A file that cannot be searched \
+(a line too long for the search's memory, an unreadable file) and an ignore file too large to apply \
+are named in the output, with why.";
 
 /// The JSON Schema of the arguments.
 pub fn input_schema() -> serde_json::Value {
@@ -103,10 +105,25 @@ pub fn output_schema() -> serde_json::Value {
             "files_matched": count("Files with a match so far."),
             "matches": count("Matches so far: matching lines (blocks in multiline mode)."),
             "binary_files": count("Files skipped or cut short so far because they hold a NUL byte."),
-            "errors": count("Files or directories that could not be read so far.")
+            "errors": count("Files or directories that could not be read or searched so far; each such file is named in the output by an item {path, not_searched: why}."),
+            "ignore_files_skipped": count("Ignore files too large to apply (over 1 MiB) or unreadable so far, each named in the output by an item {path, not_applied: why}.")
         },
         "required": ["root", "files_searched", "files_matched", "matches"]
     })
+}
+
+/// How a stream is run, for tests: the defaults, or other values that
+/// exercise what the defaults rarely reach.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Tuning {
+    /// Each search run is bounded to this many items instead of thousands:
+    /// small batches exercise stopping and restarting a search inside a
+    /// file, which the output must not show.
+    pub batch: Option<usize>,
+    /// The memory the instance may use, instead of what the host says
+    /// ([`cordon_sdk::host::memory_bytes`]): a small one makes lines "too
+    /// long" without writing hundreds of megabytes.
+    pub memory: Option<u64>,
 }
 
 /// One call of the tool: the items still to come and what was searched.
@@ -169,13 +186,13 @@ impl Grep {
     /// Checks the arguments, resolves the path inside `roots` and prepares the
     /// search from the beginning or from `resume`.
     pub fn open(roots: &[String], args: &str, resume: Option<&str>) -> Result<Grep, Error> {
-        Grep::open_with_batch(roots, args, (resume, None), None)
+        Grep::open_tuned(roots, args, (resume, None), Tuning::default())
     }
 
     /// The search from `start` up to the boundary `end` (`None`: to the end),
     /// one shard of a call; its positions and counts are the shard's own.
     pub fn open_range(roots: &[String], args: &str, start: Option<&str>, end: Option<&str>) -> Result<Grep, Error> {
-        Grep::open_with_batch(roots, args, (start, end), None)
+        Grep::open_tuned(roots, args, (start, end), Tuning::default())
     }
 
     /// The boundaries that cut the search after `start` into at most `count`
@@ -196,14 +213,12 @@ impl Grep {
         Ok(cuts.iter().map(|p| boundary(p)).collect())
     }
 
-    /// `open_range`, with each search run bounded to `batch` items instead of
-    /// the default (thousands): small batches exercise stopping and restarting
-    /// a search inside a file, which the output must not show.
-    pub fn open_with_batch(
+    /// `open_range`, tuned (see [`Tuning`]).
+    pub fn open_tuned(
         roots: &[String],
         args: &str,
         (resume, end): (Option<&str>, Option<&str>),
-        batch: Option<usize>,
+        tuning: Tuning,
     ) -> Result<Grep, Error> {
         let setup = Setup::new(roots, args)?;
         let matcher = setup.args.matcher()?;
@@ -216,15 +231,17 @@ impl Grep {
         let spec = WalkSpec { hidden: args.hidden, no_ignore: args.no_ignore, overrides, types };
         let bounds = Bounds { from: position.as_ref().map(|p| p.path.clone()), end };
         let walker = Walker::new(&setup.root, &setup.target, &spec, bounds);
+        let heap = HeapLimit::new(tuning.memory.or_else(cordon_sdk::host::memory_bytes));
         let plan = Plan {
             mode: args.output_mode,
-            searcher: args.searcher(),
+            searcher: args.searcher(heap),
+            heap,
             matcher,
             binary: args.binary,
             before: if args.output_mode == OutputMode::Content { args.context_before } else { 0 },
             after: if args.output_mode == OutputMode::Content { args.context_after } else { 0 },
-            max_line: args.max_line_length,
-            batch_items: batch.unwrap_or(if args.multiline { 8192 } else { 2048 }),
+            max_line: Some(args.max_line_length.map_or(heap.longest_shown(), |m| m.min(heap.longest_shown()))),
+            batch_items: tuning.batch.unwrap_or(if args.multiline { 8192 } else { 2048 }),
             batch_bytes: if args.multiline { 8 << 20 } else { 1 << 20 },
         };
         let items = Items::new(GrepSource::new(plan, walker, position), start)?;
@@ -249,6 +266,7 @@ impl ItemStream for Grep {
             "matches": c.matches,
             "binary_files": c.binary_files,
             "errors": c.errors,
+            "ignore_files_skipped": c.ignore_files_skipped,
         })
     }
 

@@ -36,6 +36,20 @@ pub fn push_str(out: &mut String, s: &str) {
     out.push('"');
 }
 
+/// The item naming what was left out, and why: `{"path":…,"<key>":"why"}`
+/// (`not_searched`: a file, or its rest; `not_applied`: an ignore file).
+pub fn notice(path_json: &str, key: &str, why: &str) -> String {
+    let mut json = String::with_capacity(path_json.len() + why.len() + 32);
+    json.push_str("{\"path\":");
+    json.push_str(path_json);
+    json.push_str(",\"");
+    json.push_str(key);
+    json.push_str("\":");
+    push_str(&mut json, why);
+    json.push('}');
+    json
+}
+
 /// Appends `,"key":value` for an unsigned number.
 pub fn push_num(out: &mut String, key: &str, value: u64) {
     let _ = write!(out, ",\"{key}\":{value}");

@@ -1,11 +1,20 @@
 //! The items of a search, produced lazily file by file, and the resume
 //! positions that let a reopened search continue exactly.
 //!
-//! A position is `S,M,N,B,E<TAB>WHERE<TAB>PATH`: the counts so far (files
-//! searched, files matched, matches, binary files, errors), then in file
-//! `PATH` either `L<line>:<byte>` (search on from that line, which starts at
-//! that byte) or `E` (the file is done). Reopening walks again, pruning what
-//! sorts before `PATH`, and seeks into `PATH` rather than searching it anew.
+//! A position is `S,M,N,B,E,I<TAB>WHERE<TAB>PATH`: the counts so far (files
+//! searched, files matched, matches, binary files, errors, ignore files
+//! skipped), then in file `PATH` either `L<line>:<byte>` (search on from that
+//! line, which starts at that byte), `E` (the file is done), `S` (nothing of
+//! it is: a shard's boundary) or `N<k>` (the first `k` ignore files not
+//! applied that the walk says at `PATH` were named; nothing else of it is
+//! done). Reopening walks again, pruning what sorts before `PATH`, and seeks
+//! into `PATH` rather than searching it anew.
+//!
+//! What cannot be searched is named in the output, at its place, by an item
+//! `{path, not_searched: why}`: a file that cannot be read, or the rest of one
+//! from a line longer than the search may hold (the searcher's heap limit,
+//! see `args::HeapLimit`); and an ignore file the walk did not apply by
+//! `{path, not_applied: why}`. The search goes on past them.
 
 use std::collections::VecDeque;
 use std::fs::File;
@@ -16,11 +25,12 @@ use std::rc::Rc;
 use cordon_sdk::items::{self, ItemSource, Pace, Step};
 use cordon_sdk::progress::Scanned;
 use cordon_sdk::scan;
+use cordon_sdk::walk::Unapplied;
 use cordon_sdk::{Error, ErrorCode};
 use grep_regex::RegexMatcher;
 use grep_searcher::Searcher;
 
-use crate::args::OutputMode;
+use crate::args::{HeapLimit, OutputMode};
 use crate::guard::{Guard, HEAD};
 use crate::render;
 use crate::sink::{Collector, Queued, Settings};
@@ -38,8 +48,10 @@ pub struct Counts {
     pub matches: u64,
     /// Files skipped (or cut short) because they hold a NUL byte.
     pub binary_files: u64,
-    /// Files or directories that could not be read.
+    /// Files or directories that could not be read or searched.
     pub errors: u64,
+    /// Ignore files not applied (too large or unreadable).
+    pub ignore_files_skipped: u64,
 }
 
 /// Where in a file a position points.
@@ -51,6 +63,9 @@ pub enum Where {
     Line(u64, u64),
     /// The file is done.
     End,
+    /// The first this many ignore files not applied that the walk says at
+    /// the path were named; nothing else of it is done.
+    Noted(u32),
 }
 
 /// A decoded resume position.
@@ -78,11 +93,18 @@ impl Position {
             return Err(bad());
         };
         let numbers: Vec<u64> = counts.split(',').map(str::parse).collect::<Result<_, _>>().map_err(|_| bad())?;
-        let [files_searched, files_matched, matches, binary_files, errors] = numbers[..] else { return Err(bad()) };
+        let (files_searched, files_matched, matches, binary_files, errors, ignore_files_skipped) = match numbers[..] {
+            [s, m, n, b, e, i] => (s, m, n, b, e, i),
+            // Written before ignore files were counted.
+            [s, m, n, b, e] => (s, m, n, b, e, 0),
+            _ => return Err(bad()),
+        };
         let at = if at == "E" {
             Where::End
         } else if at == "S" {
             Where::Start
+        } else if let Some(k) = at.strip_prefix('N') {
+            Where::Noted(k.parse().map_err(|_| bad())?)
         } else {
             let (line, byte) = at.strip_prefix('L').and_then(|r| r.split_once(':')).ok_or_else(bad)?;
             Where::Line(line.parse().map_err(|_| bad())?, byte.parse().map_err(|_| bad())?)
@@ -90,7 +112,7 @@ impl Position {
         if path.is_empty() {
             return Err(bad());
         }
-        let counts = Counts { files_searched, files_matched, matches, binary_files, errors };
+        let counts = Counts { files_searched, files_matched, matches, binary_files, errors, ignore_files_skipped };
         Ok(Position { counts, path: PathBuf::from(path), at })
     }
 }
@@ -98,11 +120,13 @@ impl Position {
 /// The text of the position with `counts` at `at` in the file shown as `path`.
 pub fn encode(counts: &Counts, at: Where, path: &str) -> String {
     let c = counts;
-    let (s, m, n, b, e) = (c.files_searched, c.files_matched, c.matches, c.binary_files, c.errors);
+    let (s, m, n, b, e, i) =
+        (c.files_searched, c.files_matched, c.matches, c.binary_files, c.errors, c.ignore_files_skipped);
     match at {
-        Where::Line(line, byte) => format!("{s},{m},{n},{b},{e}\tL{line}:{byte}\t{path}"),
-        Where::End => format!("{s},{m},{n},{b},{e}\tE\t{path}"),
-        Where::Start => format!("{s},{m},{n},{b},{e}\tS\t{path}"),
+        Where::Line(line, byte) => format!("{s},{m},{n},{b},{e},{i}\tL{line}:{byte}\t{path}"),
+        Where::End => format!("{s},{m},{n},{b},{e},{i}\tE\t{path}"),
+        Where::Start => format!("{s},{m},{n},{b},{e},{i}\tS\t{path}"),
+        Where::Noted(k) => format!("{s},{m},{n},{b},{e},{i}\tN{k}\t{path}"),
     }
 }
 
@@ -114,6 +138,8 @@ pub struct Plan {
     pub matcher: RegexMatcher,
     /// The searcher (its buffers are reused from file to file).
     pub searcher: Searcher,
+    /// What the searcher may hold, to say why a file was not searched.
+    pub heap: HeapLimit,
     /// Whether binary files are searched as text.
     pub binary: bool,
     /// Before-context lines asked for.
@@ -164,6 +190,9 @@ pub struct GrepSource {
     scanned: Scanned,
     /// The work since the last item or checkpoint.
     pace: Pace,
+    /// The path the last ignore file not applied was said at, and how many
+    /// were said there in a row.
+    said: Option<(PathBuf, u32)>,
 }
 
 /// A search that finds nothing says how far it got after this many files
@@ -185,6 +214,7 @@ impl GrepSource {
             done: false,
             scanned: Scanned::default(),
             pace: CHECKPOINT,
+            said: None,
         }
     }
 
@@ -220,6 +250,19 @@ impl GrepSource {
                     return Ok(Walked::Passed(path));
                 }
                 Some(Ok(Next::Passed(_))) => continue,
+                Some(Ok(Next::Unapplied(unapplied))) => match self.unapplied(unapplied) {
+                    Some(said) => return Ok(said),
+                    None => continue,
+                },
+                Some(Ok(Next::Unreadable(dir, e))) => {
+                    if self.past_resume(&dir) {
+                        self.counts.errors += 1;
+                        let shown: Rc<str> = dir.to_string_lossy().into();
+                        self.not_searched(&shown, &format!("a directory that could not be read: {}", e.message));
+                        return Ok(Walked::Said);
+                    }
+                    continue;
+                }
                 Some(Ok(Next::File(path, named))) => (path, named),
             };
             let (mut line, mut byte, mut resumed) = (1, 0, false);
@@ -233,7 +276,7 @@ impl GrepSource {
                 match at {
                     Some(Where::End) => continue,
                     Some(Where::Line(l, b)) => (line, byte, resumed) = (l.max(1), b, true),
-                    Some(Where::Start) | None => {}
+                    Some(Where::Start | Where::Noted(_)) | None => {}
                 }
             }
             // A file searched from its start is read in one call when it is
@@ -243,14 +286,15 @@ impl GrepSource {
             } else {
                 File::open(&path).map(|file| (Vec::new(), false, Some(file))).map_err(|e| Error::io("", &e))
             };
-            let Ok((head, whole, file)) = opened else {
-                self.counts.errors += 1;
-                // Files that cannot be read are work too: done, past them.
-                self.pace.add(1, 0);
-                if self.pace.due() {
-                    return Ok(Walked::Passed(path));
+            let (head, whole, file) = match opened {
+                Ok(opened) => opened,
+                Err(e) => {
+                    self.counts.errors += 1;
+                    self.pace.add(1, 0);
+                    let shown: Rc<str> = path.to_string_lossy().into();
+                    self.not_searched(&shown, &format!("it could not be read: {}", e.message));
+                    return Ok(Walked::Said);
                 }
-                continue;
             };
             if !resumed {
                 self.counts.files_searched += 1;
@@ -272,6 +316,63 @@ impl GrepSource {
             });
             return Ok(Walked::Opened);
         }
+    }
+
+    /// Whether the directory `dir`, which could not be read, lies past the
+    /// resume position (not named before it); clears the position if so.
+    fn past_resume(&mut self, dir: &std::path::Path) -> bool {
+        match &self.resume {
+            // Named at its end, or passed.
+            Some((at, where_)) if dir < at.as_path() || (dir == at && *where_ == Where::End) => false,
+            Some(_) => {
+                self.resume = None;
+                true
+            }
+            None => true,
+        }
+    }
+
+    /// The item naming an ignore file not applied, and the position after it
+    /// (`N<k>` at the path it is said at); `None` when a reopened search
+    /// named it before its position.
+    fn unapplied(&mut self, unapplied: Unapplied) -> Option<Walked> {
+        let k = match &self.said {
+            Some((at, k)) if *at == unapplied.at => k + 1,
+            _ => 1,
+        };
+        self.said = Some((unapplied.at.clone(), k));
+        if let Some((resume_path, at)) = &self.resume {
+            if unapplied.at == *resume_path {
+                // Said before the position, unless it is a boundary (nothing
+                // done there) or a later one at the same place.
+                let before = match at {
+                    Where::Start => false,
+                    Where::Noted(done) => k <= *done,
+                    Where::Line(..) | Where::End => true,
+                };
+                if before {
+                    return None;
+                }
+            } else if unapplied.at < *resume_path {
+                return None;
+            } else {
+                self.resume = None;
+            }
+        }
+        self.counts.ignore_files_skipped += 1;
+        let mut path_json = String::new();
+        render::push_str(&mut path_json, &unapplied.file.to_string_lossy());
+        let item = render::notice(&path_json, "not_applied", &unapplied.reason());
+        Some(Walked::Unapplied(item, encode(&self.counts, Where::Noted(k), &unapplied.at.to_string_lossy())))
+    }
+
+    /// Queues the item naming the file shown as `shown` as not searched (or
+    /// not past a point), for `why`; its position is the file's end.
+    fn not_searched(&mut self, shown: &Rc<str>, why: &str) {
+        let mut path_json = String::new();
+        render::push_str(&mut path_json, shown);
+        let json = render::notice(&path_json, "not_searched", why);
+        self.queue.push_back((Queued { json, next: None, matches: 0 }, false, shown.clone()));
     }
 
     /// Searches on in the current file: queues the next batch of items, or
@@ -300,10 +401,14 @@ impl GrepSource {
                 .and_then(|mut file| file.seek(SeekFrom::Start(rest_at)).map(|_| file))
                 .map(|file| Some(cur.file.insert(file))),
         };
-        let Ok(rest) = rest else {
-            self.counts.errors += 1;
-            self.scanned.add(1, 0);
-            return Ok(());
+        let rest = match rest {
+            Ok(rest) => rest,
+            Err(e) => {
+                self.counts.errors += 1;
+                self.scanned.add(1, 0);
+                self.not_searched(&cur.shown, &format!("it could not be read: {e}"));
+                return Ok(());
+            }
         };
         let settings = Settings {
             mode: self.plan.mode,
@@ -319,13 +424,18 @@ impl GrepSource {
         let mut guard = Guard::new(Rest(rest), &cur.head[from..], check);
         let mut sink = Collector::new(&settings, &cur.path_json, cur.line - 1, cur.byte, &mut out);
         let result = self.plan.searcher.search_reader(&self.plan.matcher, &mut guard, &mut sink);
-        let (tripped, served) = (guard.tripped(), guard.served());
-        if result.is_err() {
+        let (tripped, failed, served) = (guard.tripped(), guard.failed(), guard.served());
+        let mut why = None;
+        if let Err(e) = result {
             sink.flush();
             if tripped {
                 self.counts.binary_files += 1;
             } else {
                 self.counts.errors += 1;
+                why = Some(match failed {
+                    true => format!("it could not be read past byte {}: {e}", cur.byte + served),
+                    false => self.plan.heap.exceeded(settings.multiline),
+                });
             }
         }
         let (paused, count) = (sink.paused, sink.count);
@@ -347,6 +457,9 @@ impl GrepSource {
             cur.queued_any = true;
             self.queue.push_back((item, first, cur.shown.clone()));
         }
+        if let Some(why) = why {
+            self.not_searched(&cur.shown, &why);
+        }
         if let Some((line, byte)) = paused {
             // The searcher read ahead of the pause; the next run rereads that.
             self.scanned.add(0, byte.saturating_sub(cur.byte));
@@ -364,8 +477,13 @@ enum Walked {
     /// A file is open to search.
     Opened,
     /// The walk got past this path: files it left out up to it (see
-    /// `walk::Next::Passed`), or a file that could not be read.
+    /// `walk::Next::Passed`).
     Passed(PathBuf),
+    /// A file could not be read: the item saying so is queued.
+    Said,
+    /// An ignore file was not applied: the item saying so, and the position
+    /// after it.
+    Unapplied(String, String),
     /// The walk is over.
     End,
 }
@@ -428,7 +546,11 @@ impl ItemSource for GrepSource {
                 }
             } else {
                 match self.start_next_file()? {
-                    Walked::Opened => {}
+                    Walked::Opened | Walked::Said => {}
+                    Walked::Unapplied(item, after) => {
+                        self.pace.reset();
+                        return Ok(Some(Step::Item(item, after)));
+                    }
                     Walked::Passed(path) => {
                         self.pace.reset();
                         let at = encode(&self.counts, Where::End, &path.to_string_lossy());

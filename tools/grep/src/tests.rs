@@ -6,10 +6,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use cordon_sdk::{Budget, ErrorCode};
 use serde_json::{Value, json};
 
-use crate::Grep;
 use crate::source::{Counts, Position, Where};
+use crate::{Grep, Tuning};
 
 mod behaviour;
+mod oversized;
 mod resume;
 mod shards;
 
@@ -97,11 +98,14 @@ fn rel(tree: &Tree, path: &Value) -> String {
 
 #[test]
 fn positions_round_trip_and_malformed_ones_are_refused() {
-    let counts = Counts { files_searched: 3, files_matched: 2, matches: 9, binary_files: 1, errors: 0 };
-    for at in [Where::Line(12, 345), Where::End] {
+    let counts =
+        Counts { files_searched: 3, files_matched: 2, matches: 9, binary_files: 1, errors: 0, ignore_files_skipped: 2 };
+    for at in [Where::Line(12, 345), Where::End, Where::Start, Where::Noted(2)] {
         let p = Position { counts, path: PathBuf::from("/r/a\tb/ü.txt"), at };
         assert_eq!(Position::decode(&p.encode()).unwrap(), p);
     }
+    let before = Position::decode("1,2,3,4,5\tE\t/a").unwrap();
+    assert_eq!(before.counts.ignore_files_skipped, 0, "a position written before ignore files were counted");
     for bad in [
         "",
         "1,2,3,4,5",
@@ -110,6 +114,8 @@ fn positions_round_trip_and_malformed_ones_are_refused() {
         "1,2,3,4,5\tL1\t/a",
         "1,2,3,4,5\tE\t",
         "a,2,3,4,5\tE\t/a",
+        "1,2,3,4,5,6\tNx\t/a",
+        "1,2,3,4,5,6,7\tE\t/a",
     ] {
         assert_eq!(Position::decode(bad).unwrap_err().code, ErrorCode::InvalidArgument, "{bad:?}");
     }
@@ -201,7 +207,8 @@ fn progress_counts_the_bytes_this_stream_searched() {
         resumes
     };
     for batch in [None, Some(1), Some(7)] {
-        let mut grep = Grep::open_with_batch(&tree.roots(), &args, (None, None), batch).unwrap();
+        let mut grep =
+            Grep::open_tuned(&tree.roots(), &args, (None, None), Tuning { batch, ..Tuning::default() }).unwrap();
         let resumes = drain(&mut grep);
         assert_eq!(resumes.len(), 10_001);
         let scanned = grep.items.source().scanned();
@@ -209,7 +216,9 @@ fn progress_counts_the_bytes_this_stream_searched() {
         assert_eq!(scanned.message(), "3 files, 146.5 KiB scanned");
 
         // Reopened after line 5000 of a.txt, a stream counts from there.
-        let mut grep = Grep::open_with_batch(&tree.roots(), &args, (Some(&resumes[4999]), None), batch).unwrap();
+        let mut grep =
+            Grep::open_tuned(&tree.roots(), &args, (Some(&resumes[4999]), None), Tuning { batch, ..Tuning::default() })
+                .unwrap();
         drain(&mut grep);
         let scanned = grep.items.source().scanned();
         assert_eq!((scanned.files, scanned.bytes), (3, total - 5000 * 15), "batch {batch:?}");

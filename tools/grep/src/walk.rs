@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use cordon_sdk::Error;
 use cordon_sdk::scan::Kind;
-use cordon_sdk::walk::{Filters, Visit, Walk};
+use cordon_sdk::walk::{Filters, Unapplied, Visit, Walk};
 use ignore::overrides::Override;
 use ignore::types::Types;
 
@@ -63,6 +63,10 @@ pub enum Next {
     /// The walk got past this path, which it left out (`Visit::Passed`): a
     /// search that found nothing since can checkpoint there.
     Passed(PathBuf),
+    /// An ignore file not applied (too large or unreadable), at its place.
+    Unapplied(Unapplied),
+    /// A directory that could not be read, and why.
+    Unreadable(PathBuf, Error),
 }
 
 /// The files to search, one at a time.
@@ -76,8 +80,9 @@ impl Walker {
         Walker { walk: Walk::new(root, target, spec.filters()).from(bounds.from).until(bounds.end) }
     }
 
-    /// The next regular file, or how far the walk got; or the error of a
-    /// directory that could not be read (the walk goes on).
+    /// The next regular file, or how far the walk got, or an ignore file not
+    /// applied; or the error of a directory that could not be read (the walk
+    /// goes on).
     pub fn next_file(&mut self) -> Option<Result<Next, Error>> {
         loop {
             match self.walk.next_visit()? {
@@ -86,6 +91,8 @@ impl Walker {
                 }
                 Ok(Visit::Entry(_)) => continue,
                 Ok(Visit::Passed(path)) => return Some(Ok(Next::Passed(path))),
+                Ok(Visit::Unapplied(unapplied)) => return Some(Ok(Next::Unapplied(unapplied))),
+                Ok(Visit::Unreadable(path, e)) => return Some(Ok(Next::Unreadable(path, e))),
                 Err(e) => return Some(Err(e)),
             }
         }

@@ -39,3 +39,10 @@ pub fn random_u64() -> u64 {
     h.write_u32(std::process::id());
     h.finish()
 }
+
+/// The linear memory this instance may use, in bytes, as the host tells it
+/// ([`MEMORY_ENV`](cordon_contract::MEMORY_ENV): its share of the call's
+/// memory); `None` when not told (natively, or under another host).
+pub fn memory_bytes() -> Option<u64> {
+    std::env::var(cordon_contract::MEMORY_ENV).ok()?.parse().ok()
+}

@@ -7,8 +7,8 @@ use cordon_sdk::items::ItemStream;
 use serde_json::{Value, json};
 
 use super::{Tree, chunks};
-use crate::Grep;
 use crate::source::{Counts, Where};
+use crate::{Grep, Tuning};
 
 /// A tree of a few files with many matches, CRLF lines, a file without a final
 /// newline and one with a late NUL byte.
@@ -43,7 +43,9 @@ fn tree() -> Tree {
 }
 
 fn whole(tree: &Tree, args: &Value, batch: Option<usize>) -> Vec<(String, String, bool)> {
-    let mut grep = Grep::open_with_batch(&tree.roots(), &args.to_string(), (None, None), batch).unwrap();
+    let mut grep =
+        Grep::open_tuned(&tree.roots(), &args.to_string(), (None, None), Tuning { batch, ..Tuning::default() })
+            .unwrap();
     chunks(&mut grep, 80)
 }
 
@@ -81,8 +83,13 @@ fn reopening_after_any_chunk_continues_exactly() {
         let step = (all.len() / 60).max(1);
         for i in (0..all.len()).step_by(step) {
             let resume = &all[i].1;
-            let mut grep =
-                Grep::open_with_batch(&tree.roots(), &args.to_string(), (Some(resume), None), batch).unwrap();
+            let mut grep = Grep::open_tuned(
+                &tree.roots(),
+                &args.to_string(),
+                (Some(resume), None),
+                Tuning { batch, ..Tuning::default() },
+            )
+            .unwrap();
             let rest = chunks(&mut grep, 80);
             assert_eq!(text(&rest), text(&all[i + 1..]), "{args} after chunk {i} ({resume})");
         }

@@ -18,22 +18,29 @@
 //! start itself, named by the caller, is never filtered. Only ignore files the
 //! listing shows are read, so a directory without them costs no failed open.
 //!
+//! An ignore file larger than [`MAX_IGNORE_FILE_BYTES`], or one that cannot be
+//! read, is not applied: the walk says so ([`Visit::Unapplied`]) at the ignore
+//! file's place in path order (see [`Unapplied::at`]), so that a tool names it
+//! in its result, and goes on without its rules.
+//!
 //! A walk says how far it got at an entry its filters leave out, once
 //! [`PASSED_EVERY`] entries were looked at since it last said so
 //! ([`Visit::Passed`]), so a tool built on it can return a checkpoint there
 //! (see `items::Step`) when the entries it kept gave it nothing to emit,
 //! rather than work on unseen.
 
+mod rules;
+
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
-use ignore::Match;
-use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use ignore::overrides::Override;
 use ignore::types::Types;
 
 use crate::Error;
 use crate::scan::{self, DirEntry, Kind};
+pub use rules::{MAX_IGNORE_FILE_BYTES, Unapplied, Why};
+use rules::{Rules, keeps, read_rules};
 
 /// Which entries a walk keeps: ripgrep's filters.
 #[derive(Clone)]
@@ -90,53 +97,19 @@ pub enum Visit {
     /// looked at since the walk last said so: a walk from just after it goes
     /// on where this one is.
     Passed(PathBuf),
+    /// An ignore file the walk did not apply, given just before the entry
+    /// it is at ([`Unapplied::at`]), whether or not the filters keep that
+    /// entry. A walk from a position at that entry gives it again: a tool
+    /// that resumes after it knows to pass over it.
+    Unapplied(Unapplied),
+    /// A directory the walk kept (given just before as an entry) but could
+    /// not read, and why: none of its entries are walked. A walk from a
+    /// position at it gives both again.
+    Unreadable(PathBuf, Error),
 }
 
 /// Entries looked at after which a walk says how far it got.
 pub const PASSED_EVERY: u32 = 1024;
-
-/// The ignore rules one directory adds, and those of the directories above.
-struct Rules {
-    custom: Option<Gitignore>,
-    ignore: Option<Gitignore>,
-    git: Option<Gitignore>,
-    exclude: Option<Gitignore>,
-    /// The directory holds `.git`: a repository's top.
-    has_git: bool,
-    /// This directory or one above holds `.git`.
-    in_git: bool,
-    parent: Option<Rc<Rules>>,
-}
-
-impl Rules {
-    /// The verdict of the ignore files on `path`, as the `ignore` crate gives it.
-    fn matched(self: &Rc<Rules>, path: &Path, is_dir: bool, require_git: bool) -> Match<()> {
-        let any_git = !require_git || self.in_git;
-        let (mut custom, mut ignore, mut git, mut exclude) = (Match::None, Match::None, Match::None, Match::None);
-        let mut saw_git = false;
-        let mut level = Some(self);
-        let verdict = |m: &Option<Gitignore>| m.as_ref().map_or(Match::None, |m| m.matched(path, is_dir).map(|_| ()));
-        while let Some(rules) = level {
-            if custom.is_none() {
-                custom = verdict(&rules.custom);
-            }
-            if ignore.is_none() {
-                ignore = verdict(&rules.ignore);
-            }
-            if any_git && !saw_git {
-                if git.is_none() {
-                    git = verdict(&rules.git);
-                }
-                if exclude.is_none() {
-                    exclude = verdict(&rules.exclude);
-                }
-            }
-            saw_git = saw_git || rules.has_git;
-            level = rules.parent.as_ref();
-        }
-        custom.or(ignore).or(git).or(exclude)
-    }
-}
 
 /// A directory being walked: its entries and the next one.
 struct Frame {
@@ -146,6 +119,27 @@ struct Frame {
     next: usize,
     dir: PathBuf,
     rules: Option<Rc<Rules>>,
+    /// The directory's ignore files not applied, by the entry they are at,
+    /// the last first.
+    unapplied: Vec<Unapplied>,
+}
+
+impl Frame {
+    /// The ignore file not applied at the entry `path`, if one is left;
+    /// those at entries before it are dropped.
+    fn unapplied_at(&mut self, path: &Path) -> Option<Unapplied> {
+        while let Some(next) = self.unapplied.pop() {
+            match next.at.as_path().cmp(path) {
+                std::cmp::Ordering::Less => continue,
+                std::cmp::Ordering::Equal => return Some(next),
+                std::cmp::Ordering::Greater => {
+                    self.unapplied.push(next);
+                    return None;
+                }
+            }
+        }
+        None
+    }
 }
 
 /// The walk: a stack of directories being read.
@@ -162,6 +156,10 @@ pub struct Walk {
     file: Option<PathBuf>,
     /// The start and the rules above it, until the first entry is asked for.
     started: Option<(PathBuf, Option<Rc<Rules>>)>,
+    /// The ignore files above the start not applied, the last first: given
+    /// before the start's entries, when the start is a directory and the
+    /// walk starts there (`from` is none or the start itself).
+    above: Vec<Unapplied>,
     /// Entries looked at since the walk last said how far it got.
     looked: u32,
 }
@@ -171,13 +169,15 @@ impl Walk {
     /// keeping what `filters` keep; the ignore files of the directories from
     /// `top` down to `start`'s parent apply.
     pub fn new(top: &Path, start: &Path, filters: Filters) -> Walk {
-        let mut rules = None;
+        let (mut rules, mut above) = (None, Vec::new());
         if filters.ignore_files && start.starts_with(top) {
             let mut dir = top.to_path_buf();
             let below: Vec<_> = start.strip_prefix(top).map(|r| r.components().collect()).unwrap_or_default();
             for (i, component) in below.iter().enumerate() {
                 if let Ok(entries) = scan::read_dir(&dir, false) {
-                    rules = read_rules(&filters, &dir, &entries, rules);
+                    let unapplied;
+                    (rules, unapplied) = read_rules(&filters, &dir, &entries, rules);
+                    above.extend(unapplied.into_iter().map(|u| Unapplied { at: start.to_path_buf(), ..u }));
                 }
                 if i + 1 < below.len() {
                     dir.push(component);
@@ -192,6 +192,7 @@ impl Walk {
             end: None,
             file: None,
             started: Some((start.to_path_buf(), rules)),
+            above: above.into_iter().rev().collect(),
             looked: 0,
         }
     }
@@ -211,30 +212,42 @@ impl Walk {
     }
 
     /// The next entry kept, in path order, or the error of a directory that
-    /// could not be read (the walk goes on past it).
+    /// could not be read (the walk goes on past it); ignore files not
+    /// applied are passed over.
     pub fn next_entry(&mut self) -> Option<Result<Found, Error>> {
         loop {
             match self.next_visit()? {
                 Ok(Visit::Entry(found)) => return Some(Ok(found)),
-                Ok(Visit::Passed(_)) => {}
-                Err(e) => return Some(Err(e)),
+                Ok(Visit::Passed(_) | Visit::Unapplied(_)) => {}
+                Ok(Visit::Unreadable(_, e)) | Err(e) => return Some(Err(e)),
             }
         }
     }
 
     /// The next entry kept, or an entry left out once [`PASSED_EVERY`]
-    /// entries were looked at ([`Visit::Passed`]); or the error of a
-    /// directory that could not be read (the walk goes on past it).
+    /// entries were looked at ([`Visit::Passed`]), or an ignore file not
+    /// applied ([`Visit::Unapplied`]), or a directory that could not be read
+    /// ([`Visit::Unreadable`]; the walk goes on past it); or the error of a
+    /// start that could not be read.
     pub fn next_visit(&mut self) -> Option<Result<Visit, Error>> {
         if let Some((start, rules)) = self.started.take() {
+            // The ignore files above are said once, where the walk starts.
+            if self.from.as_ref().is_some_and(|from| *from != start) {
+                self.above.clear();
+            }
             match scan::read_dir(&start, true) {
                 Ok(entries) => self.push(start, entries, rules),
                 Err(e) if e.code == crate::ErrorCode::Io || e.code == crate::ErrorCode::NotFound => {
-                    // Not a directory: the start is a file, searched as named.
+                    // Not a directory: the start is a file, searched as named
+                    // (no ignore file applies to it).
                     self.file = Some(start);
+                    self.above.clear();
                 }
                 Err(e) => return Some(Err(e)),
             }
+        }
+        if let Some(unapplied) = self.above.pop() {
+            return Some(Ok(Visit::Unapplied(unapplied)));
         }
         if let Some(file) = self.file.take() {
             return Some(Ok(Visit::Entry(Found { path: file, kind: Kind::File, named: true })));
@@ -243,7 +256,7 @@ impl Walk {
             let rules = self.stack.last().and_then(|f| f.rules.clone());
             match scan::read_dir(&dir, false) {
                 Ok(entries) => self.push(dir, entries, rules),
-                Err(e) => return Some(Err(e)),
+                Err(e) => return Some(Ok(Visit::Unreadable(dir, e))),
             }
         }
         loop {
@@ -252,13 +265,15 @@ impl Walk {
                 self.stack.pop();
                 continue;
             };
-            frame.next += 1;
             let path = frame.dir.join(&entry.name);
             let kind = entry.kind;
             // Entries come in path order: once one is past `from`, all are.
             if let Some(from) = &self.from {
                 if path < *from {
+                    // What is said at an entry before `from` was said before.
+                    let _ = frame.unapplied_at(&path);
                     if !(kind == Kind::Dir && from.starts_with(&path)) {
+                        frame.next += 1;
                         continue;
                     }
                 } else {
@@ -270,6 +285,13 @@ impl Walk {
                 self.stack.clear();
                 return None;
             }
+            if self.from.is_none()
+                && let Some(unapplied) = frame.unapplied_at(&path)
+            {
+                return Some(Ok(Visit::Unapplied(unapplied)));
+            }
+            let entry = &frame.entries[frame.next];
+            frame.next += 1;
             self.looked += 1;
             if !keeps(&self.filters, frame.rules.as_ref(), &path, &entry.name, kind) {
                 if self.looked >= PASSED_EVERY {
@@ -287,74 +309,11 @@ impl Walk {
 
     /// Reads `dir`'s ignore files (below `rules`) and walks its entries next.
     fn push(&mut self, dir: PathBuf, entries: Vec<DirEntry>, rules: Option<Rc<Rules>>) {
-        let rules = read_rules(&self.filters, &dir, &entries, rules);
+        let (rules, mut unapplied) = read_rules(&self.filters, &dir, &entries, rules);
+        unapplied.reverse();
         let holds_end = self.end.as_ref().is_some_and(|end| end.starts_with(&dir));
-        self.stack.push(Frame { holds_end, entries, next: 0, dir, rules });
+        self.stack.push(Frame { holds_end, entries, next: 0, dir, rules, unapplied });
     }
-}
-
-/// Whether the filters keep the entry `path` named `name`, as the `ignore`
-/// crate's `Ignore::matched` decides.
-fn keeps(f: &Filters, rules: Option<&Rc<Rules>>, path: &Path, name: &str, kind: Kind) -> bool {
-    let is_dir = kind == Kind::Dir;
-    if !f.overrides.is_empty() {
-        match f.overrides.matched(path, is_dir) {
-            Match::Ignore(_) => return false,
-            Match::Whitelist(_) => return true,
-            Match::None => {}
-        }
-    }
-    let mut whitelisted = false;
-    if let Some(rules) = rules {
-        match rules.matched(path, is_dir, f.require_git) {
-            Match::Ignore(_) => return false,
-            Match::Whitelist(_) => whitelisted = true,
-            Match::None => {}
-        }
-    }
-    if !f.types.is_empty() {
-        match f.types.matched(path, is_dir) {
-            Match::Ignore(_) => return false,
-            Match::Whitelist(_) => whitelisted = true,
-            Match::None => {}
-        }
-    }
-    whitelisted || f.hidden || !name.starts_with('.')
-}
-
-/// The rules `dir` adds below `parent`, from the ignore files its `entries`
-/// show; `parent` itself when it adds none.
-fn read_rules(filters: &Filters, dir: &Path, entries: &[DirEntry], parent: Option<Rc<Rules>>) -> Option<Rc<Rules>> {
-    if !filters.ignore_files {
-        return parent;
-    }
-    let has = |name: &str| entries.binary_search_by(|e| e.name.as_str().cmp(name)).ok().map(|i| entries[i].kind);
-    let is_file = |name: &str| has(name) == Some(Kind::File);
-    let has_git = has(".git").is_some();
-    let custom: Vec<&String> = filters.custom_ignore.iter().filter(|n| is_file(n)).collect();
-    let (ignore, git) = (is_file(".ignore"), is_file(".gitignore"));
-    let exclude = has(".git") == Some(Kind::Dir);
-    if custom.is_empty() && !ignore && !git && !has_git {
-        return parent;
-    }
-    let build = |names: &[&str]| {
-        let mut builder = GitignoreBuilder::new(dir);
-        for name in names {
-            let _ = builder.add(dir.join(name));
-        }
-        builder.build().ok().filter(|m| !m.is_empty())
-    };
-    let custom_names: Vec<&str> = custom.iter().map(|s| s.as_str()).collect();
-    let in_git = has_git || parent.as_ref().is_some_and(|p| p.in_git);
-    Some(Rc::new(Rules {
-        custom: (!custom_names.is_empty()).then(|| build(&custom_names)).flatten(),
-        ignore: ignore.then(|| build(&[".ignore"])).flatten(),
-        git: git.then(|| build(&[".gitignore"])).flatten(),
-        exclude: exclude.then(|| build(&[".git/info/exclude"])).flatten(),
-        has_git,
-        in_git,
-        parent,
-    }))
 }
 
 /// The most directories [`boundaries`] reads.
@@ -419,144 +378,4 @@ pub fn boundaries(start: &Path, from: Option<&Path>, count: u32, hidden: bool) -
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use ignore::WalkBuilder;
-    use ignore::overrides::OverrideBuilder;
-    use ignore::types::TypesBuilder;
-
-    /// A tree with every kind of ignore file, nested repositories, hidden
-    /// entries and negations, removed when dropped.
-    struct Fixture(PathBuf);
-
-    impl Fixture {
-        fn new(name: &str) -> Fixture {
-            let dir = std::env::temp_dir().join(format!("cordon-sdk-walk-{}-{name}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&dir);
-            let files = [
-                (".gitignore", "*.log\n/build\n!keep.log\ndeep/**/gen\n"),
-                (".ignore", "secret*\n"),
-                (".rgignore", "!secret-ok\n"),
-                ("a.rs", ""),
-                ("a.log", ""),
-                ("keep.log", ""),
-                ("build/out.o", ""),
-                ("src/build/x.rs", ""),
-                ("src/.hidden.rs", ""),
-                ("src/main.rs", ""),
-                ("src/secret.rs", ""),
-                ("src/secret-ok", ""),
-                ("deep/a/gen/g.rs", ""),
-                ("deep/a/b.py", ""),
-                (".config/c.toml", ""),
-                ("sub/.git/info/exclude", "excluded.rs\n"),
-                ("sub/.git/HEAD", ""),
-                ("sub/.gitignore", "!a.log\nlocal/\n"),
-                ("sub/a.log", ""),
-                ("sub/excluded.rs", ""),
-                ("sub/local/l.rs", ""),
-                ("sub/ok.rs", ""),
-                ("z/.gitignore", "*\n!*.md\n"),
-                ("z/readme.md", ""),
-                ("z/code.rs", ""),
-            ];
-            for (rel, text) in files {
-                let path = dir.join(rel);
-                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-                std::fs::write(path, text).unwrap();
-            }
-            Fixture(dir.canonicalize().unwrap())
-        }
-    }
-
-    impl Drop for Fixture {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-
-    /// What the `ignore` crate's own walker keeps with the same filters.
-    fn reference(top: &Path, start: &Path, f: &Filters) -> Vec<PathBuf> {
-        let mut b = WalkBuilder::new(start);
-        b.hidden(!f.hidden)
-            .parents(true)
-            .ignore(f.ignore_files)
-            .git_ignore(f.ignore_files)
-            .git_exclude(f.ignore_files)
-            .git_global(false)
-            .require_git(f.require_git)
-            .overrides(f.overrides.clone())
-            .types(f.types.clone())
-            .sort_by_file_name(|a, b| a.cmp(b));
-        for name in &f.custom_ignore {
-            b.add_custom_ignore_filename(name);
-        }
-        let _ = top;
-        b.build().filter_map(Result::ok).filter(|e| e.depth() > 0).map(|e| e.into_path()).collect()
-    }
-
-    fn ours(top: &Path, start: &Path, f: &Filters) -> Vec<PathBuf> {
-        let mut walk = Walk::new(top, start, f.clone());
-        std::iter::from_fn(|| walk.next_entry()).map(|r| r.unwrap().path).collect()
-    }
-
-    #[test]
-    fn keeps_what_the_ignore_crate_keeps_in_the_same_order() {
-        let fx = Fixture::new("same");
-        let root = &fx.0;
-        let mut types = TypesBuilder::new();
-        types.add_defaults();
-        types.select("rust");
-        let rust = types.build().unwrap();
-        let mut overrides = OverrideBuilder::new(root);
-        overrides.add("*.rs").unwrap();
-        overrides.add("!src/secret.rs").unwrap();
-        let globs = overrides.build().unwrap();
-        let base = Filters {
-            hidden: false,
-            ignore_files: true,
-            custom_ignore: vec![".rgignore".into()],
-            require_git: false,
-            overrides: Override::empty(),
-            types: Types::empty(),
-        };
-        let variants = [
-            base.clone(),
-            Filters { require_git: true, ..base.clone() },
-            Filters { hidden: true, ..base.clone() },
-            Filters { ignore_files: false, ..base.clone() },
-            Filters { types: rust, ..base.clone() },
-            Filters { overrides: globs, ..base.clone() },
-        ];
-        for (i, f) in variants.iter().enumerate() {
-            assert_eq!(ours(root, root, f), reference(root, root, f), "variant {i}");
-            let sub = root.join("sub");
-            assert_eq!(ours(root, &sub, f), reference(root, &sub, f), "variant {i}, from sub/");
-        }
-    }
-
-    #[test]
-    fn positions_skip_what_sorts_before_and_end_before_the_boundary() {
-        let fx = Fixture::new("bounds");
-        let root = &fx.0;
-        let all = ours(root, root, &Filters::none());
-        let (from, end) = (root.join("deep/a"), root.join("src/main.rs"));
-        let mut walk = Walk::new(root, root, Filters::none()).from(Some(from.clone())).until(Some(end.clone()));
-        let got: Vec<_> = std::iter::from_fn(|| walk.next_entry()).map(|r| r.unwrap().path).collect();
-        let want: Vec<_> = all.iter().filter(|p| **p >= from && **p < end || from.starts_with(p)).cloned().collect();
-        assert_eq!(got, want);
-    }
-
-    #[test]
-    fn boundaries_cut_after_the_start_in_path_order() {
-        let fx = Fixture::new("cuts");
-        let root = &fx.0;
-        let cuts = boundaries(root, None, 4, false);
-        assert_eq!(cuts.len(), 3, "{cuts:?}");
-        assert!(cuts.windows(2).all(|w| w[0] < w[1]), "{cuts:?}");
-        let from = root.join("deep/a/gen/g.rs");
-        let after = boundaries(root, Some(&from), 3, false);
-        assert!(!after.is_empty() && after.iter().all(|p| *p > from), "{after:?}");
-        assert!(boundaries(root, None, 1, false).is_empty());
-    }
-}
+mod tests;
