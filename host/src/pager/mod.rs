@@ -17,6 +17,7 @@ pub mod count;
 pub mod cursor;
 pub mod depth;
 pub mod handles;
+mod key_file;
 pub mod page;
 pub mod parked;
 mod pieces;
