@@ -4,7 +4,7 @@
 //! else waits for one until its deadline and is answered `busy` — never a
 //! trap — on stdio, and with many TCP and HTTP sessions at once.
 
-use std::process::{Child, Command};
+use std::process::Command;
 use std::thread;
 use std::time::Instant;
 
@@ -132,7 +132,6 @@ fn many_sessions(listen: &[&str], connect: fn(&str) -> Server) {
     ];
     let limits: Vec<&str> = limits.iter().map(String::as_str).collect();
     let Listening { child, addr, log } = spawn_listening(&fx.root(), listen, &limits);
-    let child = KillOnDrop(child);
     let clients = 16;
     let workers: Vec<_> = (0..clients)
         .map(|n| {
@@ -151,19 +150,9 @@ fn many_sessions(listen: &[&str], connect: fn(&str) -> Server) {
     // Guest memory is bounded by the pool (parked + in flight + 1 loading),
     // each instance by --memory-mib; the host's own use is far below 256 MiB.
     let pool_kib = (parked + in_flight + 1) * MEMORY_MIB * 1024;
-    let peak = peak_rss_kib(child.0.id());
+    let peak = peak_rss_kib(child.id());
     assert!(peak < pool_kib + 256 * 1024, "peak RSS {peak} KiB over the pool's {pool_kib} KiB + 256 MiB");
     eprintln!("many sessions over {listen:?}: peak RSS {} MiB", peak / 1024);
-}
-
-/// A listening server, killed when the test ends, passed or failed.
-struct KillOnDrop(Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 #[test]

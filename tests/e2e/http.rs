@@ -16,7 +16,7 @@ struct Http {
 impl Http {
     fn start(root: &std::path::Path, extra: &[&str]) -> Http {
         let Listening { child, addr: url, .. } = spawn_listening(root, &["--http", "127.0.0.1:0"], extra);
-        Http { child, addr: url.trim_start_matches("http://").trim_end_matches("/mcp").to_string() }
+        Http { child: child.into_child(), addr: url.trim_start_matches("http://").trim_end_matches("/mcp").to_string() }
     }
 
     fn post(&self, headers: &[(&str, String)], body: &Value) -> HttpResponse {

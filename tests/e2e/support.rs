@@ -78,12 +78,37 @@ pub struct Server {
 /// The TCP token the suite's servers use.
 pub const TOKEN: &str = "e2e-token-0123456789abcdef";
 
-/// A `cordon serve` listening on a socket, and everything it logged.
+/// A `cordon serve` listening on a socket, and everything it logged. The
+/// server is killed when this is dropped, also when a test fails first.
 pub struct Listening {
-    pub child: Child,
+    pub child: Reaped,
     /// What the server said it listens on (`127.0.0.1:PORT`, or `http://…/mcp`).
     pub addr: String,
     pub log: ServerLog,
+}
+
+/// A child process killed and reaped when dropped, so that no server outlives
+/// the test that started it, passed or failed.
+pub struct Reaped(Option<Child>);
+
+impl Reaped {
+    /// The child, for an owner that ends it itself when dropped.
+    pub fn into_child(mut self) -> Child {
+        self.0.take().expect("the child is held until taken")
+    }
+
+    pub fn id(&self) -> u32 {
+        self.0.as_ref().expect("the child is held until taken").id()
+    }
+}
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
 }
 
 /// A server's stderr, kept line by line for failure messages.
@@ -131,7 +156,7 @@ pub fn spawn_listening(root: &Path, listen: &[&str], extra: &[&str]) -> Listenin
     let addr = addrs
         .recv_timeout(REPLY_TIMEOUT)
         .unwrap_or_else(|e| panic!("cordon never said where it listens ({e}):\n{}", log.text()));
-    Listening { child, addr, log }
+    Listening { child: Reaped(Some(child)), addr, log }
 }
 
 /// `cordon serve --http 127.0.0.1:0`, with its address read from its log; killed on drop.
@@ -145,7 +170,7 @@ impl HttpServer {
     pub fn start(root: &Path) -> HttpServer {
         let Listening { child, addr: url, log } = spawn_listening(root, &["--http", "127.0.0.1:0"], &[]);
         assert!(url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"), "{url}");
-        HttpServer { child, url, log }
+        HttpServer { child: child.into_child(), url, log }
     }
 
     /// Everything the server logged so far, for failure messages.
@@ -394,7 +419,7 @@ impl Server {
     pub fn start_tcp(root: &Path, extra: &[&str], first_line: Option<&[u8]>) -> Server {
         let Listening { child, addr, .. } = spawn_listening(root, &["--tcp", "127.0.0.1:0", "--token", TOKEN], extra);
         let mut server = Server::connect_tcp(&addr, first_line);
-        server.child = Some(child);
+        server.child = Some(child.into_child());
         server
     }
 
@@ -414,7 +439,7 @@ impl Server {
     pub fn start_http(root: &Path, extra: &[&str], modern: bool) -> Server {
         let Listening { child, addr, .. } = spawn_listening(root, &["--http", "127.0.0.1:0"], extra);
         let mut server = Server::connect_http(&addr, modern);
-        server.child = Some(child);
+        server.child = Some(child.into_child());
         server
     }
 

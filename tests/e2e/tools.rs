@@ -275,7 +275,7 @@ fn tools_list_changed_reaches_a_legacy_http_session_on_its_get_stream() {
 
     let fx = Fixture::new();
     let tools = fx.dir.path().join("tools");
-    let mut server = spawn_listening(&fx.root(), &["--http", "127.0.0.1:0"], &["--tools-dir", tools.to_str().unwrap()]);
+    let server = spawn_listening(&fx.root(), &["--http", "127.0.0.1:0"], &["--tools-dir", tools.to_str().unwrap()]);
     let addr = server.addr.trim_start_matches("http://").trim_end_matches("/mcp").to_string();
     let init = json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": initialize_params("2025-11-25") });
     let init = http_post(&addr, &[], init.to_string().as_bytes());
@@ -305,8 +305,7 @@ fn tools_list_changed_reaches_a_legacy_http_session_on_its_get_stream() {
     assert!(head.starts_with("HTTP/1.1 200") && head.contains("text/event-stream"), "{head}");
     ok(&tool_cmd(&tools, &["tool", "add", RUST_EXAMPLE]));
     read_until("notifications/tools/list_changed", &mut seen);
-    let _ = server.child.kill();
-    let _ = server.child.wait();
+    drop(server);
 }
 
 /// Builds an example tool with its build script (which installs its build
