@@ -30,6 +30,8 @@ pub struct FileConfig {
     pub deny: Option<Vec<String>>,
     /// Offer no tool that writes; every root read-only.
     pub read_only: Option<bool>,
+    /// Mark no tool to be loaded up front (`--defer-tools`).
+    pub defer_tools: Option<bool>,
     /// Where compiled tools and the cursor key are kept.
     pub state_dir: Option<PathBuf>,
     /// Compile the tools at every start instead of caching them.

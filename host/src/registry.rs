@@ -180,6 +180,15 @@ pub enum Entry {
 }
 
 impl Entry {
+    /// Whether the tool is one of Cordon's own (built into the binary, or served
+    /// by the host), not a third party's.
+    pub fn is_built_in(&self) -> bool {
+        match self {
+            Entry::Component(tool) => matches!(tool.origin, Origin::Builtin),
+            Entry::Host { .. } => true,
+        }
+    }
+
     pub fn manifest(&self) -> &Manifest {
         match self {
             Entry::Component(tool) => &tool.manifest,

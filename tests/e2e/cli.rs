@@ -73,3 +73,25 @@ fn bad_configuration_is_refused_with_a_message() {
     let out = cordon(&["serve", "--root", fx.root().to_str().unwrap(), "--memory-mib", "lots"]);
     assert_eq!(out.status.code(), Some(2), "an unparsable limit refuses to start");
 }
+
+/// Each tool's `_meta` as `cordon tools --json` lists it, by name.
+fn tool_metas(extra: &[&str]) -> Vec<(String, Value)> {
+    let output = cordon(&[&["tools", "--json"], extra].concat());
+    assert!(output.status.success(), "{output:?}");
+    let listed: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let tools = listed["tools"].as_array().or(listed.as_array()).unwrap().clone();
+    tools.iter().map(|t| (t["name"].as_str().unwrap().to_string(), t["_meta"].clone())).collect()
+}
+
+#[test]
+fn everyday_tools_are_marked_to_load_up_front_unless_the_server_defers_them() {
+    let up_front: Vec<String> = tool_metas(&[])
+        .into_iter()
+        .filter(|(_, meta)| meta["anthropic/alwaysLoad"] == true)
+        .map(|(name, _)| name)
+        .collect();
+    assert_eq!(up_front, ["edit", "glob", "grep", "list", "read", "write"]);
+    let deferred = tool_metas(&["--defer-tools"]);
+    assert!(deferred.iter().all(|(_, meta)| meta.get("anthropic/alwaysLoad").is_none()), "{deferred:?}");
+    assert!(deferred.iter().any(|(name, meta)| name == "stat" && meta["anthropic/searchHint"].is_string()));
+}

@@ -108,6 +108,10 @@ struct Common {
     /// Offer no tool that writes, and treat every root as read-only.
     #[arg(long)]
     read_only: bool,
+    /// Mark no tool to be loaded up front (`_meta["anthropic/alwaysLoad"]`): a client
+    /// that defers tools (Claude Code's tool search) then defers Cordon's too.
+    #[arg(long)]
+    defer_tools: bool,
     /// An extra tool component to load (repeatable); it is granted no filesystem access.
     #[arg(long = "component", value_name = "PATH.wasm")]
     components: Vec<PathBuf>,
@@ -172,6 +176,7 @@ impl Common {
             roots,
             deny,
             read_only,
+            defer_tools,
             state_dir,
             no_cache,
             components,
@@ -205,6 +210,7 @@ impl Common {
         let flag =
             |id: &str, current: bool, file: &Option<bool>| if given(id) { current } else { file.unwrap_or(current) };
         self.read_only = flag("read_only", self.read_only, read_only);
+        self.defer_tools = flag("defer_tools", self.defer_tools, defer_tools);
         self.no_cache = flag("no_cache", self.no_cache, no_cache);
         self.debug = flag("debug", self.debug, debug);
         self.no_audit = flag("no_audit", self.no_audit, no_audit);
@@ -244,6 +250,7 @@ impl Common {
             limits,
             trusted_keys: self.trusted_keys.clone(),
             require_signatures: self.require_signatures,
+            defer_tools: self.defer_tools,
             audit: AuditSettings {
                 path: match self.no_audit {
                     true => None,

@@ -7,8 +7,10 @@ use serde_json::{Map, Value, json};
 
 pub mod faults;
 mod footer;
+mod loading;
 pub mod outcome;
 pub use faults::Fault;
+pub use loading::Loading;
 
 use crate::pager::BYTES_PER_TOKEN;
 use crate::pager::page::{Block, Ended, Page};
@@ -86,9 +88,10 @@ pub fn unknown_prompt(name: &str) -> ErrorObject {
         .with_data(json!({ "name": name }))
 }
 
-/// The `tools/list` result.
-pub fn list_tools_result<'a>(tools: impl Iterator<Item = &'a Entry>, version: Version) -> Value {
-    let tools: Vec<Value> = tools.map(|t| describe_tool(t, version)).collect();
+/// The `tools/list` result; `loading` says whether the everyday tools are
+/// marked to be loaded up front (see `loading`).
+pub fn list_tools_result<'a>(tools: impl Iterator<Item = &'a Entry>, version: Version, loading: Loading) -> Value {
+    let tools: Vec<Value> = tools.map(|t| describe_tool(t, version, loading)).collect();
     json!({ "tools": tools })
 }
 
@@ -132,7 +135,7 @@ pub fn schemas(entry: &Entry) -> (Value, Value) {
     }
 }
 
-fn describe_tool(entry: &Entry, version: Version) -> Value {
+fn describe_tool(entry: &Entry, version: Version, loading: Loading) -> Value {
     let m = entry.manifest();
     let (input, output) = schemas(entry);
     let mut tool = Map::new();
@@ -151,6 +154,9 @@ fn describe_tool(entry: &Entry, version: Version) -> Value {
         annotations["title"] = m.title.clone().into();
     }
     tool.insert("annotations".into(), annotations);
+    if let Some(meta) = entry.is_built_in().then(|| loading::tool_meta(&m.name, loading)).flatten() {
+        tool.insert("_meta".into(), meta);
+    }
     Value::Object(tool)
 }
 

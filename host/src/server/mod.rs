@@ -57,6 +57,9 @@ pub struct Config {
     pub trusted_keys: Vec<PathBuf>,
     /// Refuse installed tools without a valid signature from a trusted key.
     pub require_signatures: bool,
+    /// Mark no tool to be loaded up front: a client that defers tools (Claude
+    /// Code's tool search) defers Cordon's too.
+    pub defer_tools: bool,
 }
 
 impl Config {
@@ -152,6 +155,8 @@ pub struct Server {
     audit: Audit,
     /// Calls recorded, for the `stop` record.
     recorded: AtomicU64,
+    /// Whether `tools/list` marks the everyday tools to be loaded up front.
+    loading: results::Loading,
 }
 
 impl Server {
@@ -225,6 +230,7 @@ impl Server {
             instructions,
             audit,
             recorded: AtomicU64::new(0),
+            loading: if config.defer_tools { results::Loading::Deferred } else { results::Loading::UpFront },
         }))
     }
 
@@ -277,7 +283,7 @@ impl Server {
 
     /// The `tools/list` result.
     pub fn list_tools(&self, version: Version) -> Value {
-        results::list_tools_result(self.tools().iter(), version)
+        results::list_tools_result(self.tools().iter(), version, self.loading)
     }
 
     /// A receiver that sees a new value each time the tools change.

@@ -40,6 +40,7 @@
 //! terminal shows `Large MCP response (~N tokens) · can fill context quickly` (display only).
 
 mod api;
+mod loading;
 mod run;
 mod seen;
 mod skipped;

@@ -76,6 +76,28 @@ pub(super) fn run_claude(
     allowed_tools: &[&str],
     script: impl FnMut(&[ToolResultSeen]) -> Option<(String, Value)> + Send + 'static,
 ) -> Vec<ToolResultSeen> {
+    run(workdir, mcp_config, allowed_tools, Box::new(script), false)
+}
+
+/// `run_claude` with Claude Code's tool search on, its default: MCP tools not marked to be
+/// loaded up front are deferred, and a main-loop request naming no `mcp__` tool gets no
+/// scripted call from the stand-in, so the script runs only if the tools it calls were loaded.
+pub(super) fn run_claude_with_tool_search(
+    workdir: &Path,
+    mcp_config: &Value,
+    allowed_tools: &[&str],
+    script: impl FnMut(&[ToolResultSeen]) -> Option<(String, Value)> + Send + 'static,
+) -> Vec<ToolResultSeen> {
+    run(workdir, mcp_config, allowed_tools, Box::new(script), true)
+}
+
+fn run(
+    workdir: &Path,
+    mcp_config: &Value,
+    allowed_tools: &[&str],
+    script: Box<dyn FnMut(&[ToolResultSeen]) -> Option<(String, Value)> + Send>,
+    tool_search: bool,
+) -> Vec<ToolResultSeen> {
     let claude = claude_bin();
     let scratch = tempfile::tempdir().unwrap();
     let (home, tmp, config) =
@@ -83,7 +105,7 @@ pub(super) fn run_claude(
     std::fs::create_dir_all(&home).unwrap();
     std::fs::create_dir_all(&tmp).unwrap();
     std::fs::write(&config, mcp_config.to_string()).unwrap();
-    let api = MessagesApi::start(Box::new(script));
+    let api = MessagesApi::start(script);
 
     let mut command = Command::new(claude);
     command.args(["-p", "go", "--mcp-config"]).arg(&config).args(["--strict-mcp-config", "--allowedTools"]);
@@ -95,7 +117,7 @@ pub(super) fn run_claude(
         .current_dir(workdir)
         .env("ANTHROPIC_BASE_URL", api.url())
         .env("ANTHROPIC_API_KEY", "dummy")
-        .env("ENABLE_TOOL_SEARCH", "false")
+        .env("ENABLE_TOOL_SEARCH", if tool_search { "true" } else { "false" })
         .env("DISABLE_TELEMETRY", "1")
         .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
         .env("DISABLE_AUTOUPDATER", "1")
