@@ -155,8 +155,20 @@ fn take_upload(manifest: &Manifest, args: &mut Map<String, Value>) -> Result<Opt
     }
 }
 
-/// A tool's input schema as clients see it: the paging options added, and
-/// `staged` replaced by the upload arguments.
+/// The keyword of a tool's output schema that says its answer is one item,
+/// never paged (`"x-cordon-pages": false`): clients are shown no paging
+/// options for it, only `format`.
+pub const PAGES_KEYWORD: &str = "x-cordon-pages";
+
+/// Whether a tool's output is paged: unless its output schema says it is not.
+pub fn pages(manifest: &Manifest) -> bool {
+    manifest.output_schema.get(PAGES_KEYWORD).and_then(Value::as_bool) != Some(false)
+}
+
+/// A tool's input schema as clients see it: the paging options added (only
+/// `format` where the answer is one item), and `staged` replaced by the
+/// upload arguments. The descriptions are short: every conversation pays
+/// for them.
 pub fn advertise(manifest: &Manifest) -> Value {
     let mut schema = manifest.input_schema.clone();
     let Some(props) =
@@ -165,38 +177,20 @@ pub fn advertise(manifest: &Manifest) -> Value {
         return schema;
     };
     let paging = [
-        (
-            "cursor",
-            json!({
-                "type": "string",
-                "description": "Continue a result: the `next_cursor` of the previous page. Other arguments may be left out."
-            }),
-        ),
-        (
-            "max_tokens",
-            json!({
-                "type": "integer", "minimum": 1,
-                "description": "Page size in estimated tokens (4 bytes each); clamped by the server."
-            }),
-        ),
-        (
-            "page_size",
-            json!({
-                "type": "integer", "minimum": 1,
-                "description": "Most items (lines, for text) per page; clamped by the server."
-            }),
-        ),
-        (
-            "format",
-            json!({
-                "type": "string", "enum": ["text", "json"], "default": "text",
-                "description": "text: results as compact lines to read (paths relative to the first root, grouped like `rg --heading`); json: one JSON item per line with every field (offsets, sizes, times), for programs."
-            }),
-        ),
+        ("cursor", json!({ "type": "string", "description": "Continue a result: the cursor its last page gave." })),
+        ("max_tokens", json!({ "type": "integer", "minimum": 1, "description": "Page size in tokens." })),
+        ("page_size", json!({ "type": "integer", "minimum": 1, "description": "Most items (or lines) per page." })),
     ];
-    for (name, schema) in paging {
-        props.entry(name).or_insert(schema);
+    if pages(manifest) {
+        for (name, schema) in paging {
+            props.entry(name).or_insert(schema);
+        }
     }
+    let format = json!({
+        "enum": ["text", "json"],
+        "description": "json: every field and exact bytes, for programs. Default text."
+    });
+    props.entry("format").or_insert(format);
     if props.remove("staged").is_some() {
         props.insert("upload_id".into(), json!({ "type": "string", "description": "Commit a staged upload (see the `upload` tool) instead of giving content." }));
         props.insert(
@@ -278,6 +272,10 @@ mod tests {
         let mut names: Vec<&str> = props.keys().map(String::as_str).collect();
         names.sort();
         assert_eq!(names, ["cursor", "format", "max_tokens", "page_size", "sha256", "size", "upload_id"]);
+        let mut one = manifest(json!({}));
+        one.output_schema = json!({ "type": "object", PAGES_KEYWORD: false });
+        let props = advertise(&one)["properties"].as_object().cloned().unwrap();
+        assert_eq!(props.keys().collect::<Vec<_>>(), ["format"], "one item: no paging options");
         assert_eq!(reserved_argument(&manifest(json!({ "page_size": {} }))), Some("page_size"));
         assert_eq!(reserved_argument(&writer), None);
     }

@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer};
 
-use crate::pager::PageLimits;
 use crate::pager::count::CountBounds;
 use crate::pager::handles::Caps;
+use crate::pager::{FilePage, PageLimits};
 use crate::runtime::{CallLimits, Capacity, LimitError};
 use crate::uploads::UploadLimits;
 
@@ -83,6 +83,11 @@ limit_table! {
     page_tokens: u32 = 6_000, "TOKENS";
     /// The largest page a call may ask for, in estimated tokens.
     max_page_tokens: u32 = 25_000, "TOKENS";
+    /// Page size of a file's lines (`read`) when a call does not ask, in
+    /// estimated tokens: one read takes what Claude Code's own Read does.
+    file_page_tokens: u32 = 20_000, "TOKENS";
+    /// The most lines on a page of a file's lines when a call does not ask.
+    file_page_lines: u32 = 2_000, "N";
     /// The most items (lines, for text) on one page.
     max_page_items: u32 = 10_000, "N";
     /// Streams parked between pages, at most (least recently used given up first).
@@ -211,6 +216,7 @@ impl Settings {
             pages: PageLimits {
                 default_tokens: self.page_tokens,
                 max_tokens: self.max_page_tokens,
+                file: FilePage { tokens: self.file_page_tokens, lines: self.file_page_lines },
                 max_items: self.max_page_items,
                 max_depth: self.max_depth,
                 cursor_ttl: Duration::from_secs(self.cursor_ttl_secs),
@@ -250,6 +256,8 @@ impl Limits {
             ("page_tokens", self.pages.default_tokens as usize),
             ("max_page_tokens", self.pages.max_tokens as usize),
             ("max_page_items", self.pages.max_items as usize),
+            ("file_page_tokens", self.pages.file.tokens as usize),
+            ("file_page_lines", self.pages.file.lines as usize),
             ("cursor_ttl_secs", self.pages.cursor_ttl.as_secs() as usize),
             ("parked_ttl_secs", self.pages.parked_ttl.as_secs() as usize),
             ("max_upload_bytes", self.uploads.max_bytes as usize),
@@ -264,6 +272,9 @@ impl Limits {
         }
         if self.pages.default_tokens > self.pages.max_tokens {
             return Err(LimitError::AboveMaximum { name: "page_tokens", max: u64::from(self.pages.max_tokens) });
+        }
+        if self.pages.file.tokens > self.pages.max_tokens {
+            return Err(LimitError::AboveMaximum { name: "file_page_tokens", max: u64::from(self.pages.max_tokens) });
         }
         self.capacity().validate().map_err(LimitError::Capacity)?;
         Ok(())

@@ -36,6 +36,9 @@ use std::fmt::Write as _;
 
 use serde_json::{Map, Value};
 
+use super::receipt;
+use crate::tool::Chunk;
+
 /// The longest line shown, in bytes; longer ones are cut with a note.
 pub const MAX_COLUMNS: usize = 300;
 
@@ -52,13 +55,16 @@ pub struct Compact {
     base: Option<String>,
     /// The heading in force: the last heading line written, if any.
     group: Option<String>,
+    /// The chunk pulled to see whether a match is its file's only one, to
+    /// be taken next (see `pieces`).
+    pub peeked: Option<Chunk>,
 }
 
 impl Compact {
     /// A renderer relative to `base`, continuing after `group` (the heading
     /// in force after the last item shown; `None` at the start).
     pub fn new(base: Option<String>, group: Option<String>) -> Compact {
-        Compact { base: base.map(|b| b.trim_end_matches('/').to_string()), group }
+        Compact { base: base.map(|b| b.trim_end_matches('/').to_string()), group, peeked: None }
     }
 
     /// The heading in force after the items rendered so far.
@@ -68,17 +74,40 @@ impl Compact {
 
     /// `item` (a JSON text) in the compact form, ending with a newline, or
     /// `None` when the item has none of the shapes above (it is shown as JSON).
-    pub fn render(&mut self, item: &str) -> Option<String> {
-        self.render_value(&serde_json::from_str(item).ok()?)
+    /// `more_in_file`: the next item is a match in the same file (see
+    /// `opening_match`), so a match opening a file goes under a heading.
+    pub fn render(&mut self, item: &str, more_in_file: bool) -> Option<String> {
+        self.render_value(&serde_json::from_str(item).ok()?, more_in_file)
+    }
+
+    /// The file of a match item that opens a file (no heading for it is in
+    /// force): the item whose rendering depends on what follows it.
+    pub fn opening_match<'a>(&self, item: &'a Value) -> Option<&'a str> {
+        let path = match_file(item)?;
+        (self.group.as_deref() != Some(self.relative(path).as_str())).then_some(path)
     }
 
     /// `render`, for an item already parsed.
-    pub fn render_value(&mut self, item: &Value) -> Option<String> {
+    pub fn render_value(&mut self, item: &Value, more_in_file: bool) -> Option<String> {
+        if let Some(receipt) = receipt::render(item, |path| self.relative(path)) {
+            self.group = None;
+            return Some(receipt);
+        }
         let item = item.as_object()?;
         let path = item.get("path")?.as_str()?;
         let shown = self.relative(path);
         if let (Some(line), Some(text)) = (item.get("line").and_then(Value::as_u64), item.get("text")) {
             let text = text.as_str()?;
+            let plain = !text.contains('\n') && !item.contains_key("before") && !item.contains_key("after");
+            let under = self.group.as_deref() == Some(shown.as_str());
+            if plain && !under && !more_in_file {
+                // The one match of its file: on one line, as `rg -n` prints it.
+                let lead = if self.group.as_deref().is_some_and(|g| !g.is_empty()) { "\n" } else { "" };
+                self.group = Some(String::new());
+                let mut out = format!("{lead}{shown}:{line}:");
+                write_line(&mut out, text, Cut::of(item, item.get("byte_offset").and_then(Value::as_u64)));
+                return Some(out);
+            }
             let mut out = self.heading(shown, "\n");
             render_match(&mut out, item, line, text);
             return Some(out);
@@ -93,25 +122,20 @@ impl Compact {
             return Some(format!("{shown}:{count}\n"));
         }
         if item.keys().all(|k| k == "path" || ENTRY_FIELDS.contains(&k.as_str())) {
-            let (dir, name) = match shown.rsplit_once('/') {
-                Some(("", name)) => ("/".to_string(), name.to_string()),
-                Some((dir, name)) => (dir.to_string(), name.to_string()),
-                None => (".".to_string(), shown.clone()),
-            };
             let mark = match item.get("type").and_then(Value::as_str) {
                 Some("dir") => "/",
                 Some("symlink") => "@",
                 _ => "",
             };
-            let mut out = self.heading(format!("{dir}:"), "");
-            let _ = writeln!(out, "{name}{mark}");
-            return Some(out);
+            self.group = None;
+            return Some(format!("{shown}{mark}\n"));
         }
         None
     }
 
     /// The heading line `line` (with `between` ahead of it when another
     /// group came first) when it is not the one in force, and makes it so.
+    /// A heading of "" stands for lines that carry their own path.
     fn heading(&mut self, line: String, between: &str) -> String {
         if self.group.as_deref() == Some(line.as_str()) {
             return String::new();
@@ -150,6 +174,13 @@ impl Compact {
             None => path.into(),
         }
     }
+}
+
+/// The file a match item is in: an item with `path`, `line` and `text`.
+pub fn match_file(item: &Value) -> Option<&str> {
+    let item = item.as_object()?;
+    (item.get("line")?.is_u64() && item.get("text")?.is_string()).then_some(())?;
+    item.get("path")?.as_str()
 }
 
 /// Writes a match's lines: context before (`n-`), the match (`n:`, one per
@@ -231,56 +262,75 @@ mod tests {
 
     use super::*;
 
+    /// `items` rendered as the pager renders them, looking one item ahead.
     fn all(compact: &mut Compact, items: &[Value]) -> String {
-        items.iter().map(|i| compact.render(&i.to_string()).unwrap_or_else(|| format!("{i}\n"))).collect()
+        let mut out = String::new();
+        for (i, item) in items.iter().enumerate() {
+            let next = items.get(i + 1).and_then(match_file);
+            let more = compact.opening_match(item).is_some_and(|path| next == Some(path));
+            out.push_str(&compact.render_value(item, more).unwrap_or_else(|| format!("{item}\n")));
+        }
+        out
     }
 
     #[test]
-    fn matches_are_grouped_under_their_file_as_rg_heading_prints_them() {
+    fn a_files_matches_go_under_its_heading_and_a_lone_match_on_one_line_as_rg_prints_them() {
         let items = [
             json!({"path": "/r/src/a.rs", "line": 3, "byte_offset": 20, "text": "fn a() {}", "submatches": [{"start": 0, "end": 2}]}),
             json!({"path": "/r/src/a.rs", "line": 9, "byte_offset": 90, "text": "fn b() {}",
                    "before": [{"line": 8, "text": "// b"}], "after": [{"line": 10, "text": "}"}]}),
+            json!({"path": "/r/b.rs", "line": 4, "text": "fn c() {}"}),
+            json!({"path": "/r/c.rs", "line": 5, "text": "fn d() {}"}),
             json!({"path": "/elsewhere/c.rs", "line": 1, "byte_offset": 0, "text": "x\ny"}),
         ];
         let shown = all(&mut Compact::new(Some("/r/".into()), None), &items);
-        assert_eq!(shown, "src/a.rs\n3:fn a() {}\n8-// b\n9:fn b() {}\n10-}\n\n/elsewhere/c.rs\n1:x\n2:y\n");
+        assert_eq!(
+            shown,
+            "src/a.rs\n3:fn a() {}\n8-// b\n9:fn b() {}\n10-}\n\nb.rs:4:fn c() {}\nc.rs:5:fn d() {}\n\n\
+             /elsewhere/c.rs\n1:x\n2:y\n"
+        );
+        let context = [json!({"path": "/r/a", "line": 2, "text": "x", "before": [{"line": 1, "text": "w"}]})];
+        assert_eq!(all(&mut Compact::new(Some("/r".into()), None), &context), "a\n1-w\n2:x\n", "context: a heading");
     }
 
     #[test]
     fn a_renderer_continues_under_the_heading_in_force() {
         let mut first = Compact::new(Some("/r".into()), None);
         let item = json!({"path": "/r/a", "line": 1, "text": "x"}).to_string();
-        assert_eq!(first.render(&item).unwrap(), "a\n1:x\n");
+        assert_eq!(first.render(&item, true).unwrap(), "a\n1:x\n");
         let mut resumed = Compact::new(Some("/r".into()), first.group().map(str::to_owned));
-        assert_eq!(resumed.render(&item).unwrap(), "1:x\n", "no heading twice");
+        assert_eq!(resumed.render(&item, false).unwrap(), "1:x\n", "no heading twice");
+        let mut lone = Compact::new(Some("/r".into()), resumed.group().map(str::to_owned));
+        let other = json!({"path": "/r/b", "line": 7, "text": "y"}).to_string();
+        assert_eq!(lone.render(&other, false).unwrap(), "\nb:7:y\n", "a lone match after a heading");
     }
 
     #[test]
     fn long_lines_are_cut_with_the_bytes_to_read() {
         let long = "é".repeat(200);
         let item = json!({"path": "/r/a", "line": 2, "byte_offset": 1000, "text": long});
-        let shown = Compact::new(Some("/r".into()), None).render(&item.to_string()).unwrap();
+        let shown = Compact::new(Some("/r".into()), None).render(&item.to_string(), true).unwrap();
         assert_eq!(shown, format!("a\n2:{} […read bytes 1300–1400 for the rest]\n", "é".repeat(150)));
         let lossy = json!({"path": "/r/a", "line": 2, "byte_offset": 1000, "text": long, "lossy": true});
-        assert!(Compact::new(None, None).render(&lossy.to_string()).unwrap().ends_with(" […100 more bytes]\n"));
+        assert!(Compact::new(None, None).render(&lossy.to_string(), false).unwrap().ends_with(" […100 more bytes]\n"));
         let tool_cut =
             json!({"path": "/r/a", "line": 1, "text": "abc", "truncated": {"read": {"start_byte": 3, "end_byte": 90}}});
-        let shown = Compact::new(Some("/r".into()), None).render(&tool_cut.to_string()).unwrap();
-        assert_eq!(shown, "a\n1:abc […read bytes 3–90 for the rest]\n");
+        let shown = Compact::new(Some("/r".into()), None).render(&tool_cut.to_string(), false).unwrap();
+        assert_eq!(shown, "a:1:abc […read bytes 3–90 for the rest]\n");
     }
 
     #[test]
-    fn counts_and_entries_are_shown_as_rg_c_and_ls_rf() {
+    fn counts_and_entries_are_shown_as_rg_c_and_rg_files() {
         let items = [
             json!({"path": "/r/a.rs", "count": 4}),
             json!({"path": "/r/src", "type": "dir", "size": 4096, "mtime_ns": 1, "depth": 1}),
             json!({"path": "/r/src/lib.rs", "type": "file", "size": 10, "mtime_ns": 1}),
             json!({"path": "/r/src/link", "type": "symlink", "size": 3, "mtime_ns": 1}),
             json!({"path": "/r/docs/x.md"}),
+            json!({"path": "/r/src/b.rs"}),
         ];
         let shown = all(&mut Compact::new(Some("/r".into()), None), &items);
-        assert_eq!(shown, "a.rs:4\n.:\nsrc/\nsrc:\nlib.rs\nlink@\ndocs:\nx.md\n");
+        assert_eq!(shown, "a.rs:4\nsrc/\nsrc/lib.rs\nsrc/link@\ndocs/x.md\nsrc/b.rs\n", "no heading, none repeated");
     }
 
     #[test]
@@ -302,27 +352,32 @@ mod tests {
             json!({"path": "/r/a.rs", "line": 1, "text": "x"}),
             json!({"path": "/r/big.log", "not_searched": "a line longer than 32 MiB"}),
             json!({"path": "/r/z.rs", "line": 2, "text": "y"}),
+            json!({"path": "/r/z.rs", "line": 3, "text": "z"}),
         ];
         let shown = all(&mut Compact::new(Some("/r".into()), None), &items);
         assert_eq!(
             shown,
-            ".gitignore: not applied: an ignore file larger than 1 MiB\n\na.rs\n1:x\n\n\
-             big.log: not searched: a line longer than 32 MiB\n\nz.rs\n2:y\n"
+            ".gitignore: not applied: an ignore file larger than 1 MiB\n\na.rs:1:x\n\n\
+             big.log: not searched: a line longer than 32 MiB\n\nz.rs\n2:y\n3:z\n"
         );
         let entries = [json!({"path": "/r/.ignore", "not_applied": "too large"}), json!({"path": "/r/a.rs"})];
         assert_eq!(
             all(&mut Compact::new(Some("/r".into()), None), &entries),
-            ".ignore: not applied: too large\n.:\na.rs\n"
+            ".ignore: not applied: too large\na.rs\n"
         );
         let more = json!({"path": "/r/a", "not_searched": "why", "other": 1});
-        assert_eq!(Compact::new(None, None).render(&more.to_string()), None, "a notice is its path and reason only");
+        assert_eq!(
+            Compact::new(None, None).render(&more.to_string(), false),
+            None,
+            "a notice is its path and reason only"
+        );
     }
 
     #[test]
     fn other_items_keep_their_json() {
         let stat = json!({"path": "/r/a", "type": "file", "size": 1, "permissions": {"readonly": false}});
-        assert_eq!(Compact::new(None, None).render(&stat.to_string()), None);
-        assert_eq!(Compact::new(None, None).render("[1,2]"), None);
-        assert_eq!(Compact::new(None, None).render(r#"{"line":1,"text":"no path"}"#), None);
+        assert_eq!(Compact::new(None, None).render(&stat.to_string(), false), None);
+        assert_eq!(Compact::new(None, None).render("[1,2]", false), None);
+        assert_eq!(Compact::new(None, None).render(r#"{"line":1,"text":"no path"}"#, false), None);
     }
 }

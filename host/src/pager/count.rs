@@ -219,7 +219,7 @@ pub fn count(ctx: &CallContext, counting: Counting) -> Option<Whole> {
                         Some(view) => {
                             let value = serde_json::from_str::<Value>(item).ok();
                             let path = value.as_ref().and_then(|v| v.get("path")?.as_str()).map(|p| view.relative(p));
-                            let shown = value.as_ref().and_then(|v| view.render_value(v));
+                            let shown = value.as_ref().and_then(|v| view.render_value(v, false));
                             (shown.map_or(item.len(), |text| text.len()), path)
                         }
                         None => (item.len(), serde_json::from_str::<Named>(item).ok().and_then(|n| n.path)),

@@ -21,6 +21,7 @@ mod key_file;
 pub mod page;
 pub mod parked;
 mod pieces;
+mod receipt;
 mod sealed;
 mod shards;
 mod stream;
@@ -42,7 +43,7 @@ use clock::PageClock;
 use compact::Compact;
 use cursor::{Cursor, CursorError, CursorKey, Heading};
 use handles::{HandleError, Handles, Mint, Store};
-use page::{Builder, Ended, Page, Piece};
+use page::{Builder, Ended, Page, Piece, View};
 use parked::ParkedStreams;
 use pieces::next_piece;
 use stream::{Opener, Stream};
@@ -60,6 +61,8 @@ pub struct PageLimits {
     pub default_tokens: u32,
     /// The most tokens a caller may ask for per page.
     pub max_tokens: u32,
+    /// The default page of a tool whose text is lines of a file.
+    pub file: FilePage,
     /// The most items (lines, for text) per page.
     pub max_items: u32,
     /// JSON items nested deeper are truncated.
@@ -81,6 +84,16 @@ pub struct PageLimits {
     /// The most time a page is pulled before it answers with what it has
     /// (`None`: until shortly before the request's deadline; see `clock`).
     pub page_time: Option<Duration>,
+}
+
+/// The default page of a tool whose text is lines of a file (`read`): as
+/// much as an agent's own file reader shows at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FilePage {
+    /// Estimated tokens.
+    pub tokens: u32,
+    /// Lines.
+    pub lines: u32,
 }
 
 /// Why no page came back.
@@ -113,13 +126,18 @@ impl From<CursorError> for PageError {
 const STREAM_PAGE: Budget = Budget { bytes: 2 << 20, items: u32::MAX };
 
 /// The page budget for these options, clamped by the server's limits; for a
-/// program that asked for no size, `STREAM_PAGE`.
-fn budget(limits: &PageLimits, paging: &Paging, for_model: bool) -> Budget {
+/// program that asked for no size, `STREAM_PAGE`. A tool whose text is
+/// lines of a file (`lines`) defaults to a file's page.
+fn budget(limits: &PageLimits, paging: &Paging, for_model: bool, lines: bool) -> Budget {
     if !for_model && paging.max_tokens.is_none() && paging.page_size.is_none() {
         return STREAM_PAGE;
     }
-    let tokens = paging.max_tokens.map_or(limits.default_tokens, |t| t.min(u64::from(limits.max_tokens)) as u32);
-    let items = paging.page_size.map_or(limits.max_items, |n| n.min(u64::from(limits.max_items)) as u32);
+    let (default_tokens, default_items) = match lines {
+        true => (limits.file.tokens, limits.file.lines.min(limits.max_items)),
+        false => (limits.default_tokens, limits.max_items),
+    };
+    let tokens = paging.max_tokens.map_or(default_tokens, |t| t.min(u64::from(limits.max_tokens)) as u32);
+    let items = paging.page_size.map_or(default_items, |n| n.min(u64::from(limits.max_items)) as u32);
     Budget { bytes: tokens.saturating_mul(BYTES_PER_TOKEN).max(4), items: items.max(1) }
 }
 
@@ -144,7 +162,8 @@ impl Parked {
                 Piece::Shown(shown) => shown.text.len() + shown.resume.len(),
             })
             .sum();
-        self.call.memory_bytes() + pending
+        let peeked = self.view.as_ref().and_then(|v| v.peeked.as_ref()).map_or(0, |c| c.payload.len() + c.resume.len());
+        self.call.memory_bytes() + pending + peeked
     }
 }
 
@@ -244,7 +263,8 @@ impl Pager {
         paging: Paging,
         for_model: bool,
     ) -> Result<Page, PageError> {
-        let budget = budget(&self.limits, &paging, for_model);
+        let lines = shows_lines(tool);
+        let budget = budget(&self.limits, &paging, for_model, lines);
         let mut start = match &paging.cursor {
             None => {
                 tool.validate(&args).map_err(CallFailure::Tool)?;
@@ -349,6 +369,11 @@ impl Pager {
             None => info,
         };
         let mut page = builder.finish(&tool.manifest.name, start.index, info);
+        page.view = match &start.view {
+            None => View::Json,
+            Some(_) if lines && numbered(&start.args) => View::Numbered,
+            Some(_) => View::Text,
+        };
         page.bytes_before = start.bytes_before;
         page.items_before = start.items_before;
         page.ended = ended;
@@ -521,6 +546,18 @@ impl Pager {
     }
 }
 
+/// Whether `tool`'s text is lines of a file: it declares `line_numbers`
+/// (which the host honours: `View::Numbered`), and its pages default to a
+/// file's page (`FilePage`).
+fn shows_lines(tool: &Tool) -> bool {
+    tool.manifest.input_schema["properties"].get("line_numbers").is_some()
+}
+
+/// Whether the call `args` (canonical JSON) leaves line numbers on.
+fn numbered(args: &str) -> bool {
+    serde_json::from_str::<Value>(args).ok().and_then(|a| a.get("line_numbers")?.as_bool()) != Some(false)
+}
+
 /// Where the compact form's paths are relative to: the call's first root,
 /// where relative arguments go.
 fn base(ctx: &CallContext) -> Option<String> {
@@ -550,16 +587,28 @@ mod tests {
     #[test]
     fn budgets_default_and_clamp_to_the_server_limits() {
         let limits = crate::limits::Limits::default().pages;
-        let default = budget(&limits, &Paging::default(), true);
+        let default = budget(&limits, &Paging::default(), true, false);
         assert_eq!(default, Budget { bytes: limits.default_tokens * BYTES_PER_TOKEN, items: limits.max_items });
+        let file = budget(&limits, &Paging::default(), true, true);
+        assert_eq!(
+            file,
+            Budget { bytes: 20_000 * BYTES_PER_TOKEN, items: 2_000 },
+            "a file's lines: as Read shows them"
+        );
         let huge = budget(
             &limits,
             &Paging { max_tokens: Some(u64::MAX), page_size: Some(u64::MAX), ..Paging::default() },
             true,
+            true,
         );
         assert_eq!(huge, Budget { bytes: limits.max_tokens * BYTES_PER_TOKEN, items: limits.max_items });
-        let tiny = budget(&limits, &Paging { max_tokens: Some(1), page_size: Some(1), ..Paging::default() }, false);
+        let tiny =
+            budget(&limits, &Paging { max_tokens: Some(1), page_size: Some(1), ..Paging::default() }, false, false);
         assert_eq!(tiny, Budget { bytes: 4, items: 1 }, "a program that asks gets what it asks");
-        assert_eq!(budget(&limits, &Paging::default(), false), STREAM_PAGE, "a program that does not: large pages");
+        assert_eq!(
+            budget(&limits, &Paging::default(), false, true),
+            STREAM_PAGE,
+            "a program that does not: large pages"
+        );
     }
 }

@@ -129,10 +129,25 @@ impl Ended {
     }
 }
 
+/// How a page is shown: as a model reads it, or as programs do.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum View {
+    /// The exact payload with structured content, for programs (`format: "json"`).
+    #[default]
+    Json,
+    /// Text for a model (the compact form of items, see `compact`).
+    Text,
+    /// Text for a model whose text is lines of a file: shown with their
+    /// numbers, as `cat -n` does.
+    Numbered,
+}
+
 /// A finished page.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Page {
     pub tool: String,
+    /// How the page is shown.
+    pub view: View,
     pub blocks: Vec<Block>,
     pub chunks: Vec<ChunkMeta>,
     /// From the first chunk's start to the last chunk's end, if chunks had spans.
@@ -335,6 +350,7 @@ impl Builder {
     pub fn finish(self, tool: &str, index: u64, info: Value) -> Page {
         Page {
             tool: tool.to_string(),
+            view: View::default(),
             blocks: self.blocks,
             chunks: self.chunks,
             span: self.span,

@@ -10,6 +10,7 @@ use super::page::{Piece, Shown};
 use super::stream::Stream;
 use crate::runtime::CallFailure;
 use crate::tool::{Budget, Chunk, Payload};
+use serde_json::Value;
 
 /// How many bytes a pull asks for while gathering the pieces of an item too
 /// large for the page, to render it whole.
@@ -19,21 +20,34 @@ const GATHER: u32 = 1 << 20;
 /// (`view`), its next item gathered whole and rendered. An item without a
 /// compact shape stays JSON: when it came in pieces, the first is returned
 /// and the rest (pulled at a larger budget, so the page takes it again at
-/// its own) queued in `rest`.
+/// its own) queued in `rest`. A match that opens a file is shown on one line
+/// when it is the file's only one: the chunk after it is pulled to see, and
+/// kept in the view to be taken next.
 pub fn next_piece(
     call: &mut Stream,
-    view: Option<&mut Compact>,
+    mut view: Option<&mut Compact>,
     budget: Budget,
     rest: &mut VecDeque<Piece>,
 ) -> Result<Option<Piece>, CallFailure> {
-    let Some(first) = call.next(budget)? else { return Ok(None) };
+    let peeked = view.as_mut().and_then(|v| v.peeked.take());
+    let Some(first) = peeked.map_or_else(|| call.next(budget), |chunk| Ok(Some(chunk)))? else { return Ok(None) };
     let Some(view) = view.filter(|_| !first.is_checkpoint()) else { return Ok(Some(Piece::Chunk(first))) };
     let Payload::Item(text) = &first.payload else { return Ok(Some(Piece::Chunk(first))) };
     let shown = |text: String, resume: String, view: &Compact| {
         Piece::Shown(Shown { text, resume, heading: view.group().map(str::to_owned) })
     };
     if !first.continued {
-        return Ok(Some(match view.render(text) {
+        let Ok(item) = serde_json::from_str::<Value>(text) else { return Ok(Some(Piece::Chunk(first))) };
+        let more_in_file = match view.opening_match(&item) {
+            Some(path) => {
+                let next = call.next(budget)?;
+                let same = next.as_ref().is_some_and(|n| same_file(n, path));
+                view.peeked = next;
+                same
+            }
+            None => false,
+        };
+        return Ok(Some(match view.render_value(&item, more_in_file) {
             Some(text) => shown(text, first.resume, view),
             None => Piece::Chunk(first),
         }));
@@ -47,7 +61,8 @@ pub fn next_piece(
         }
         pieces.push(next);
     }
-    if let Some(text) = view.render(&whole) {
+    // An item this large is shown under its file's heading.
+    if let Some(text) = view.render(&whole, true) {
         let resume = pieces.pop().map(|p| p.resume).unwrap_or_default();
         return Ok(Some(shown(text, resume, view)));
     }
@@ -60,4 +75,11 @@ pub fn next_piece(
         rest.push_back(Piece::Chunk(Chunk { payload, ..last }));
     }
     Ok(first)
+}
+
+/// Whether `chunk` is a whole match item in the file `path`.
+fn same_file(chunk: &Chunk, path: &str) -> bool {
+    let Payload::Item(text) = &chunk.payload else { return false };
+    !chunk.continued
+        && serde_json::from_str::<Value>(text).ok().as_ref().and_then(super::compact::match_file) == Some(path)
 }

@@ -9,11 +9,12 @@ pub mod faults;
 mod footer;
 mod loading;
 pub mod outcome;
+mod text;
 pub use faults::Fault;
 pub use loading::Loading;
 
 use crate::pager::BYTES_PER_TOKEN;
-use crate::pager::page::{Block, Ended, Page};
+use crate::pager::page::{Block, Ended, Page, View};
 use crate::policy::{Mode, Root};
 use crate::protocol::jsonrpc::{Code, ErrorObject, Kind};
 use crate::protocol::mcp::Version;
@@ -23,13 +24,15 @@ use crate::runtime::CallFailure;
 use crate::tool::Manifest;
 use footer::{footer, remaining};
 
-/// What the server offers, in either era: tools, log messages on request,
-/// and (empty) resources and prompts, so clients that list them get an answer.
+/// What the server offers, in either era: tools and log messages on
+/// request. It offers no resources or prompts, so it declares neither (a
+/// client that declares them adds tools of its own to every conversation);
+/// a client that lists them anyway gets an empty list.
 pub fn capabilities(version: Version) -> Value {
     // A legacy session is told when the tools change (a tool installed or
     // removed while serving); the stateless era has no session to tell.
     let list_changed = !version.is_modern();
-    json!({ "tools": { "listChanged": list_changed }, "logging": {}, "resources": {}, "prompts": {} })
+    json!({ "tools": { "listChanged": list_changed }, "logging": {} })
 }
 
 /// What the server tells a model about itself (`instructions`): what the
@@ -135,9 +138,13 @@ pub fn schemas(entry: &Entry) -> (Value, Value) {
     }
 }
 
+/// A tool as `tools/list` shows it: no `outputSchema`, because a tool that
+/// declares one must answer with structured content, which clients then
+/// hand their model instead of the text (see `call_result`); `cordon tools
+/// --json` shows the schema of the JSON form.
 fn describe_tool(entry: &Entry, version: Version, loading: Loading) -> Value {
     let m = entry.manifest();
-    let (input, output) = schemas(entry);
+    let (input, _) = schemas(entry);
     let mut tool = Map::new();
     tool.insert("name".into(), m.name.clone().into());
     tool.insert("description".into(), m.description.clone().into());
@@ -150,7 +157,6 @@ fn describe_tool(entry: &Entry, version: Version, loading: Loading) -> Value {
     });
     if version.structured() {
         tool.insert("title".into(), m.title.clone().into());
-        tool.insert("outputSchema".into(), output);
         annotations["title"] = m.title.clone().into();
     }
     tool.insert("annotations".into(), annotations);
@@ -231,30 +237,41 @@ fn merge_properties(schema: &mut Value, extra: Value) {
 /// SHA-256 of the whole payload.
 pub const PAGE_META: &str = "cordon/page";
 
-/// A page as a `tools/call` result, whole for a model whichever part its
-/// client forwards. The content is the payload (text blocks, and raw bytes as
-/// base64 blobs), exactly, then, when more remains, a short footer saying how
-/// to continue: what clients that forward `content` give the model. The
-/// structured content (what Claude Code forwards, as JSON, instead) carries
-/// what a model needs and no more: the same payload (`items`, `text` or
-/// `base64`, see `payload_field`), the tool's `info` (which alone carries a
-/// one-item answer it holds whole), the span, what remains and the cursor.
-/// What programs check pages with (the page's size and payload blocks, each
-/// chunk's span and SHA-256, the whole payload's SHA-256) is in `_meta`
-/// (`PAGE_META`), which clients do not show their model.
+/// A page as a `tools/call` result.
+///
+/// In the text form (`View::Text`, `View::Numbered`), what a model reads:
+/// the content blocks only, the payload as text (see `text`) then, when more
+/// remains, a short footer saying how to continue. No structured content,
+/// since clients that find it (Claude Code, Codex) hand their model its JSON
+/// instead of the text.
+///
+/// In the JSON form, what programs read: the payload exactly (text blocks,
+/// and raw bytes as base64 blobs) with the footer, and the structured
+/// content: the same payload (`items`, `text` or `base64`, see
+/// `payload_field`), the tool's `info`, the span, what remains and the
+/// cursor.
+///
+/// In both, what programs check pages with (the page's size and payload
+/// blocks, each chunk's span and SHA-256, the whole payload's SHA-256, the
+/// signed cursor) is in `_meta` (`PAGE_META`), which clients do not show
+/// their model.
 pub fn call_result(page: Page, version: Version) -> Value {
     let footer = footer(&page);
-    let mut content: Vec<Value> = page.blocks.iter().map(content_block).collect();
+    let mut content: Vec<Value> = match page.view {
+        View::Json => page.blocks.iter().map(content_block).collect(),
+        View::Text | View::Numbered => text::blocks(&page),
+    };
     if content.is_empty() {
         content.push(json!({ "type": "text", "text": "" }));
     }
-    debug_assert_eq!(content.len(), payload_blocks(&page));
+    let mut meta = page_meta(&page);
+    // The content blocks the payload took, before the footer.
+    meta["blocks"] = content.len().into();
     if let Some(footer) = footer {
         content.push(json!({ "type": "text", "text": footer }));
     }
-    let meta = page_meta(&page);
     let mut result = json!({ "content": content, "isError": false, "_meta": { PAGE_META: meta } });
-    if version.structured() {
+    if version.structured() && page.view == View::Json {
         result["structuredContent"] = structured(page);
     }
     result
@@ -412,6 +429,7 @@ fn insert_span(out: &mut Map<String, Value>, span: &crate::tool::Span) {
     out.insert("end_byte".into(), span.end_byte.into());
 }
 
+/// A payload block as a content block: text, or raw bytes as a resource blob.
 fn content_block(block: &Block) -> Value {
     match block {
         Block::Text(text) => json!({ "type": "text", "text": text }),

@@ -30,15 +30,9 @@ use matching::MAX_FILE_BYTES;
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// What the tool does, for a model choosing a tool.
-pub const DESCRIPTION: &str = "Replace an exact string in a file under a read-write root. `old_string` must \
-occur exactly once (include enough surrounding lines to make it unique), or pass `replace_all` to replace \
-every occurrence. Matching is exact and byte for byte: whitespace and indentation matter, and every byte \
-outside the replaced text is kept (line endings, encoding, a missing final newline). Line endings: if \
-`old_string` contains \\n but is not found, the file contains \\r\\n, and neither string contains \\r\\n, \
-every \\n in both strings is taken as \\r\\n and the search is made again, so a CRLF file stays CRLF. \
-`expected_sha256` makes the edit conditional on the file's current content. The file is replaced \
-atomically and keeps its permissions. Returns the number of replacements, the new SHA-256 and size, and \
-a small diff of the changed lines.";
+pub const DESCRIPTION: &str = "Replace an exact string in a file. `old_string` must occur exactly once (add surrounding \
+lines to make it unique) unless `replace_all`; it matches byte for byte, without the line-number prefix \
+`read` shows. A CRLF file stays CRLF. Answers with the diff.";
 
 /// The call's arguments.
 #[derive(Debug, Deserialize)]
@@ -66,12 +60,12 @@ pub fn input_schema() -> Value {
     json!({
         "type": "object",
         "properties": {
-            "path": { "type": "string", "minLength": 1, "description": "File to edit: relative to the first root, or absolute inside a root." },
-            "old_string": { "type": "string", "minLength": 1, "description": "The exact text to replace, byte for byte (whitespace and indentation included). Must occur exactly once unless replace_all." },
-            "new_string": { "type": "string", "description": "The text to put in its place; empty deletes old_string." },
-            "replace_all": { "type": "boolean", "description": "Replace every (non-overlapping) occurrence instead of requiring exactly one. Default false." },
-            "expected_sha256": { "type": "string", "pattern": "^[0-9a-fA-F]{64}$", "description": "Edit only if the file's current SHA-256 is this (else `conflict` with the current hash)." },
-            "allow_hardlinks": { "type": "boolean", "description": "Edit a file that has other hard links (they keep the old content). Default false." }
+            "path": { "type": "string", "minLength": 1, "description": "Relative to the first root, or absolute inside a root." },
+            "old_string": { "type": "string", "minLength": 1, "description": "The exact text to replace." },
+            "new_string": { "type": "string", "description": "Its replacement (may be empty)." },
+            "replace_all": { "type": "boolean", "description": "Replace every occurrence." },
+            "expected_sha256": { "type": "string", "pattern": "^[0-9a-fA-F]{64}$", "description": "Edit only if the file's SHA-256 is this." },
+            "allow_hardlinks": { "type": "boolean", "description": "Edit a file that has other hard links." }
         },
         "required": ["path", "old_string", "new_string"],
         "additionalProperties": false
@@ -81,6 +75,8 @@ pub fn input_schema() -> Value {
 /// The JSON Schema of `info`: what the edit did (the item's fields).
 pub fn output_schema() -> Value {
     json!({
+        // One item answers a call: clients are shown no paging options.
+        "x-cordon-pages": false,
         "type": "object",
         "properties": {
             "path": { "type": "string", "description": "The file's absolute path." },

@@ -22,18 +22,9 @@ pub const NAME: &str = "glob";
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// What the tool does, for a model choosing a tool.
-pub const DESCRIPTION: &str = "Find files by name: the files under `path` (default: the first root) whose \
-paths relative to `path` match `pattern`, a glob or a list of globs in ripgrep's `-g` syntax (gitignore \
-style: `*.md` matches at any depth, `src/**` everything under src, `**/*.rs` every Rust file, `!` negates). \
-Like `rg --files`: respects .gitignore/.ignore files and skips hidden entries unless `no_ignore`/`hidden` \
-say otherwise. As with rg -g, an entry a glob matches is included even if hidden or ignored, and a matched \
-directory is entered (so `*` or `**/*`, which match every name, disregard ignore files; prefer `**/*.ext`). \
-Symlinks are neither followed nor listed. Results are shown grouped by directory (`dir:` then the \
-names, relative to the first root; `format: \"json\"`: one JSON object each {path, type}, with size and \
-mtime_ns when `details` is set), in \
-path order (directory by directory, names sorted), or newest first with sort: \"mtime\" (which collects \
-and sorts at most 100000 matches). Set include_dirs to match directories too. An ignore file too large to \
-apply (over 1 MiB) is named in the output and its rules are not applied.";
+pub const DESCRIPTION: &str = "Find files by name, as `rg --files -g`: the paths under `path` (default: the first root) \
+matching `pattern`, one per line, relative to the first root, in path order (newest first with sort \
+\"mtime\"). Respects .gitignore and skips hidden entries unless `no_ignore`/`hidden`.";
 
 /// The JSON Schema of the arguments.
 pub fn input_schema() -> serde_json::Value {
@@ -42,36 +33,34 @@ pub fn input_schema() -> serde_json::Value {
         "type": "object",
         "properties": {
             "pattern": {
-                "description": "A glob, or a list of globs (an entry matching any is kept), matched against \
-    paths relative to `path` with ripgrep `-g` (gitignore) semantics: a glob without `/` matches the name at any \
-    depth (\"*.md\"), one with `/` is anchored (\"src/**\"), `**` crosses directories, `!` negates.",
+                "description": "Glob(s), gitignore style: \"*.md\" at any depth, \"src/**\", \"**/*.rs\"; \"!\" negates.",
+
                 "anyOf": [glob, { "type": "array", "items": glob, "minItems": 1, "maxItems": 64 }]
             },
             "path": {
                 "type": "string",
                 "minLength": 1,
-                "description": "Directory to search: relative to the first root, or absolute inside a root. Default: the first root."
+                "description": "Directory (default: the first root)."
             },
             "hidden": {
                 "type": "boolean",
-                "description": "Include hidden entries (names starting with `.`), like rg --hidden. Default: false."
+                "description": "rg --hidden."
             },
             "no_ignore": {
                 "type": "boolean",
-                "description": "Disregard .gitignore, .ignore and git exclude files, like rg --no-ignore. Default: false."
+                "description": "rg --no-ignore."
             },
             "include_dirs": {
                 "type": "boolean",
-                "description": "Match directories as well as files. Default: false (files only, like rg --files)."
+                "description": "Match directories too."
             },
             "details": {
                 "type": "boolean",
-                "description": "Also report each match's size and mtime_ns (one stat per match; sort \"mtime\" implies it). Default: false (path and type, as rg --files and fd list them)."
+                "description": "Also size and mtime_ns (JSON form)."
             },
             "sort": {
                 "enum": ["path", "mtime"],
-                "description": format!("\"path\" (default): path order, streamed. \"mtime\": newest first, ties in \
-    path order; all matches are collected and sorted first, at most {MAX_SORTED}.")
+                "description": "path (default), or mtime: newest first."
             }
         },
         "required": ["pattern"],

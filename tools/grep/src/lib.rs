@@ -30,63 +30,54 @@ pub const NAME: &str = "grep";
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// What the tool does, for a model choosing a tool.
-pub const DESCRIPTION: &str = "Search file contents with ripgrep's engine. `pattern` is a regex \
-(Rust syntax, like rg) or, with `fixed_strings`, literal text. `path` (a file or directory, relative \
-to the first root or absolute inside a root; default: the first root) is searched recursively, \
-skipping hidden files, binary files and what .gitignore/.ignore/.rgignore exclude, in path order. \
-Narrow with `include`/`exclude` globs or a ripgrep file `type` (rust, py, js, ...). \
-`output_mode`: \"content\" (default; each matching line with its line number, grouped under its file \
-as `rg --heading -n` prints them, plus `context_before`/`context_after` lines), \"files_with_matches\" \
-(the files) or \"count\" (matching lines per file, as `rg -c`). Paths are shown relative to the first \
-root; `format: \"json\"` gives one JSON item per match instead, with byte offsets and submatch offsets. \
-A long line is cut, saying which bytes to pass to `read` for the rest. A file that cannot be searched \
-(a line too long for the search's memory, an unreadable file) and an ignore file too large to apply \
-are named in the output, with why.";
+pub const DESCRIPTION: &str = "Search file contents with ripgrep. Searches `path` (default: the first root) recursively, \
+skipping hidden, binary and gitignored files. Shows a file's only match as `path:line:text`, several \
+under the path as `line:text` (as `rg -n`), paths relative to the first root. A cut long line names \
+the bytes to `read` for the rest.";
 
 /// The JSON Schema of the arguments.
 pub fn input_schema() -> serde_json::Value {
-    let flag = |description: &str| json!({ "type": "boolean", "default": false, "description": description });
+    let flag = |description: &str| json!({ "type": "boolean", "description": description });
     let globs =
         |description: &str| json!({ "type": "array", "items": { "type": "string" }, "description": description });
-    let context = |description: &str| json!({ "type": "integer", "minimum": 0, "maximum": MAX_CONTEXT, "default": 0, "description": description });
+    let context = |description: &str| json!({ "type": "integer", "minimum": 0, "maximum": MAX_CONTEXT, "description": description });
     json!({
         "type": "object",
         "properties": {
             "pattern": {
                 "type": "string",
-                "description": "Regex to search for (Rust regex syntax, as ripgrep), or literal text with fixed_strings."
+                "description": "Regex (Rust syntax, as rg), or literal text with fixed_strings."
             },
             "path": {
                 "type": "string",
                 "minLength": 1,
-                "description": "File or directory to search: relative to the first root, or absolute inside a root. Default: the first root."
+                "description": "File or directory (default: the first root)."
             },
-            "fixed_strings": flag("Treat pattern as literal text, not a regex (rg -F)."),
-            "include": globs("Only search files matching these globs (rg -g GLOB), relative to path; e.g. [\"*.rs\", \"src/**\"]."),
-            "exclude": globs("Skip files and directories matching these globs (rg -g '!GLOB'); e.g. [\"*.min.js\", \"vendor/**\"]."),
+            "fixed_strings": flag("Literal pattern (rg -F)."),
+            "include": globs("Only files matching these globs (rg -g), e.g. [\"*.rs\"]."),
+            "exclude": globs("Skip these globs (rg -g '!GLOB')."),
             "type": {
                 "type": "string",
                 "minLength": 1,
-                "description": "Only search files of this ripgrep file type (rg -t TYPE), e.g. \"rust\", \"py\", \"js\", \"ts\", \"go\", \"md\"."
+                "description": "File type (rg -t): rust, py, js, ts, go, md, ..."
             },
-            "case_insensitive": flag("Match case-insensitively (rg -i)."),
-            "smart_case": flag("Case-insensitive unless the pattern has an upper-case letter (rg -S). Ignored with case_insensitive."),
-            "multiline": flag("Let matches span lines (rg -U); each item is then a block of lines. Reads each file whole."),
-            "context_before": context("Lines of context to show before each match (rg -B)."),
-            "context_after": context("Lines of context to show after each match (rg -A)."),
+            "case_insensitive": flag("rg -i."),
+            "smart_case": flag("rg -S."),
+            "multiline": flag("Matches may span lines (rg -U)."),
+            "context_before": context("Lines before each match (rg -B)."),
+            "context_after": context("Lines after each match (rg -A)."),
             "output_mode": {
                 "type": "string",
                 "enum": ["content", "files_with_matches", "count"],
-                "default": "content",
-                "description": "content: matching lines; files_with_matches: paths of matching files; count: matching lines per file."
+                "description": "content (default): matching lines; files_with_matches: paths; count: per file."
             },
-            "hidden": flag("Also search hidden files and directories (rg --hidden)."),
-            "no_ignore": flag("Do not respect .gitignore, .ignore and .rgignore files (rg --no-ignore)."),
-            "binary": flag("Search binary files as text (rg -a). By default a file with a NUL byte in its first 64 KiB is skipped."),
+            "hidden": flag("rg --hidden."),
+            "no_ignore": flag("rg --no-ignore."),
+            "binary": flag("Search binary files (rg -a)."),
             "max_line_length": {
                 "type": "integer",
                 "minimum": 1,
-                "description": "Cut lines longer than this many bytes; a cut line has a `truncated` field with the byte range holding the rest."
+                "description": "Cut lines longer than this (bytes)."
             }
         },
         "required": ["pattern"],

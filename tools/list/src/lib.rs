@@ -21,13 +21,9 @@ pub const NAME: &str = "list";
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// What the tool does, for a model choosing a tool.
-pub const DESCRIPTION: &str = "List a directory: the entries under `path` (default: the first root), grouped \
-by directory as `ls -RF` shows them (`dir:` then the names, `/` after a directory, `@` after a symlink; \
-`format: \"json\"`: one JSON object each {path, type, size, mtime_ns, depth}). `depth` 1 (default) lists the directory's own entries; \
-higher values recurse (at most 32), each directory followed by its contents, names sorted. Hidden entries \
-(names starting with `.`) are included unless hidden: false; ignore files are not consulted (use `glob` for \
-a gitignore-aware search). Symlinks are reported as type \"symlink\" with the link's own size and never \
-followed.";
+pub const DESCRIPTION: &str = "List a directory (default: the first root): one entry per line, relative to the first root, \
+`/` after a directory, `@` after a symlink. `depth` above 1 recurses. Hidden entries are included; \
+ignore files are not read (`glob` reads them).";
 
 /// The JSON Schema of the arguments.
 pub fn input_schema() -> serde_json::Value {
@@ -37,17 +33,17 @@ pub fn input_schema() -> serde_json::Value {
             "path": {
                 "type": "string",
                 "minLength": 1,
-                "description": "Directory to list: relative to the first root, or absolute inside a root. Default: the first root."
+                "description": "Directory (default: the first root)."
             },
             "depth": {
                 "type": "integer",
                 "minimum": 1,
                 "maximum": MAX_DEPTH,
-                "description": "How many levels to list: 1 (default) is the directory's own entries, 2 adds their contents, and so on."
+                "description": "Levels to list (default 1)."
             },
             "hidden": {
                 "type": "boolean",
-                "description": "Include hidden entries (names starting with `.`). Default: true."
+                "description": "Include hidden entries (default true)."
             }
         },
         "additionalProperties": false

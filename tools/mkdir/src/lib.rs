@@ -19,13 +19,8 @@ pub const NAME: &str = "mkdir";
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// What the tool does, for a model choosing a tool.
-pub const DESCRIPTION: &str = "Create a directory under one of the server's read-write roots. `path` is \
-relative to the first root or absolute inside any root. By default (`parents: true`) the missing \
-directories above it are created too, like `mkdir -p`; with `parents: false` the parent must exist. \
-An existing directory is success (`existed: true`, nothing created); an existing file or other \
-non-directory at the path or on the way is a `conflict` error. Returns the path, how many \
-directories were created, the first of them (outermost first; at most 16 are listed, the rest are \
-the path's ancestors below them) and whether the directory already existed.";
+pub const DESCRIPTION: &str = "Create a directory, and its missing parents unless `parents` is false. An existing \
+directory is fine.";
 
 /// The most created directories a result lists: each is an ancestor of the
 /// path, so the count and the first few say which; listing all of a deep path
@@ -40,12 +35,11 @@ pub fn input_schema() -> Value {
             "path": {
                 "type": "string",
                 "minLength": 1,
-                "description": "Directory to create: relative to the first root, or absolute inside a root."
+                "description": "Relative to the first root, or absolute inside a root."
             },
             "parents": {
                 "type": "boolean",
-                "default": true,
-                "description": "Also create missing parent directories (like mkdir -p). Default: true."
+                "description": "Create missing parents (default true)."
             }
         },
         "required": ["path"],
@@ -56,6 +50,8 @@ pub fn input_schema() -> Value {
 /// The JSON Schema of the result: the item the call returns, and its `info`.
 pub fn output_schema() -> Value {
     json!({
+        // One item answers a call: clients are shown no paging options.
+        "x-cordon-pages": false,
         "type": "object",
         "properties": {
             "path": { "type": "string", "description": "The directory's absolute path." },

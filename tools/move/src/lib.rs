@@ -19,13 +19,8 @@ pub const NAME: &str = "move";
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// What the tool does, for a model choosing a tool.
-pub const DESCRIPTION: &str = "Move or rename a file, directory or symlink inside the server's read-write \
-roots. `from` and `to` are relative to the first root or absolute inside any root; `to` is the full \
-new path (a move never goes into an existing directory implicitly, unlike `mv`), and its directory \
-must exist. An existing `to` is a `conflict` error unless `overwrite: true`; even then a non-empty \
-directory is never replaced, nor a file by a directory or the reverse. Moves across filesystems are \
-refused (`unsupported`), never done by copying. A root itself cannot be moved. Returns the paths, \
-what was moved, and whether something was overwritten.";
+pub const DESCRIPTION: &str = "Move or rename a file, directory or symlink. `to` is the full new path; its directory must \
+exist. An existing `to` is a conflict unless `overwrite`.";
 
 /// The JSON Schema of the arguments.
 pub fn input_schema() -> Value {
@@ -35,17 +30,16 @@ pub fn input_schema() -> Value {
             "from": {
                 "type": "string",
                 "minLength": 1,
-                "description": "What to move: relative to the first root, or absolute inside a root."
+                "description": "Relative to the first root, or absolute inside a root."
             },
             "to": {
                 "type": "string",
                 "minLength": 1,
-                "description": "The full new path (not a directory to move into); its directory must exist."
+                "description": "The full new path."
             },
             "overwrite": {
                 "type": "boolean",
-                "default": false,
-                "description": "Replace an existing `to` (a file, symlink or empty directory). Default: false."
+                "description": "Replace an existing `to` (not a non-empty directory)."
             }
         },
         "required": ["from", "to"],
@@ -56,6 +50,8 @@ pub fn input_schema() -> Value {
 /// The JSON Schema of the result: the item the call returns, and its `info`.
 pub fn output_schema() -> Value {
     json!({
+        // One item answers a call: clients are shown no paging options.
+        "x-cordon-pages": false,
         "type": "object",
         "properties": {
             "from": { "type": "string", "description": "The old absolute path." },

@@ -23,10 +23,10 @@ pub const NAME: &str = "read";
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// What the tool does, for a model choosing a tool.
-pub const DESCRIPTION: &str = "Read a text file under one of the server's roots. `path` is relative to \
-the first root or absolute inside any root. Optional `start_line`/`end_line` (1-based, inclusive) \
-select a range of lines; optional `start_byte`/`end_byte` (0-based, end exclusive) select a range of \
-bytes instead. Returns the bytes exactly as they are in the file.";
+pub const DESCRIPTION: &str = "Read a file under the server's roots. In text, each line comes as its number, a tab, then the line \
+exactly (as `cat -n`): the number and tab are not in the file, so never put them in `old_string`. \
+`start_line`/`end_line` (1-based, inclusive) or `start_byte`/`end_byte` select a range. A long file comes \
+in pages; the footer says how to continue.";
 
 /// The JSON Schema of the arguments.
 pub fn input_schema() -> serde_json::Value {
@@ -36,27 +36,31 @@ pub fn input_schema() -> serde_json::Value {
             "path": {
                 "type": "string",
                 "minLength": 1,
-                "description": "File to read: relative to the first root, or absolute inside a root."
+                "description": "Relative to the first root, or absolute inside a root."
             },
             "start_line": {
                 "type": "integer",
                 "minimum": 1,
-                "description": "First line to return (1-based). Default: 1. Not with start_byte/end_byte."
+                "description": "First line (1-based)."
             },
             "end_line": {
                 "type": "integer",
                 "minimum": 1,
-                "description": "Last line to return (1-based, inclusive). Default: the end of the file."
+                "description": "Last line (inclusive)."
             },
             "start_byte": {
                 "type": "integer",
                 "minimum": 0,
-                "description": "First byte to return (0-based, inclusive). Default: 0. Not with start_line/end_line."
+                "description": "First byte (0-based); not with lines."
             },
             "end_byte": {
                 "type": "integer",
                 "minimum": 0,
-                "description": "Byte to stop before (0-based, exclusive). Default: the end of the file."
+                "description": "Byte to stop before."
+            },
+            "line_numbers": {
+                "type": "boolean",
+                "description": "Number the lines (default true)."
             }
         },
         "required": ["path"],
@@ -90,6 +94,10 @@ pub struct Args {
     pub start_byte: Option<u64>,
     /// The byte to stop before (0-based, exclusive).
     pub end_byte: Option<u64>,
+    /// Whether the text form numbers the lines: the host's to honour (it
+    /// declares this tool's text as lines of a file); the bytes are the same.
+    #[serde(default)]
+    pub line_numbers: Option<bool>,
 }
 
 impl Args {

@@ -22,11 +22,8 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 const END: &str = "1";
 
 /// What the tool does, for a model choosing a tool.
-pub const DESCRIPTION: &str = "Describe one file or directory: a single JSON object {path, type, size, \
-mtime_ns, permissions, is_symlink, lines?}. Symlinks are followed for type/size/mtime (is_symlink says \
-whether the path itself is a link; a link whose target is missing or outside the roots is an error). \
-With count_lines: true, a regular file's lines are counted (each \\n, plus a last line without one). \
-The sandbox (WASI) exposes no permission bits, so permissions.readonly is null (unknown).";
+pub const DESCRIPTION: &str = "Describe a file or directory: type, size, mtime_ns, is_symlink (links are followed), and \
+its lines with count_lines.";
 
 /// The JSON Schema of the arguments.
 pub fn input_schema() -> serde_json::Value {
@@ -36,11 +33,11 @@ pub fn input_schema() -> serde_json::Value {
             "path": {
                 "type": "string",
                 "minLength": 1,
-                "description": "File or directory: relative to the first root, or absolute inside a root."
+                "description": "Relative to the first root, or absolute inside a root."
             },
             "count_lines": {
                 "type": "boolean",
-                "description": "Count a regular file's lines (reads the whole file). Default: false."
+                "description": "Count a file's lines."
             }
         },
         "required": ["path"],
@@ -51,6 +48,8 @@ pub fn input_schema() -> serde_json::Value {
 /// The JSON Schema of `info`.
 pub fn output_schema() -> serde_json::Value {
     json!({
+        // One item answers a call: clients are shown no paging options.
+        "x-cordon-pages": false,
         "type": "object",
         "properties": {
             "path": { "type": "string", "description": "The path described (absolute)." }

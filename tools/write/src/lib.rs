@@ -66,12 +66,12 @@ pub fn input_schema() -> Value {
     json!({
         "type": "object",
         "properties": {
-            "path": { "type": "string", "minLength": 1, "description": "File to write: relative to the first root, or absolute inside a root." },
-            "content": { "type": "string", "description": "The content (omit when committing a staged upload with upload_id)." },
-            "encoding": { "enum": ["utf8", "base64"], "description": "How `content` is encoded. Default utf8." },
-            "mode": { "enum": ["create", "overwrite", "append"], "description": "create: the file must not exist; overwrite (default): replace or create; append: add to the end of an existing file." },
-            "expected_sha256": { "type": "string", "pattern": "^[0-9a-fA-F]{64}$", "description": "Write only if the file's current SHA-256 is this (else `conflict` with the current hash)." },
-            "allow_hardlinks": { "type": "boolean", "description": "Replace a file that has other hard links (they keep the old content). Default false." },
+            "path": { "type": "string", "minLength": 1, "description": "Relative to the first root, or absolute inside a root." },
+            "content": { "type": "string", "description": "The content." },
+            "encoding": { "enum": ["utf8", "base64"], "description": "Default utf8." },
+            "mode": { "enum": ["create", "overwrite", "append"], "description": "Default overwrite; create: must not exist." },
+            "expected_sha256": { "type": "string", "pattern": "^[0-9a-fA-F]{64}$", "description": "Write only if the file's SHA-256 is this." },
+            "allow_hardlinks": { "type": "boolean", "description": "Replace a file that has other hard links." },
             "staged": { "type": "string", "description": "Set by the server for staged uploads; never by clients." }
         },
         "required": ["path"],
@@ -82,6 +82,8 @@ pub fn input_schema() -> Value {
 /// The JSON Schema of `info`: what the write did.
 pub fn output_schema() -> Value {
     json!({
+        // One item answers a call: clients are shown no paging options.
+        "x-cordon-pages": false,
         "type": "object",
         "properties": {
             "path": { "type": "string" },
@@ -237,10 +239,8 @@ cordon_sdk::export_tool!(WriteTool {
         "write",
         VERSION,
         "Write file",
-        "Create, overwrite or append to a file under a read-write root, atomically (a temporary \
-            file is renamed over the target, so the file is never partly written; its permissions are kept). \
-            `expected_sha256` makes the write conditional on the file's current content. For large content, \
-            stage it with the `upload` tool and pass `upload_id`, `size` and `sha256` here instead of `content`.",
+        "Create, overwrite or append to a file, atomically. For large content, stage it with `upload` and \
+            pass `upload_id`, `size` and `sha256` instead of `content`.",
         true,
         false,
     )
