@@ -95,7 +95,7 @@ impl Client {
     fn read_small(&mut self) -> Result<Duration> {
         let id = self.next_id;
         self.next_id += 1;
-        let mut params = json!({"name": "read", "arguments": {"path": "small.txt"}});
+        let mut params = json!({"name": "read", "arguments": {"path": "small.txt", "format": "json"}});
         if let Era::Modern = self.era {
             params["_meta"] = json!({
                 "io.modelcontextprotocol/protocolVersion": "2026-07-28",

@@ -249,6 +249,14 @@ pub fn tool_error(result: &Value) -> String {
 
 /// A page's payload: its content blocks but Cordon's footer (the first
 /// `_meta["cordon/page"].blocks` blocks), text only.
+/// The cursor that continues a result: the structured content's (the JSON
+/// form), else the short handle in `_meta` that the text form's footer names.
+pub fn next_cursor(result: &Value) -> Option<String> {
+    let meta = &result["_meta"]["cordon/page"];
+    let structured = result["structuredContent"]["next_cursor"].as_str();
+    structured.or_else(|| meta["handle"].as_str()).or_else(|| meta["cursor"].as_str()).map(str::to_owned)
+}
+
 pub fn payload_text(result: &Value) -> String {
     let blocks = result["_meta"]["cordon/page"]["blocks"].as_u64().unwrap_or(0) as usize;
     let mut out = String::new();

@@ -170,7 +170,7 @@ fn cordon_read(opts: &Options, corpus: &Corpus, tokens: Option<u64>) -> Result<R
         }
         args
     };
-    let mut args = paging(json!({"path": corpus.big}));
+    let mut args = paging(json!({"path": corpus.big, "format": "json"}));
     let (mut pages, mut bytes) = (0u64, 0u64);
     let start = Instant::now();
     loop {

@@ -146,6 +146,18 @@ fn tokens(chars: usize) -> usize {
     chars.div_ceil(4)
 }
 
+/// The whole result's size as the text form's footer says it: "shows 6 of
+/// 6000 items" (exact) or "of at least 6000 items".
+fn whole_in_footer(text: &str) -> Option<String> {
+    let footer = &text[text.rfind("[Page ")?..];
+    let (rest, exact) = match footer.find(" of at least ") {
+        Some(at) => (&footer[at + " of at least ".len()..], false),
+        None => (&footer[footer.find(" of ")? + " of ".len()..], true),
+    };
+    let n: u64 = rest.split(' ').next()?.parse().ok()?;
+    Some(if exact { format!("exact: {}", count(n)) } else { format!("at least {}", count(n)) })
+}
+
 /// One task on Cordon: the first page, and the pages to the end (up to `MAX_PAGES`).
 struct Paged {
     first: Read,
@@ -164,8 +176,8 @@ fn run_cordon(server: &mut Server, task: &Task) -> Result<Paged> {
     let meta = &result["_meta"]["cordon/page"];
     let shown = meta["items"].as_u64().unwrap_or(0);
     let structured = &result["structuredContent"];
-    let complete = structured["next_cursor"].is_null();
-    let whole = match (&structured["whole"], complete) {
+    let next = crate::mcp::next_cursor(&result);
+    let whole = match (&structured["whole"], next.is_none()) {
         (_, true) => "whole".to_string(),
         (Value::Object(w), false) => {
             let n = w.get("items").and_then(Value::as_u64).unwrap_or(0);
@@ -174,12 +186,16 @@ fn run_cordon(server: &mut Server, task: &Task) -> Result<Paged> {
                 _ => format!("at least {}", count(n)),
             }
         }
-        _ => "MISSING".to_string(),
+        _ => {
+            let blocks = result["content"].as_array().into_iter().flatten();
+            let text: String = blocks.filter_map(|b| b["text"].as_str()).collect();
+            whole_in_footer(&text).unwrap_or_else(|| "MISSING".to_string())
+        }
     };
-    let continuation = structured["next_cursor"].as_str().map_or(0, str::len);
+    let continuation = next.as_deref().map_or(0, str::len);
     let (mut all, mut pages, mut largest_claude) = (first, 1, first.claude);
     loop {
-        let Some(cursor) = result["structuredContent"]["next_cursor"].as_str().map(str::to_owned) else {
+        let Some(cursor) = crate::mcp::next_cursor(&result) else {
             return Ok(Paged { first, shown, whole, continuation, all, pages, finished: true, largest_claude });
         };
         if pages >= MAX_PAGES {

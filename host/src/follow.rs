@@ -28,6 +28,11 @@ pub fn follow(
             paging.insert(name.into(), value.clone());
         }
     }
+    // Each page's MCP result is for a program: in the JSON form unless asked
+    // otherwise (the raw payload keeps the form's text: exact bytes for a file).
+    if jsonl && arguments.get("format").is_none() {
+        arguments["format"] = "json".into();
+    }
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let signal = std::sync::Arc::new(crate::runtime::CallSignal::new());

@@ -10,7 +10,7 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 
-use crate::support::{Fixture, Server, TOKEN, cordon_bin, spawn_listening};
+use crate::support::{Fixture, Server, TOKEN, cordon_bin, next_cursor, spawn_listening};
 
 const SECRET: &str = "TOP-SECRET-CONTENT-never-in-the-audit-log";
 
@@ -46,12 +46,15 @@ fn a_session_is_recorded_call_by_call_and_page_by_page_without_content_or_secret
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("audit.log");
     let mut server = audited(&fx, &log, &[]);
-    assert_eq!(server.call(1, "read", json!({"path": "a.txt"}))["isError"], false);
+    assert_eq!(server.call(1, "read", json!({"format": "json", "path": "a.txt"}))["isError"], false);
     let first = server.call(2, "grep", json!({"pattern": "fn main", "page_size": 20, "format": "json"}));
-    let cursor = first["structuredContent"]["next_cursor"].as_str().expect("a second page").to_string();
+    let cursor = next_cursor(&first).expect("a second page").to_string();
     let second = server.call(3, "grep", json!({"cursor": cursor}));
     assert_eq!(second["isError"], false, "{second}");
-    assert_eq!(server.call(4, "write", json!({"path": "b.txt", "content": SECRET}))["isError"], false);
+    assert_eq!(
+        server.call(4, "write", json!({"format": "json", "path": "b.txt", "content": SECRET}))["isError"],
+        false
+    );
     let unknown = server.request(5, "tools/call", json!({"name": "nope", "arguments": {}}));
     assert_eq!(unknown["error"]["data"]["error"], "not_found");
     let forged = server.request(6, "tools/call", json!({"name": "read", "arguments": {"cursor": "c1.forged"}}));
@@ -116,7 +119,7 @@ fn small_log(dir: &Path) -> (PathBuf, Vec<String>) {
     let log = dir.join("audit.log");
     let mut server = audited(&fx, &log, &[]);
     for id in 1..=4 {
-        assert_eq!(server.call(id, "stat", json!({"path": "a.txt"}))["isError"], false);
+        assert_eq!(server.call(id, "stat", json!({"format": "json", "path": "a.txt"}))["isError"], false);
     }
     assert!(server.finish(), "the server records its stop");
     let text = std::fs::read_to_string(&log).unwrap();
@@ -154,7 +157,7 @@ fn rotation_keeps_the_chain_across_files() {
     let log = dir.path().join("audit.log");
     let mut server = audited(&fx, &log, &["--audit-max-bytes", "3000", "--audit-keep", "20"]);
     for id in 1..=12 {
-        assert_eq!(server.call(id, "stat", json!({"path": "a.txt"}))["isError"], false);
+        assert_eq!(server.call(id, "stat", json!({"format": "json", "path": "a.txt"}))["isError"], false);
     }
     drop(server);
     let mut files: Vec<PathBuf> =
@@ -216,15 +219,15 @@ fn arguments_of_any_shape_leave_no_value_in_the_audit_log() {
     let mut server = audited(&fx, &log, &[]);
     let long = format!("{SECRET}{}", "x".repeat(300));
     let calls = [
-        ("write", json!({"path": "b.txt", "content": {"k": SECRET}})),
-        ("write", json!({"path": "b.txt", "content": [SECRET]})),
-        ("edit", json!({"path": "a.txt", "old_string": "alpha", "new_string": {"k": SECRET}})),
-        ("write", json!({"path": "b.txt", "contents": SECRET})),
-        ("write", json!({"path": "b.txt", "Content": SECRET})),
-        ("write", json!({"path": {"k": SECRET}, "content": "x"})),
-        ("write", json!({"path": "b.txt", "content": long})),
+        ("write", json!({"format": "json", "path": "b.txt", "content": {"k": SECRET}})),
+        ("write", json!({"format": "json", "path": "b.txt", "content": [SECRET]})),
+        ("edit", json!({"format": "json", "path": "a.txt", "old_string": "alpha", "new_string": {"k": SECRET}})),
+        ("write", json!({"format": "json", "path": "b.txt", "contents": SECRET})),
+        ("write", json!({"format": "json", "path": "b.txt", "Content": SECRET})),
+        ("write", json!({"format": "json", "path": {"k": SECRET}, "content": "x"})),
+        ("write", json!({"format": "json", "path": "b.txt", "content": long})),
         ("grep", json!({"pattern": SECRET})),
-        ("write", json!({"path": ".env", "content": "1234"})),
+        ("write", json!({"format": "json", "path": ".env", "content": "1234"})),
     ];
     for (id, (tool, arguments)) in calls.iter().enumerate() {
         let reply = server.request(id as i64 + 1, "tools/call", json!({"name": tool, "arguments": arguments}));
@@ -255,7 +258,7 @@ fn an_unwritable_audit_log_refuses_calls_when_closed_and_lets_them_go_on_when_op
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("audit.log");
         let mut server = audited(&fx, &log, &["--audit-on-failure", policy]);
-        assert_eq!(server.call(1, "stat", json!({"path": "a.txt"}))["isError"], false);
+        assert_eq!(server.call(1, "stat", json!({"format": "json", "path": "a.txt"}))["isError"], false);
         // The file can no longer be appended to (as on a full disk).
         std::fs::remove_file(&log).unwrap();
         std::fs::create_dir(&log).unwrap();
@@ -272,7 +275,7 @@ fn an_unwritable_audit_log_refuses_calls_when_closed_and_lets_them_go_on_when_op
         // Writable again: calls are recorded and answered (after the retry wait).
         std::fs::remove_dir(&log).unwrap();
         std::thread::sleep(std::time::Duration::from_millis(1100));
-        assert_eq!(server.call(4, "stat", json!({"path": "a.txt"}))["isError"], false, "{policy}");
+        assert_eq!(server.call(4, "stat", json!({"format": "json", "path": "a.txt"}))["isError"], false, "{policy}");
         drop(server);
         assert_eq!(lines(&log).iter().filter(|r| r["event"] == "call").count(), 1, "{policy}");
     }

@@ -11,7 +11,8 @@ use std::time::Instant;
 use serde_json::{Value, json};
 
 use crate::support::{
-    Fixture, Listening, Server, TOKEN, cordon_bin, payload, peak_rss_kib, read_all, shared_state_dir, spawn_listening,
+    Fixture, Listening, Server, TOKEN, cordon_bin, next_cursor, payload, peak_rss_kib, read_all, shared_state_dir,
+    spawn_listening,
 };
 
 const HOSTILE: &str = env!("CORDON_HOSTILE_COMPONENT");
@@ -45,7 +46,7 @@ fn grep_args(n: usize) -> Value {
 /// A first page that is not the last, with its cursor.
 fn unfinished(result: &Value, what: &str) -> String {
     assert_eq!(result["isError"], false, "{what}: {result}");
-    let cursor = result["structuredContent"]["next_cursor"].as_str();
+    let cursor = next_cursor(&result);
     cursor.unwrap_or_else(|| panic!("{what} ended on its first page: {result}")).to_string()
 }
 
@@ -61,7 +62,7 @@ fn resumes_exactly(server: &mut Server, first: &Value, pattern: &str) {
 
 /// A `read` of the small file, answered with its text.
 fn read_small(server: &mut Server, id: i64) {
-    let result = server.call(id, "read", json!({ "path": "hello.txt" }));
+    let result = server.call(id, "read", json!({"format": "json",  "path": "hello.txt" }));
     assert_eq!(payload(&result), SMALL.as_bytes(), "{result}");
 }
 
@@ -98,7 +99,7 @@ fn busy_client(mut client: Server, client_no: usize) -> Value {
         client.send_json(&json!({ "jsonrpc": "2.0", "id": n + 1, "method": "tools/call", "params": params }));
     }
     client.send_json(&json!({ "jsonrpc": "2.0", "id": 100, "method": "tools/call",
-        "params": { "name": "read", "arguments": { "path": "hello.txt" } } }));
+        "params": { "name": "read", "arguments": { "path": "hello.txt", "format": "json" } } }));
     let mut first = Value::Null;
     for _ in 0..=greps {
         let reply = client.recv();
@@ -189,7 +190,11 @@ fn a_call_past_the_calls_in_flight_waits_until_its_deadline_then_is_answered_bus
     server.send_json(&call(1, "hostile", json!({ "behaviour": "sleep-in-host" })));
     thread::sleep(std::time::Duration::from_millis(300));
     let started = Instant::now();
-    let busy = server.request(2, "tools/call", json!({ "name": "read", "arguments": { "path": "hello.txt" } }));
+    let busy = server.request(
+        2,
+        "tools/call",
+        json!({ "name": "read", "arguments": { "path": "hello.txt", "format": "json" } }),
+    );
     assert_busy(&busy, "max_calls_in_flight");
     assert!(started.elapsed().as_secs_f64() >= 1.5, "it waited for a slot until its deadline");
     let stuck = server.recv();
@@ -234,7 +239,11 @@ fn guests_blocked_past_their_deadline_take_parked_streams_slots_then_calls_are_a
     }
     // A fourth blocked guest: every instance is held and nothing is parked.
     stuck(&mut server, 30);
-    let busy = server.request(31, "tools/call", json!({ "name": "read", "arguments": { "path": "hello.txt" } }));
+    let busy = server.request(
+        31,
+        "tools/call",
+        json!({ "name": "read", "arguments": { "path": "hello.txt", "format": "json" } }),
+    );
     assert_busy(&busy, "instance_slots");
 }
 

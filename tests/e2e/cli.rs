@@ -22,7 +22,7 @@ fn call_prints_the_mcp_result_and_exits_by_outcome() {
     let root = root.to_str().unwrap();
     let ok = cordon(&["call", "read", "--root", root, "--json", r#"{"path":"hello.txt"}"#]);
     assert_eq!(ok.status.code(), Some(0));
-    assert_eq!(stdout_json(&ok)["content"][0]["text"], "hello\nworld\n");
+    assert_eq!(stdout_json(&ok)["content"][0]["text"], "1\thello\n2\tworld\n", "numbered, as cat -n");
 
     let denied = cordon(&["call", "read", "--root", root, "--json", r#"{"path":"../outside.txt"}"#]);
     assert_eq!(denied.status.code(), Some(1), "a tool error exits 1");

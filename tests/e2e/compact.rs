@@ -2,8 +2,9 @@
 //! programs read (`format: "json"`), for grep in its three modes, glob and list, over stdio and
 //! Streamable HTTP, at several page budgets:
 //! - the model's pages put together are exactly the whole rendering, which is ripgrep's own
-//!   output for grep (`rg --heading -n`, `rg -c`) and the paths grouped by directory for
-//!   `rg -l`, `rg --files` and a native walk (glob, list), relative to the root;
+//!   output for grep (`rg --heading -n` with a file's lone match on one line, as `rg -n`
+//!   prints it; `rg -c`) and one path per line for `rg -l`, `rg --files` and a native walk
+//!   (glob, list), relative to the root;
 //! - every page keeps to its budget and says, on the last, the SHA-256 of the whole text;
 //! - the JSON form of the same call still reassembles exactly: its items, hashed as delivered,
 //!   give the last page's `payload_sha256`, and carry absolute paths and offsets.
@@ -15,7 +16,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::corpus;
-use crate::support::{Server, page_meta, read_all};
+use crate::support::{Server, next_cursor, page_meta, read_all};
 
 /// Page budgets, in tokens: one page for everything, then several sizes that split files.
 const BUDGETS: [u64; 3] = [25_000, 400, 90];
@@ -31,19 +32,36 @@ fn rg(cwd: &Path, args: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-/// Paths (relative, in order) grouped by directory the way the compact form shows entries:
-/// `dir:` when the directory changes (`.` for the root), then the name, `/` after a directory.
-fn grouped(paths: &[(String, bool)]) -> String {
+/// Paths (relative, in order) one per line, the way the compact form shows entries: `/`
+/// after a directory.
+fn one_per_line(paths: &[(String, bool)]) -> String {
+    paths.iter().map(|(path, is_dir)| format!("{path}{}\n", if *is_dir { "/" } else { "" })).collect()
+}
+
+/// `rg --heading -n` output with each file that has one match on one line, `path:line:text`
+/// as `rg -n` prints it (no blank line between such lines; one between them and a heading).
+fn lone_matches_inline(heading: &str) -> String {
     let mut out = String::new();
-    let mut current: Option<&str> = None;
-    for (path, is_dir) in paths {
-        let (dir, name) = path.rsplit_once('/').unwrap_or((".", path));
-        if current != Some(dir) {
-            out.push_str(&format!("{dir}:\n"));
-            current = Some(dir);
+    let mut after_group = false;
+    for group in heading.split("\n\n") {
+        let lines: Vec<&str> = group.lines().collect();
+        match lines.as_slice() {
+            [path, only] => {
+                if after_group {
+                    out.push('\n');
+                }
+                out.push_str(&format!("{path}:{only}\n"));
+                after_group = false;
+            }
+            _ => {
+                if !out.is_empty() {
+                    out.push('\n');
+                }
+                out.push_str(group.trim_end_matches('\n'));
+                out.push('\n');
+                after_group = true;
+            }
         }
-        out.push_str(name);
-        out.push_str(if *is_dir { "/\n" } else { "\n" });
     }
     out
 }
@@ -70,19 +88,23 @@ fn cases(root: &Path) -> Vec<(&'static str, Value, String)> {
     let mut listed = Vec::new();
     walk(root, "", 2, &mut listed);
     vec![
-        ("grep", json!({"pattern": "haystack"}), rg(root, &["--heading", "-n", "--sort", "path", "haystack"])),
+        (
+            "grep",
+            json!({"pattern": "haystack"}),
+            lone_matches_inline(&rg(root, &["--heading", "-n", "--sort", "path", "haystack"])),
+        ),
         (
             "grep",
             json!({"pattern": "needle", "output_mode": "files_with_matches"}),
-            grouped(&files(&["-l", "--sort", "path", "needle"])),
+            one_per_line(&files(&["-l", "--sort", "path", "needle"])),
         ),
         ("grep", json!({"pattern": "fn", "output_mode": "count"}), rg(root, &["-c", "--sort", "path", "fn"])),
         (
             "glob",
             json!({"pattern": "**/*.{md,json}"}),
-            grouped(&files(&["--files", "--sort", "path", "-g", "*.{md,json}"])),
+            one_per_line(&files(&["--files", "--sort", "path", "-g", "*.{md,json}"])),
         ),
-        ("list", json!({"depth": 2}), grouped(&listed)),
+        ("list", json!({"depth": 2}), one_per_line(&listed)),
     ]
 }
 
@@ -173,7 +195,7 @@ fn a_cursor_keeps_its_form_and_a_bad_format_is_refused() {
     let (_dir, root) = corpus_root(64);
     let mut server = Server::initialized(&root, &[]);
     let first = server.call(1, "grep", json!({"pattern": "haystack", "max_tokens": 90}));
-    let cursor = first["structuredContent"]["next_cursor"].as_str().unwrap().to_string();
+    let cursor = next_cursor(&first).unwrap();
     let call = |tool: &str, arguments: Value| json!({"name": tool, "arguments": arguments});
     let switched = server.request(2, "tools/call", call("grep", json!({"cursor": cursor, "format": "json"})));
     assert_eq!(switched["error"]["data"]["reason"], "arguments_changed", "{switched}");

@@ -129,18 +129,25 @@ impl Model {
     fn send(&self, server: &mut Server, attempt: &Attempt, id: &mut i64) {
         let path = self.data_path();
         let (tool, arguments) = match attempt.op {
-            Op::Write => ("write", json!({"path": path, "content": b64(&attempt.new_data), "encoding": "base64"})),
-            Op::Edit => {
-                ("edit", json!({"path": path, "old_string": marker(self.version), "new_string": attempt.new_string}))
-            }
+            Op::Write => (
+                "write",
+                json!({"format": "json", "path": path, "content": b64(&attempt.new_data), "encoding": "base64"}),
+            ),
+            Op::Edit => (
+                "edit",
+                json!({"format": "json", "path": path, "old_string": marker(self.version), "new_string": attempt.new_string}),
+            ),
             Op::Move => {
                 let (from, to) = self.moving_paths();
-                ("move", json!({"from": from, "to": to}))
+                ("move", json!({"format": "json", "from": from, "to": to}))
             }
             Op::Commit => {
                 let upload_id = upload(server, id, &attempt.new_data);
                 let sha = hex(&Sha256::digest(&attempt.new_data));
-                ("write", json!({"path": path, "upload_id": upload_id, "size": attempt.new_data.len(), "sha256": sha}))
+                (
+                    "write",
+                    json!({"format": "json", "path": path, "upload_id": upload_id, "size": attempt.new_data.len(), "sha256": sha}),
+                )
             }
         };
         *id += 1;

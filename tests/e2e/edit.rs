@@ -30,7 +30,7 @@ fn a_crlf_file_changes_only_the_intended_bytes() {
     let result = server.call(
         1,
         "edit",
-        json!({"path": "config.ini", "old_string": "[core]\n\tname = old\n", "new_string": "[core]\n\tname = new\n\tadded = 1\n"}),
+        json!({"format": "json", "path": "config.ini", "old_string": "[core]\n\tname = old\n", "new_string": "[core]\n\tname = new\n\tadded = 1\n"}),
     );
     let done = item(&result);
     let want = b"[core]\r\n\tname = new\r\n\tadded = 1\r\n\tkeep = \xe2\x9c\x93\r\n[other]\r\n\tname = old\r\n";
@@ -48,7 +48,11 @@ fn a_file_without_a_final_newline_keeps_none() {
     let fx = Fixture::new();
     let path = fx.write("note.txt", "alpha\nbeta\ngamma");
     let mut server = Server::initialized(&fx.root(), &[]);
-    let done = item(&server.call(1, "edit", json!({"path": "note.txt", "old_string": "gamma", "new_string": "delta"})));
+    let done = item(&server.call(
+        1,
+        "edit",
+        json!({"format": "json", "path": "note.txt", "old_string": "gamma", "new_string": "delta"}),
+    ));
     assert_eq!(std::fs::read(&path).unwrap(), b"alpha\nbeta\ndelta");
     assert_eq!(
         done["diff"],
@@ -62,23 +66,29 @@ fn an_ambiguous_string_is_refused_with_its_lines_and_the_file_untouched() {
     let before = "let a = 1;\nlet b = 2;\nlet a = 1;\n\nlet a = 1;\n";
     let path = fx.write("dup.rs", before);
     let mut server = Server::initialized(&fx.root(), &[]);
-    let result = server.call(1, "edit", json!({"path": "dup.rs", "old_string": "let a = 1;", "new_string": "x"}));
+    let result = server.call(
+        1,
+        "edit",
+        json!({"format": "json", "path": "dup.rs", "old_string": "let a = 1;", "new_string": "x"}),
+    );
     assert_eq!(error_code(&result), "invalid_argument");
     let message = text(&result);
     assert!(message.contains("found 3 times") && message.contains("at lines 1, 3, 5;"), "{message}");
     assert!(message.contains("replace_all"), "{message}");
     assert_eq!(std::fs::read_to_string(&path).unwrap(), before);
 
-    let absent = server.call(2, "edit", json!({"path": "dup.rs", "old_string": "let c", "new_string": "x"}));
+    let absent =
+        server.call(2, "edit", json!({"format": "json", "path": "dup.rs", "old_string": "let c", "new_string": "x"}));
     assert_eq!(error_code(&absent), "invalid_argument");
     assert!(text(&absent).contains("old_string not found"), "{absent}");
-    let missing = server.call(3, "edit", json!({"path": "nope.rs", "old_string": "a", "new_string": "b"}));
+    let missing =
+        server.call(3, "edit", json!({"format": "json", "path": "nope.rs", "old_string": "a", "new_string": "b"}));
     assert_eq!(error_code(&missing), "not_found");
 
     let all = item(&server.call(
         4,
         "edit",
-        json!({"path": "dup.rs", "old_string": "let a = 1;", "new_string": "let a = 0;", "replace_all": true}),
+        json!({"format": "json", "path": "dup.rs", "old_string": "let a = 1;", "new_string": "let a = 0;", "replace_all": true}),
     ));
     assert_eq!(all["replacements"], 3);
     assert_eq!(std::fs::read_to_string(&path).unwrap(), before.replace("let a = 1;", "let a = 0;"));
@@ -89,11 +99,19 @@ fn paths_outside_the_roots_are_denied() {
     let fx = Fixture::new();
     let mut server = Server::initialized(&fx.root(), &[]);
     for (id, path) in [(1, "../outside.txt".to_string()), (2, fx.outside().display().to_string())] {
-        let result = server.call(id, "edit", json!({"path": path, "old_string": "CANARY", "new_string": "pwned"}));
+        let result = server.call(
+            id,
+            "edit",
+            json!({"format": "json", "path": path, "old_string": "CANARY", "new_string": "pwned"}),
+        );
         assert_eq!(error_code(&result), "permission_denied");
     }
     std::os::unix::fs::symlink(fx.outside(), fx.root().join("link-out")).unwrap();
-    let through = server.call(3, "edit", json!({"path": "link-out", "old_string": "CANARY", "new_string": "pwned"}));
+    let through = server.call(
+        3,
+        "edit",
+        json!({"format": "json", "path": "link-out", "old_string": "CANARY", "new_string": "pwned"}),
+    );
     assert_eq!(through["isError"], true, "{through}");
     assert_eq!(std::fs::read_to_string(fx.outside()).unwrap(), CANARY);
 }
@@ -106,7 +124,8 @@ fn a_read_only_root_is_denied() {
     let file = ro.canonicalize().unwrap().join("f.txt");
     std::fs::write(&file, "read only\n").unwrap();
     let mut server = Server::initialized(&fx.root(), &["--root", &format!("{}:ro", ro.display())]);
-    let result = server.call(1, "edit", json!({"path": file, "old_string": "only", "new_string": "write"}));
+    let result =
+        server.call(1, "edit", json!({"format": "json", "path": file, "old_string": "only", "new_string": "write"}));
     assert_eq!(error_code(&result), "permission_denied");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "read only\n");
     let names: Vec<_> = std::fs::read_dir(&ro).unwrap().map(|e| e.unwrap().file_name()).collect();
@@ -122,7 +141,7 @@ fn the_result_carries_a_diff_with_context_and_line_numbers() {
     let done = item(&server.call(
         1,
         "edit",
-        json!({"path": "lines.txt", "old_string": "line 12\n", "new_string": "line twelve\nline 12.5\n"}),
+        json!({"format": "json", "path": "lines.txt", "old_string": "line 12\n", "new_string": "line twelve\nline 12.5\n"}),
     ));
     assert_eq!(done["diff"], "@@ -11,3 +11,4 @@\n line 11\n-line 12\n+line twelve\n+line 12.5\n line 13\n");
     assert_eq!(std::fs::read_to_string(&path).unwrap(), before.replace("line 12\n", "line twelve\nline 12.5\n"));
@@ -130,7 +149,7 @@ fn the_result_carries_a_diff_with_context_and_line_numbers() {
     let many = item(&server.call(
         2,
         "edit",
-        json!({"path": "lines.txt", "old_string": "line", "new_string": "row", "replace_all": true}),
+        json!({"format": "json", "path": "lines.txt", "old_string": "line", "new_string": "row", "replace_all": true}),
     ));
     assert_eq!(many["replacements"], 31);
     let diff = many["diff"].as_str().unwrap();
@@ -140,7 +159,7 @@ fn the_result_carries_a_diff_with_context_and_line_numbers() {
     let sparse = item(&server.call(
         3,
         "edit",
-        json!({"path": "sparse.txt", "old_string": "hit", "new_string": "miss", "replace_all": true}),
+        json!({"format": "json", "path": "sparse.txt", "old_string": "hit", "new_string": "miss", "replace_all": true}),
     ));
     assert_eq!(sparse["replacements"], 30);
     let diff = sparse["diff"].as_str().unwrap();

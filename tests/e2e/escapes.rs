@@ -40,16 +40,19 @@ fn refused(result: &Value, codes: &[&str], what: &str, tool: &str, args: &Value)
 /// Every tool, with `p` as its path: the reading tools, then the writing ones.
 fn every_tool(p: &Value) -> Vec<(&'static str, Value)> {
     vec![
-        ("read", json!({"path": p})),
-        ("stat", json!({"path": p, "count_lines": true})),
+        ("read", json!({"format": "json", "path": p})),
+        ("stat", json!({"format": "json", "path": p, "count_lines": true})),
         ("list", json!({"path": p, "depth": 3})),
         ("glob", json!({"pattern": "**", "path": p, "hidden": true, "no_ignore": true})),
         ("grep", json!({"pattern": "CANAR[Y]", "path": p, "hidden": true, "no_ignore": true, "binary": true})),
-        ("write", json!({"path": p, "content": "pwned"})),
-        ("edit", json!({"path": p, "old_string": "must-never", "new_string": "pwned", "replace_all": true})),
-        ("move", json!({"from": p, "to": "stolen.txt"})),
-        ("move", json!({"from": "hello.txt", "to": p, "overwrite": true})),
-        ("mkdir", json!({"path": p})),
+        ("write", json!({"format": "json", "path": p, "content": "pwned"})),
+        (
+            "edit",
+            json!({"format": "json", "path": p, "old_string": "must-never", "new_string": "pwned", "replace_all": true}),
+        ),
+        ("move", json!({"format": "json", "from": p, "to": "stolen.txt"})),
+        ("move", json!({"format": "json", "from": "hello.txt", "to": p, "overwrite": true})),
+        ("mkdir", json!({"format": "json", "path": p})),
     ]
 }
 
@@ -168,18 +171,21 @@ fn writes_through_symlinks_leading_outside_never_touch_the_outside() {
     for &(what, name) in &links {
         let inner = format!("{name}/planted.txt");
         let attempts = [
-            ("write", json!({"path": name, "content": "pwned"})),
-            ("write", json!({"path": name, "content": "pwned", "mode": "create"})),
-            ("write", json!({"path": name, "content": "pwned", "mode": "append"})),
-            ("write", json!({"path": name, "content": "pwned", "allow_hardlinks": true})),
-            ("write", json!({"path": inner, "content": "pwned"})),
-            ("edit", json!({"path": name, "old_string": "must-never", "new_string": "pwned"})),
-            ("edit", json!({"path": format!("{name}/outside.txt"), "old_string": "must-never", "new_string": "x"})),
-            ("mkdir", json!({"path": name})),
-            ("mkdir", json!({"path": format!("{name}/made/deeper")})),
-            ("move", json!({"from": "hello.txt", "to": inner})),
-            ("move", json!({"from": "hello.txt", "to": name})),
-            ("move", json!({"from": format!("{name}/outside.txt"), "to": "stolen.txt"})),
+            ("write", json!({"format": "json", "path": name, "content": "pwned"})),
+            ("write", json!({"format": "json", "path": name, "content": "pwned", "mode": "create"})),
+            ("write", json!({"format": "json", "path": name, "content": "pwned", "mode": "append"})),
+            ("write", json!({"format": "json", "path": name, "content": "pwned", "allow_hardlinks": true})),
+            ("write", json!({"format": "json", "path": inner, "content": "pwned"})),
+            ("edit", json!({"format": "json", "path": name, "old_string": "must-never", "new_string": "pwned"})),
+            (
+                "edit",
+                json!({"format": "json", "path": format!("{name}/outside.txt"), "old_string": "must-never", "new_string": "x"}),
+            ),
+            ("mkdir", json!({"format": "json", "path": name})),
+            ("mkdir", json!({"format": "json", "path": format!("{name}/made/deeper")})),
+            ("move", json!({"format": "json", "from": "hello.txt", "to": inner})),
+            ("move", json!({"format": "json", "from": "hello.txt", "to": name})),
+            ("move", json!({"format": "json", "from": format!("{name}/outside.txt"), "to": "stolen.txt"})),
         ];
         for (tool, args) in &attempts {
             let result = attempt(&mut server, &mut id, what, tool, args);
@@ -245,7 +251,7 @@ fn a_symlink_swapped_during_a_paged_read_never_yields_the_canary() {
     for hold in [Duration::ZERO, Duration::from_millis(4)] {
         while_swapping(swapper(&fx, "swap.txt", real.clone(), hold), || {
             for round in 0..30 {
-                let mut args = json!({"path": "swap.txt", "max_tokens": 200});
+                let mut args = json!({"path": "swap.txt", "max_tokens": 200, "format": "json"});
                 for _ in 0..8 {
                     let result = attempt(&mut server, &mut id, "a swapped symlink", "read", &args);
                     if result["isError"] == true {
@@ -268,7 +274,13 @@ fn a_symlink_swapped_during_a_paged_read_never_yields_the_canary() {
                         attempt(&mut server, &mut id, "eviction", "read", &evict);
                     }
                 }
-                let stat = attempt(&mut server, &mut id, "a swapped symlink", "stat", &json!({"path": "swap.txt"}));
+                let stat = attempt(
+                    &mut server,
+                    &mut id,
+                    "a swapped symlink",
+                    "stat",
+                    &json!({"format": "json", "path": "swap.txt"}),
+                );
                 if stat["isError"] == false {
                     assert_eq!(serde_json::from_slice::<Value>(&payload(&stat)).unwrap()["size"], real.len());
                 }
@@ -291,10 +303,16 @@ fn a_symlink_swapped_during_writes_never_modifies_the_canary() {
         while_swapping(swapper(&fx, "swap.txt", b"real must-never content\n".to_vec(), hold), || {
             for i in 0..30 {
                 let attempts = [
-                    ("write", json!({"path": "swap.txt", "content": format!("written {i}\n")})),
-                    ("write", json!({"path": "swap.txt", "content": "appended\n", "mode": "append"})),
-                    ("write", json!({"path": "swap.txt", "content": "linked\n", "allow_hardlinks": true})),
-                    ("edit", json!({"path": "swap.txt", "old_string": "must-never", "new_string": "edited"})),
+                    ("write", json!({"format": "json", "path": "swap.txt", "content": format!("written {i}\n")})),
+                    ("write", json!({"format": "json", "path": "swap.txt", "content": "appended\n", "mode": "append"})),
+                    (
+                        "write",
+                        json!({"format": "json", "path": "swap.txt", "content": "linked\n", "allow_hardlinks": true}),
+                    ),
+                    (
+                        "edit",
+                        json!({"format": "json", "path": "swap.txt", "old_string": "must-never", "new_string": "edited"}),
+                    ),
                 ];
                 for (tool, args) in &attempts {
                     let result = attempt(&mut server, &mut id, "a swapped symlink", tool, args);
@@ -331,10 +349,22 @@ fn a_hard_link_to_a_file_outside_is_never_modified_by_write_edit_or_move() {
     let mut id = 0;
     let what = "a hard link to a file outside";
     for (tool, args, codes) in [
-        ("write", json!({"path": "hl.txt", "content": "pwned"}), &["permission_denied"][..]),
-        ("write", json!({"path": "hl.txt", "content": "pwned", "mode": "append"}), &["permission_denied"]),
-        ("write", json!({"path": "hl.txt", "content": "pwned", "mode": "create"}), &["conflict", "permission_denied"]),
-        ("edit", json!({"path": "hl.txt", "old_string": "must-never", "new_string": "pwned"}), &["permission_denied"]),
+        ("write", json!({"format": "json", "path": "hl.txt", "content": "pwned"}), &["permission_denied"][..]),
+        (
+            "write",
+            json!({"format": "json", "path": "hl.txt", "content": "pwned", "mode": "append"}),
+            &["permission_denied"],
+        ),
+        (
+            "write",
+            json!({"format": "json", "path": "hl.txt", "content": "pwned", "mode": "create"}),
+            &["conflict", "permission_denied"],
+        ),
+        (
+            "edit",
+            json!({"format": "json", "path": "hl.txt", "old_string": "must-never", "new_string": "pwned"}),
+            &["permission_denied"],
+        ),
     ] {
         let result = attempt(&mut server, &mut id, what, tool, &args);
         refused(&result, codes, what, tool, &args);
@@ -346,13 +376,13 @@ fn a_hard_link_to_a_file_outside_is_never_modified_by_write_edit_or_move() {
     // allow_hardlinks: the name inside the root gets the new bytes by a
     // rename, which leaves the other link, outside, with the old ones.
     for (tool, args, now) in [
-        ("write", json!({"path": "hl.txt", "content": "new\n", "allow_hardlinks": true}), "new\n"),
+        ("write", json!({"format": "json", "path": "hl.txt", "content": "new\n", "allow_hardlinks": true}), "new\n"),
         (
             "edit",
-            json!({"path": "hl.txt", "old_string": "must-never", "new_string": "did", "allow_hardlinks": true}),
+            json!({"format": "json", "path": "hl.txt", "old_string": "must-never", "new_string": "did", "allow_hardlinks": true}),
             "LINKED-OUTSIDE did change\n",
         ),
-        ("move", json!({"from": "sub/inner.txt", "to": "hl.txt", "overwrite": true}), "inner\n"),
+        ("move", json!({"format": "json", "from": "sub/inner.txt", "to": "hl.txt", "overwrite": true}), "inner\n"),
     ] {
         relink();
         let result = attempt(&mut server, &mut id, what, tool, &args);
@@ -387,17 +417,22 @@ fn fifos_sockets_and_devices_inside_a_root_get_errors_without_hanging() {
     for name in &specials {
         let what = format!("the special file {name}");
         for (tool, args, codes) in [
-            ("read", json!({"path": name}), &["unsupported"][..]),
+            ("read", json!({"format": "json", "path": name}), &["unsupported"][..]),
             ("grep", json!({"pattern": "x", "path": name}), &["unsupported"]),
             ("list", json!({"path": name}), &["invalid_argument"]),
             ("glob", json!({"pattern": "*", "path": name}), &["invalid_argument"]),
-            ("write", json!({"path": name, "content": "x"}), &["invalid_argument"]),
-            ("edit", json!({"path": name, "old_string": "a", "new_string": "b"}), &["invalid_argument"]),
+            ("write", json!({"format": "json", "path": name, "content": "x"}), &["invalid_argument"]),
+            (
+                "edit",
+                json!({"format": "json", "path": name, "old_string": "a", "new_string": "b"}),
+                &["invalid_argument"],
+            ),
         ] {
             let result = attempt(&mut server, &mut id, &what, tool, &args);
             refused(&result, codes, &what, tool, &args);
         }
-        let stat = attempt(&mut server, &mut id, &what, "stat", &json!({"path": name, "count_lines": true}));
+        let stat =
+            attempt(&mut server, &mut id, &what, "stat", &json!({"format": "json", "path": name, "count_lines": true}));
         let item: Value = serde_json::from_slice(&payload(&stat)).unwrap();
         assert_eq!((&item["type"], item.get("lines")), (&json!("other"), None), "{what}: {stat}");
     }
@@ -408,15 +443,20 @@ fn fifos_sockets_and_devices_inside_a_root_get_errors_without_hanging() {
         }
     }
     // Walks pass them by: grep and glob only open regular files; list shows them.
-    let grep =
-        attempt(&mut server, &mut id, "a walk", "grep", &json!({"pattern": "x", "path": "special", "include": ["*"]}));
+    let grep = attempt(
+        &mut server,
+        &mut id,
+        "a walk",
+        "grep",
+        &json!({"pattern": "x", "path": "special", "include": ["*"], "format": "json"}),
+    );
     assert_eq!(
         (grep["isError"].clone(), grep["structuredContent"]["files_searched"].clone()),
         (json!(false), json!(0))
     );
     let glob =
         attempt(&mut server, &mut id, "a walk", "glob", &json!({"pattern": ["*", "pipe", "sock"], "path": "special"}));
-    assert_eq!(payload(&glob), b"", "glob lists regular files only: {glob}");
+    assert_eq!(payload(&glob), b"(no results)", "glob lists regular files only: {glob}");
     let list = attempt(&mut server, &mut id, "a walk", "list", &json!({"path": "special", "format": "json"}));
     let listed = String::from_utf8(payload(&list)).unwrap();
     assert_eq!(listed.lines().count(), specials.len() + 2, "{listed}");
@@ -468,7 +508,7 @@ fn very_long_and_very_deep_paths_get_structured_errors_or_work() {
         }
     }
     // 120 levels deep, within PATH_MAX: every tool works.
-    let read = attempt(&mut server, &mut id, "120 levels", "read", &json!({"path": deep_rel}));
+    let read = attempt(&mut server, &mut id, "120 levels", "read", &json!({"format": "json", "path": deep_rel}));
     assert_eq!(payload(&read), b"deep must-never\n", "{read}");
     let glob =
         attempt(&mut server, &mut id, "120 levels", "glob", &json!({"pattern": "n/**/deep.txt", "format": "json"}));
@@ -481,9 +521,16 @@ fn very_long_and_very_deep_paths_get_structured_errors_or_work() {
         &json!({"pattern": "must-never", "path": "n", "format": "json"}),
     );
     assert!(String::from_utf8(payload(&grep)).unwrap().contains(&deep_rel), "{grep}");
-    let written = attempt(&mut server, &mut id, "120 levels", "write", &json!({"path": deep_rel, "content": "new\n"}));
+    let written = attempt(
+        &mut server,
+        &mut id,
+        "120 levels",
+        "write",
+        &json!({"format": "json", "path": deep_rel, "content": "new\n"}),
+    );
     assert_eq!(written["isError"], false, "{written}");
-    let made = attempt(&mut server, &mut id, "130 levels", "mkdir", &json!({"path": "m/".repeat(130)}));
+    let made =
+        attempt(&mut server, &mut id, "130 levels", "mkdir", &json!({"format": "json", "path": "m/".repeat(130)}));
     assert_eq!(made["isError"], false, "{made}");
     // Past PATH_MAX: walks end, with or without errors, and the server goes on.
     for (tool, args) in [
@@ -494,7 +541,7 @@ fn very_long_and_very_deep_paths_get_structured_errors_or_work() {
         let result = attempt(&mut server, &mut id, "a tree past PATH_MAX", tool, &args);
         assert!(result["isError"] == false || documented.contains(&code(&result)), "{tool}: {result}");
     }
-    let after = attempt(&mut server, &mut id, "after", "read", &json!({"path": "hello.txt"}));
+    let after = attempt(&mut server, &mut id, "after", "read", &json!({"format": "json", "path": "hello.txt"}));
     assert_eq!(payload(&after), b"hello\nworld\n");
     outside.assert_unchanged();
 }
@@ -508,14 +555,15 @@ fn mkdir_of_a_path_1200_levels_deep_answers_with_a_result_not_a_protocol_error()
     let outside = Outside::snapshot(&fx);
     let mut server = Server::initialized(&fx.root(), &[]);
     let mut id = 0;
-    let args = json!({"path": "d/".repeat(1200)});
+    let args = json!({"path": "d/".repeat(1200), "format": "json"});
     let result = attempt(&mut server, &mut id, "1200 levels", "mkdir", &args);
     if result["isError"] == true {
         refused(&result, &["too_large", "invalid_argument"], "1200 levels", "mkdir", &args);
     } else {
         let mut cursor = result["structuredContent"]["next_cursor"].clone();
         while let Some(next) = cursor.as_str() {
-            let page = attempt(&mut server, &mut id, "1200 levels", "mkdir", &json!({"cursor": next}));
+            let page =
+                attempt(&mut server, &mut id, "1200 levels", "mkdir", &json!({"format": "json", "cursor": next}));
             assert_eq!(page["isError"], false, "{page}");
             cursor = page["structuredContent"]["next_cursor"].clone();
         }
@@ -591,7 +639,13 @@ fn unicode_look_alikes_never_reach_the_outside() {
             }
         }
     }
-    let inside = attempt(&mut server, &mut id, "the NFC name inside", "read", &json!({"path": format!("{nfc}.txt")}));
+    let inside = attempt(
+        &mut server,
+        &mut id,
+        "the NFC name inside",
+        "read",
+        &json!({"format": "json", "path": format!("{nfc}.txt")}),
+    );
     assert_eq!(payload(&inside), b"inside, NFC\n");
     outside.assert_unchanged();
 }

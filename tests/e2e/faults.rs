@@ -12,7 +12,7 @@ use base64::Engine as _;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::support::{Fixture, Server, payload, read_all, text};
+use crate::support::{Fixture, Server, next_cursor, payload, read_all, text};
 
 fn code(result: &Value) -> &str {
     result["structuredContent"]["error"]["code"].as_str().unwrap_or_else(|| panic!("not a tool error: {result}"))
@@ -20,7 +20,7 @@ fn code(result: &Value) -> &str {
 
 fn cursor(result: &Value) -> String {
     assert_eq!(result["isError"], false, "{result}");
-    result["structuredContent"]["next_cursor"].as_str().unwrap_or_else(|| panic!("no cursor: {result}")).to_string()
+    next_cursor(&result).as_deref().unwrap_or_else(|| panic!("no cursor: {result}")).to_string()
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -38,7 +38,7 @@ fn temp_files(dir: &Path) -> Vec<String> {
 /// Parks another stream so that, with `--max-sessions 1`, the next page of
 /// the first one must reopen the tool at its cursor.
 fn evict(server: &mut Server, id: i64) {
-    let other = server.call(id, "read", json!({"path": "hello.txt", "max_tokens": 1}));
+    let other = server.call(id, "read", json!({"format": "json", "path": "hello.txt", "max_tokens": 1}));
     cursor(&other);
 }
 
@@ -49,16 +49,16 @@ fn page_after(change: impl FnOnce(&Path), evicted: bool) -> Value {
     let content: String = (0..4000).map(|i| format!("line {i:05}\n")).collect();
     let path = fx.write("f.txt", &content);
     let mut server = Server::initialized(&fx.root(), &["--max-sessions", "1"]);
-    let first = server.call(1, "read", json!({"path": "f.txt", "max_tokens": 100}));
+    let first = server.call(1, "read", json!({"format": "json", "path": "f.txt", "max_tokens": 100}));
     assert!(content.as_bytes().starts_with(&payload(&first)));
     let next = cursor(&first);
     change(&path);
     if evicted {
         evict(&mut server, 2);
     }
-    let page = server.call(3, "read", json!({"cursor": next, "max_tokens": 100}));
+    let page = server.call(3, "read", json!({"format": "json", "cursor": next, "max_tokens": 100}));
     // The server goes on.
-    assert_eq!(text(&server.call(4, "read", json!({"path": "hello.txt"}))), "hello\nworld\n");
+    assert_eq!(text(&server.call(4, "read", json!({"format": "json", "path": "hello.txt"}))), "hello\nworld\n");
     page
 }
 
@@ -151,7 +151,7 @@ fn files_deleted_truncated_or_grown_during_a_paged_grep_give_real_items_or_error
             for line in body.lines() {
                 seen.push(check_grep_item(line, &root, &files));
             }
-            let Some(next) = result["structuredContent"]["next_cursor"].as_str() else { break };
+            let Some(next) = next_cursor(&result) else { break };
             args = json!({"cursor": next, "max_tokens": 150});
             let (last_path, _) = seen.last().cloned().unwrap_or_default();
             match page {
@@ -215,7 +215,7 @@ fn entries_deleted_between_pages_of_glob_and_list_are_never_listed_twice() {
                 let item: Value = serde_json::from_str(line).unwrap();
                 paths.push(item["path"].as_str().unwrap().to_string());
             }
-            let Some(next) = result["structuredContent"]["next_cursor"].as_str() else { break };
+            let Some(next) = next_cursor(&result) else { break };
             args = json!({"cursor": next, "max_tokens": 60});
             match page {
                 1 => fs::remove_dir_all(root.join("tree/d4")).unwrap(),
@@ -279,13 +279,17 @@ fn a_commit_that_fills_the_disk_keeps_the_old_file_and_leaves_no_temporary_file(
     let commit = json!({"path": "target.txt", "upload_id": upload_id, "size": staged.len(), "sha256": hex(&Sha256::digest(&staged))});
 
     set_file_size_limit(server.pid(), Some(256 << 10));
-    let inline = server.call(10, "write", json!({"path": "target.txt", "content": "y".repeat(1 << 20)}));
+    let inline =
+        server.call(10, "write", json!({"format": "json", "path": "target.txt", "content": "y".repeat(1 << 20)}));
     assert_eq!(inline["isError"], true, "{inline}");
     assert_eq!(code(&inline), "io", "{inline}");
     assert_unchanged_and_clean(&target, &old);
 
-    let appended =
-        server.call(11, "write", json!({"path": "target.txt", "content": "z".repeat(300_000), "mode": "append"}));
+    let appended = server.call(
+        11,
+        "write",
+        json!({"format": "json", "path": "target.txt", "content": "z".repeat(300_000), "mode": "append"}),
+    );
     assert_eq!(code(&appended), "io", "{appended}");
     assert_unchanged_and_clean(&target, &old);
 
@@ -294,7 +298,7 @@ fn a_commit_that_fills_the_disk_keeps_the_old_file_and_leaves_no_temporary_file(
     let edit = server.call(
         12,
         "edit",
-        json!({"path": "edited.txt", "old_string": "x", "new_string": "xyz", "replace_all": true}),
+        json!({"format": "json", "path": "edited.txt", "old_string": "x", "new_string": "xyz", "replace_all": true}),
     );
     assert_eq!(code(&edit), "io", "{edit}");
     assert_unchanged_and_clean(&edited, "x\n".repeat(200_000).as_bytes());
@@ -304,9 +308,9 @@ fn a_commit_that_fills_the_disk_keeps_the_old_file_and_leaves_no_temporary_file(
     assert_unchanged_and_clean(&target, &old);
 
     // Small writes still fit, and the server answers.
-    let small = server.call(14, "write", json!({"path": "small.txt", "content": "fits"}));
+    let small = server.call(14, "write", json!({"format": "json", "path": "small.txt", "content": "fits"}));
     assert_eq!(small["isError"], false, "{small}");
-    assert_eq!(text(&server.call(15, "read", json!({"path": "hello.txt"}))), "hello\nworld\n");
+    assert_eq!(text(&server.call(15, "read", json!({"format": "json", "path": "hello.txt"}))), "hello\nworld\n");
 
     // Room again: the kept upload commits, exactly.
     set_file_size_limit(server.pid(), None);
@@ -334,7 +338,7 @@ fn the_file_size_limit_signal_does_not_kill_the_server() {
     assert_eq!(reply["result"]["structuredContent"]["error"]["code"], "io", "{reply}");
     assert_unchanged_and_clean(&target, &old);
     set_file_size_limit(server.pid(), None);
-    assert_eq!(text(&server.call(2, "read", json!({"path": "hello.txt"}))), "hello\nworld\n");
+    assert_eq!(text(&server.call(2, "read", json!({"format": "json", "path": "hello.txt"}))), "hello\nworld\n");
 }
 
 /// Whether this process runs as root (where mode 000 denies nothing).
@@ -368,7 +372,9 @@ fn a_directory_that_cannot_be_read_in_the_middle_of_a_walk_is_reported_and_the_w
     let found = String::from_utf8(payload(&grep)).unwrap();
     assert!(found.contains("needle in a") && found.contains("needle in z"), "{found}");
     assert!(!found.contains("needle in locked"), "the locked directory was read: {found}");
-    assert!(grep["structuredContent"]["errors"].as_u64().unwrap() >= 1, "the unreadable directory is counted: {grep}");
+    let counted = server.call(2, "grep", json!({"pattern": "needle", "format": "json"}));
+    let errors = counted["structuredContent"]["errors"].as_u64().unwrap_or(0);
+    assert!(errors >= 1, "the unreadable directory is counted: {counted}");
     assert!(found.contains("locked: not searched: a directory that could not be read"), "and named: {found}");
     // Named at its place, it pages exactly: one item a page gives the whole result.
     let (whole, _) = read_all(&mut server, "grep", json!({"pattern": "needle"}), 25_000);
@@ -391,7 +397,10 @@ fn a_directory_that_cannot_be_read_in_the_middle_of_a_walk_is_reported_and_the_w
     assert!(entry["error"].is_string(), "the locked dir says it could not be read: {entry}");
     assert!(listed.iter().any(|e| e["path"].as_str().unwrap().ends_with("/z/f.txt")), "the walk went on: {listed:?}");
 
-    for (tool, args) in [("read", json!({"path": "locked/f.txt"})), ("stat", json!({"path": "locked/f.txt"}))] {
+    for (tool, args) in [
+        ("read", json!({"format": "json", "path": "locked/f.txt"})),
+        ("stat", json!({"format": "json", "path": "locked/f.txt"})),
+    ] {
         let denied = server.call(4, tool, args);
         assert_eq!(code(&denied), "permission_denied", "{tool}: {denied}");
     }

@@ -90,8 +90,8 @@ fn pipelined(server: &mut Server, calls: &[(&str, Value)]) -> Vec<Value> {
 #[test]
 fn every_bit_flip_of_a_real_cursor_is_refused_and_never_pages() {
     let (_fx, mut server) = setup();
-    let first = server.call(1, "read", json!({"path": "a.txt", "max_tokens": 50}));
-    let second = server.call(2, "read", json!({"cursor": next_cursor(&first), "max_tokens": 50}));
+    let first = server.call(1, "read", json!({"format": "json", "path": "a.txt", "max_tokens": 50}));
+    let second = server.call(2, "read", json!({"format": "json", "cursor": next_cursor(&first), "max_tokens": 50}));
     let cursor = next_cursor(&second);
     assert!(cursor.len() > 256, "a real cursor: {cursor}");
     let (mut text_flips, mut raw_flips) = (Vec::new(), Vec::new());
@@ -103,7 +103,8 @@ fn every_bit_flip_of_a_real_cursor_is_refused_and_never_pages() {
             Err(e) => raw_flips.push(((i, bit), e.into_bytes())),
         }
     }
-    let calls: Vec<(&str, Value)> = text_flips.iter().map(|(_, c)| ("read", json!({"cursor": c}))).collect();
+    let calls: Vec<(&str, Value)> =
+        text_flips.iter().map(|(_, c)| ("read", json!({"format": "json", "cursor": c}))).collect();
     for (((i, bit), _), reply) in text_flips.iter().zip(pipelined(&mut server, &calls)) {
         assert_invalid_cursor(&reply, &[], &format!("bit {bit} of byte {i} flipped"));
     }
@@ -121,14 +122,14 @@ fn every_bit_flip_of_a_real_cursor_is_refused_and_never_pages() {
         assert_eq!(reply["error"]["code"], -32700, "bit {bit} of byte {i}: {reply}");
     }
     assert_eq!(text_flips.len() + raw_flips.len(), cursor.len() * 8);
-    let genuine = server.call(3, "read", json!({"cursor": cursor, "max_tokens": 50}));
+    let genuine = server.call(3, "read", json!({"format": "json", "cursor": cursor, "max_tokens": 50}));
     assert_eq!(page_meta(&genuine)["index"], 2, "the real cursor still works: {genuine}");
 }
 
 #[test]
 fn truncated_empty_huge_and_garbled_cursors_are_refused() {
     let (_fx, mut server) = setup();
-    let first = server.call(1, "read", json!({"path": "a.txt", "max_tokens": 50}));
+    let first = server.call(1, "read", json!({"format": "json", "path": "a.txt", "max_tokens": 50}));
     let cursor = next_cursor(&first);
     let (body_part, mac_part) = cursor.strip_prefix("c1.").unwrap().split_once('.').unwrap();
     let mut garbled: Vec<(String, String)> =
@@ -160,7 +161,8 @@ fn truncated_empty_huge_and_garbled_cursors_are_refused() {
             garbled.push((what.to_string(), forged));
         }
     }
-    let calls: Vec<(&str, Value)> = garbled.iter().map(|(_, c)| ("read", json!({"cursor": c}))).collect();
+    let calls: Vec<(&str, Value)> =
+        garbled.iter().map(|(_, c)| ("read", json!({"format": "json", "cursor": c}))).collect();
     for ((what, _), reply) in garbled.iter().zip(pipelined(&mut server, &calls)) {
         assert_invalid_cursor(&reply, &["malformed", "bad_signature"], what);
     }
@@ -170,14 +172,14 @@ fn truncated_empty_huge_and_garbled_cursors_are_refused() {
             server.request(10 + i as i64, "tools/call", json!({"name": "read", "arguments": {"cursor": value}}));
         assert_eq!(reply["error"]["code"], -32602, "cursor {value}: {reply}");
     }
-    let genuine = server.call(20, "read", json!({"cursor": cursor, "max_tokens": 50}));
+    let genuine = server.call(20, "read", json!({"format": "json", "cursor": cursor, "max_tokens": 50}));
     assert_eq!(page_meta(&genuine)["index"], 1);
 }
 
 #[test]
 fn a_cursor_re_signed_with_another_key_is_refused_whatever_key_it_claims() {
     let (_fx, mut server) = setup();
-    let first = server.call(1, "read", json!({"path": "a.txt", "max_tokens": 50}));
+    let first = server.call(1, "read", json!({"format": "json", "path": "a.txt", "max_tokens": 50}));
     let cursor = next_cursor(&first);
     let mut forged = body(&cursor);
     let wrong_key = [0x42u8; 32];
@@ -203,7 +205,7 @@ fn a_cursor_of_each_paging_tool_is_refused_by_every_other_tool_and_with_other_ar
         fx.write(&format!("sub/f{i:02}.txt"), format!("needle {i}\n").repeat(20));
     }
     let made = [
-        ("read", json!({"path": "a.txt"}), json!({"path": "a.txt", "start_line": 1})),
+        ("read", json!({"format": "json", "path": "a.txt"}), json!({"path": "a.txt", "start_line": 1})),
         ("grep", json!({"pattern": "needle", "path": "sub"}), json!({"pattern": "needles", "path": "sub"})),
         ("glob", json!({"pattern": "**/*.txt"}), json!({"pattern": "**/*.md"})),
         ("list", json!({"path": "sub"}), json!({"path": "sub", "depth": 2})),
@@ -235,11 +237,11 @@ fn a_cursor_of_each_paging_tool_is_refused_by_every_other_tool_and_with_other_ar
 fn replaying_a_cursor_after_the_file_was_replaced_is_stale_never_shifted() {
     let (fx, mut server) = setup();
     let path = fx.root().join("a.txt");
-    let first = server.call(1, "read", json!({"path": "a.txt", "max_tokens": 50}));
+    let first = server.call(1, "read", json!({"format": "json", "path": "a.txt", "max_tokens": 50}));
     let cursor = next_cursor(&first);
     // A replay of an unchanged file is the same page, every time.
-    let once = server.call(2, "read", json!({"cursor": cursor, "max_tokens": 50}));
-    let again = server.call(3, "read", json!({"cursor": cursor, "max_tokens": 50}));
+    let once = server.call(2, "read", json!({"format": "json", "cursor": cursor, "max_tokens": 50}));
+    let again = server.call(3, "read", json!({"format": "json", "cursor": cursor, "max_tokens": 50}));
     assert_eq!(payload(&once), payload(&again));
     assert_eq!(once["structuredContent"]["start_byte"], again["structuredContent"]["start_byte"]);
 
@@ -250,23 +252,23 @@ fn replaying_a_cursor_after_the_file_was_replaced_is_stale_never_shifted() {
     fs::File::options().write(true).open(&replacement).unwrap().set_modified(mtime).unwrap();
     fs::rename(&replacement, &path).unwrap();
     assert_eq!(fs::metadata(&path).unwrap().modified().unwrap(), mtime);
-    let replayed = server.call(4, "read", json!({"cursor": cursor, "max_tokens": 50}));
+    let replayed = server.call(4, "read", json!({"format": "json", "cursor": cursor, "max_tokens": 50}));
     assert_eq!(
         replayed["structuredContent"]["error"]["code"], "stale",
         "replaced under the same size and mtime: {replayed}"
     );
     // And from another server with the same key (the stream is not parked there).
     let mut replica = Server::initialized(&fx.root(), &["--cursor-key", KEY_HEX]);
-    let replayed = replica.call(5, "read", json!({"cursor": cursor, "max_tokens": 50}));
+    let replayed = replica.call(5, "read", json!({"format": "json", "cursor": cursor, "max_tokens": 50}));
     assert_eq!(replayed["structuredContent"]["error"]["code"], "stale", "on a replica: {replayed}");
 
     // Rewritten in place, same size, one second later: stale too.
-    let first = server.call(6, "read", json!({"path": "a.txt", "max_tokens": 50}));
+    let first = server.call(6, "read", json!({"format": "json", "path": "a.txt", "max_tokens": 50}));
     let cursor = next_cursor(&first);
     fs::write(&path, "c\n".repeat(5000)).unwrap();
     let later = SystemTime::now() + Duration::from_secs(1);
     fs::File::options().write(true).open(&path).unwrap().set_modified(later).unwrap();
-    let replayed = server.call(7, "read", json!({"cursor": cursor, "max_tokens": 50}));
+    let replayed = server.call(7, "read", json!({"format": "json", "cursor": cursor, "max_tokens": 50}));
     assert_eq!(replayed["structuredContent"]["error"]["code"], "stale", "rewritten in place: {replayed}");
 }
 
@@ -276,20 +278,20 @@ fn a_validly_signed_cursor_still_cannot_leave_the_roots_or_repeat_a_write() {
     // arguments point outside. The tools re-resolve every path inside the
     // sandbox, so the canary stays out of reach.
     let (fx, mut server) = setup();
-    let first = server.call(1, "read", json!({"path": "a.txt", "max_tokens": 50}));
+    let first = server.call(1, "read", json!({"format": "json", "path": "a.txt", "max_tokens": 50}));
     let template = body(&next_cursor(&first));
     let outside = fx.outside().display().to_string();
     let mut forged = Vec::new();
     for (tool, args, resume) in [
-        ("read", json!({"path": "../outside.txt"}), "0:1"),
-        ("read", json!({"path": outside}), "0:1"),
-        ("read", json!({"path": "link-out"}), "0:1"),
-        ("read", json!({"path": "a.txt"}), "999999999:1"),
-        ("read", json!({"path": "a.txt"}), "not a position"),
+        ("read", json!({"format": "json", "path": "../outside.txt"}), "0:1"),
+        ("read", json!({"format": "json", "path": outside}), "0:1"),
+        ("read", json!({"format": "json", "path": "link-out"}), "0:1"),
+        ("read", json!({"format": "json", "path": "a.txt"}), "999999999:1"),
+        ("read", json!({"format": "json", "path": "a.txt"}), "not a position"),
         ("grep", json!({"pattern": "CANAR[Y]", "path": ".."}), ""),
         ("list", json!({"path": "../root_evil"}), ""),
         ("glob", json!({"pattern": "*", "path": "/"}), ""),
-        ("stat", json!({"path": "../outside.txt"}), ""),
+        ("stat", json!({"format": "json", "path": "../outside.txt"}), ""),
     ] {
         let mut body = template.clone();
         body["t"] = json!(tool);
@@ -334,14 +336,18 @@ fn a_cursor_carries_no_byte_of_the_file_it_pages() {
     let mut server = Server::initialized(&fx.root(), &[]);
     // Pages that end inside a 64-byte block, so the running hash holds bytes of it.
     for max_tokens in [7, 19, 33] {
-        let page = server.call(1, "read", json!({"path": "env.txt", "format": "json", "max_tokens": max_tokens}));
+        let page = server.call(
+            1,
+            "read",
+            json!({"format": "json", "path": "env.txt", "format": "json", "max_tokens": max_tokens}),
+        );
         let cursor = page_meta(&page)["cursor"].as_str().expect("a next page").to_string();
         let body = body(&cursor);
         let plain = body.to_string();
         assert!(!plain.contains("wJalr") && !plain.contains("AWS_"), "the cursor's body shows the file: {plain}");
         let sealed = B64.decode(body["hs"].as_str().expect("a sealed hash state")).unwrap();
         assert_eq!(shared_windows(&sealed, text.as_bytes(), 8), 0, "the hash state shows the file");
-        let resumed = server.call(2, "read", json!({"cursor": cursor, "max_tokens": 25_000}));
+        let resumed = server.call(2, "read", json!({"format": "json", "cursor": cursor, "max_tokens": 25_000}));
         let whole = [payload(&page), payload(&resumed)].concat();
         assert_eq!(String::from_utf8(whole).unwrap(), text, "the sealed state still pages exactly");
     }

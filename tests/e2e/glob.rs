@@ -177,9 +177,9 @@ fn glob_include_dirs_info_and_errors() {
     let (dirs, _) = items(&mut server, "glob", json!({"pattern": "src/**", "include_dirs": true}), 6000);
     let rels = relative(&root, &dirs);
     assert!(rels.contains(&"src/deep".to_string()) && rels.contains(&"src/deep/deeper".to_string()), "{rels:?}");
-    let first = server.call(1, "glob", json!({"pattern": "**/*", "max_tokens": 50}));
+    let first = server.call(1, "glob", json!({"pattern": "**/*", "max_tokens": 50, "format": "json"}));
     let meta = &first["structuredContent"];
-    assert_eq!(meta["root"], ".", "the root searched, relative to the first root (the text form's)");
+    assert!(meta["root"].as_str().is_some_and(|r| r.starts_with('/')), "the root searched: {meta}");
     assert!(meta["matched"].as_u64().unwrap() >= 1 && meta["visited"].as_u64().unwrap() >= 1, "{meta}");
     // The whole result counted stands in for the tool's lower bounds.
     assert!(meta.get("summary").is_none(), "{meta}");

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::support::{Fixture, Server, page_meta, payload, run_bounded};
+use crate::support::{Fixture, Server, next_cursor, page_meta, payload, run_bounded};
 
 /// A `redis-server` on a free loopback port, stopped when dropped. It keeps
 /// nothing on disk.
@@ -76,7 +76,7 @@ fn redis_server() -> PathBuf {
 }
 
 fn handle_of(page: &Value) -> String {
-    page["structuredContent"]["next_cursor"].as_str().unwrap_or_else(|| panic!("no handle: {page}")).to_string()
+    next_cursor(&page).as_deref().unwrap_or_else(|| panic!("no handle: {page}")).to_string()
 }
 
 fn lines(n: usize) -> String {
@@ -93,12 +93,12 @@ fn a_handle_survives_a_restart_and_is_unknown_to_a_server_with_another_store() {
     let key = "33".repeat(32);
     let args = ["--state-dir", state, "--cursor-key", &key];
     let mut first = Server::initialized(&fx.root(), &args);
-    let page = first.call(1, "read", json!({"path": "lines.txt", "max_tokens": 100}));
-    let handle = page["structuredContent"]["next_cursor"].as_str().unwrap().to_string();
-    let expected = first.call(2, "read", json!({"cursor": handle, "max_tokens": 100}));
+    let page = first.call(1, "read", json!({"format": "json", "path": "lines.txt", "max_tokens": 100}));
+    let handle = next_cursor(&page).unwrap().to_string();
+    let expected = first.call(2, "read", json!({"format": "json", "cursor": handle, "max_tokens": 100}));
     drop(first);
     let mut restarted = Server::initialized(&fx.root(), &args);
-    let again = restarted.call(3, "read", json!({"cursor": handle, "max_tokens": 100}));
+    let again = restarted.call(3, "read", json!({"format": "json", "cursor": handle, "max_tokens": 100}));
     assert_eq!(payload(&again), payload(&expected), "the same page after a restart");
     let other_state = tempfile::tempdir().unwrap();
     let mut elsewhere =
@@ -107,7 +107,7 @@ fn a_handle_survives_a_restart_and_is_unknown_to_a_server_with_another_store() {
     assert_eq!(reply["error"]["data"]["reason"], "unknown_handle", "{reply}");
     assert!(reply["error"]["message"].as_str().unwrap().contains("handle store"), "{reply}");
     let signed = page_meta(&page)["cursor"].as_str().unwrap();
-    let resumed = elsewhere.call(5, "read", json!({"cursor": signed, "max_tokens": 100}));
+    let resumed = elsewhere.call(5, "read", json!({"format": "json", "cursor": signed, "max_tokens": 100}));
     assert_eq!(payload(&resumed), payload(&expected), "the signed cursor needs only the key");
 }
 
@@ -126,17 +126,17 @@ fn replicas_sharing_a_redis_store_resume_each_others_handles_page_by_page() {
     };
     let mut replicas = [replica(state_a.path()), replica(state_b.path())];
     let mut got = Vec::new();
-    let mut page = replicas[0].call(1, "read", json!({"path": "lines.txt", "max_tokens": 300}));
+    let mut page = replicas[0].call(1, "read", json!({"format": "json", "path": "lines.txt", "max_tokens": 300}));
     let mut pages = 1;
     loop {
         assert_eq!(page["isError"], false, "{page}");
         got.extend(payload(&page));
-        let Some(handle) = page["structuredContent"]["next_cursor"].as_str().map(str::to_string) else { break };
+        let Some(handle) = next_cursor(&page) else { break };
         assert!(handle.len() <= 64, "{handle}");
         // Every other page from the other replica, which holds neither the
         // stream nor the handle's file: only Redis knows the handle.
         let next = &mut replicas[pages % 2];
-        page = next.call(pages as i64 + 1, "read", json!({"cursor": handle, "max_tokens": 300}));
+        page = next.call(pages as i64 + 1, "read", json!({"format": "json", "cursor": handle, "max_tokens": 300}));
         pages += 1;
     }
     assert!(pages >= 4, "{pages} pages");
@@ -145,7 +145,8 @@ fn replicas_sharing_a_redis_store_resume_each_others_handles_page_by_page() {
     assert_eq!(page_meta(&page)["payload_sha256"], whole.as_str());
 
     let mut own_store = Server::initialized(&fx.root(), &["--cursor-key", &key]);
-    let theirs = handle_of(&own_store.call(90, "read", json!({"path": "lines.txt", "max_tokens": 300})));
+    let theirs =
+        handle_of(&own_store.call(90, "read", json!({"format": "json", "path": "lines.txt", "max_tokens": 300})));
     let reply = replicas[0].request(91, "tools/call", json!({"name": "read", "arguments": {"cursor": theirs}}));
     assert_eq!(reply["error"]["data"]["reason"], "unknown_handle", "a handle from another store: {reply}");
 }
@@ -184,7 +185,7 @@ fn a_handle_store_lost_between_pages_is_a_server_error_naming_the_signed_cursor(
     let fx = Fixture::new();
     fx.write("lines.txt", lines(3000));
     let mut server = Server::initialized(&fx.root(), &["--handle-store", &redis.url()]);
-    let first = server.call(1, "read", json!({"path": "lines.txt", "max_tokens": 100}));
+    let first = server.call(1, "read", json!({"format": "json", "path": "lines.txt", "max_tokens": 100}));
     let handle = handle_of(&first);
     drop(redis);
     let reply = server.request(2, "tools/call", json!({"name": "read", "arguments": {"cursor": handle}}));
@@ -192,17 +193,17 @@ fn a_handle_store_lost_between_pages_is_a_server_error_naming_the_signed_cursor(
     let message = reply["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("handle store could not be read") && message.contains("cursor"), "{reply}");
     let signed = page_meta(&first)["cursor"].as_str().unwrap();
-    let second = server.call(3, "read", json!({"cursor": signed, "max_tokens": 100}));
+    let second = server.call(3, "read", json!({"format": "json", "cursor": signed, "max_tokens": 100}));
     assert_eq!(second["isError"], false, "the signed cursor needs no store: {second}");
 }
 
 /// Replays the handle of a second page `times` times from `server`; each
 /// replay answers the same page with the same next handle.
 fn replay(server: &mut Server, handle: &str, times: i64) -> String {
-    let first = server.call(100, "read", json!({"cursor": handle, "max_tokens": 100}));
+    let first = server.call(100, "read", json!({"format": "json", "cursor": handle, "max_tokens": 100}));
     let next = handle_of(&first);
     for id in 0..times {
-        let again = server.call(101 + id, "read", json!({"cursor": handle, "max_tokens": 100}));
+        let again = server.call(101 + id, "read", json!({"format": "json", "cursor": handle, "max_tokens": 100}));
         assert_eq!(payload(&again), payload(&first), "a replay answers the same page");
         assert_eq!(handle_of(&again), next, "and the same next handle");
     }
@@ -215,7 +216,7 @@ fn replaying_a_handle_does_not_grow_the_state_directory() {
     fx.write("lines.txt", lines(3000));
     let state = tempfile::tempdir().unwrap();
     let mut server = Server::initialized(&fx.root(), &["--state-dir", state.path().to_str().unwrap()]);
-    let handle = handle_of(&server.call(1, "read", json!({"path": "lines.txt", "max_tokens": 100})));
+    let handle = handle_of(&server.call(1, "read", json!({"format": "json", "path": "lines.txt", "max_tokens": 100})));
     let stream = handle.trim_start_matches("h1_").split('.').next().unwrap().to_string();
     let file = state.path().join("handles").join(&stream);
     replay(&mut server, &handle, 1);
@@ -232,7 +233,7 @@ fn a_redis_store_holds_each_page_once_and_evicts_the_oldest_results_past_its_cap
     fx.write("lines.txt", lines(3000));
     let mut server = Server::initialized(&fx.root(), &["--handle-store", &redis.url(), "--max-handle-results", "3"]);
     let mut peek = redis::Client::open(redis.url()).unwrap().get_connection().unwrap();
-    let handle = handle_of(&server.call(1, "read", json!({"path": "lines.txt", "max_tokens": 100})));
+    let handle = handle_of(&server.call(1, "read", json!({"format": "json", "path": "lines.txt", "max_tokens": 100})));
     let stream = handle.trim_start_matches("h1_").split('.').next().unwrap().to_string();
     let key = format!("cordon:result:{stream}");
     replay(&mut server, &handle, 1);
@@ -248,7 +249,7 @@ fn a_redis_store_holds_each_page_once_and_evicts_the_oldest_results_past_its_cap
     for id in 0..4 {
         let path = format!("copy{id}.txt");
         fx.write(&path, lines(3000));
-        handle_of(&server.call(300 + id, "read", json!({"path": path, "max_tokens": 100})));
+        handle_of(&server.call(300 + id, "read", json!({"format": "json", "path": path, "max_tokens": 100})));
     }
     let results: u64 = redis::cmd("ZCARD").arg("cordon:results").query(&mut peek).unwrap();
     assert_eq!(results, 3, "at most --max-handle-results results");

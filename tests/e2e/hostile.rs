@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::support::{Fixture, Server, payload};
+use crate::support::{Fixture, Server, next_cursor, payload};
 
 const HOSTILE: &str = env!("CORDON_HOSTILE_COMPONENT");
 
@@ -89,7 +89,7 @@ fn assert_fired(reply: &Value, fired: Fired, what: &str) {
 /// A `read` of a small file and a benign call of the hostile tool, on the
 /// session that just served a hostile call.
 fn assert_still_healthy(server: &mut Server, id: i64, after: &str) {
-    let read = server.call(id, "read", json!({"path": "small.txt"}));
+    let read = server.call(id, "read", json!({"format": "json", "path": "small.txt"}));
     assert_eq!(read["isError"], false, "read after {after}: {read}");
     assert_eq!(payload(&read), SMALL.as_bytes(), "read after {after}");
     let benign = server.call(id + 1, "hostile", json!({"behaviour": "benign"}));
@@ -146,7 +146,7 @@ fn a_tool_with_too_many_calls_stuck_in_host_calls_gets_no_more_but_other_tools_r
     assert_eq!(refused["error"]["code"], -32603, "{refused}");
     assert_eq!(refused["error"]["data"]["error"], "tool_stuck", "{refused}");
     assert_eq!(refused["error"]["data"]["calls"], 4, "{refused}");
-    let read = server.call(6, "read", json!({"path": "small.txt"}));
+    let read = server.call(6, "read", json!({"format": "json", "path": "small.txt"}));
     assert_eq!(payload(&read), SMALL.as_bytes());
 }
 
@@ -209,7 +209,7 @@ fn a_tool_that_checkpoints_gets_pages_ended_on_time_and_one_that_never_does_is_s
     let flags = ["--component", HOSTILE, "--timeout-secs", WALL_TIME_SECS, "--page-ms", "50"];
     let mut server = Server::initialized(&fx.root(), &flags);
     // Work that never finds anything: each page answers on time, empty, and goes on.
-    let mut args = json!({"behaviour": "checkpoints"});
+    let mut args = json!({"behaviour": "checkpoints", "format": "json"});
     for page in 0..3 {
         let started = Instant::now();
         let result = server.call(page + 1, "hostile", args);
@@ -239,7 +239,7 @@ fn an_endless_stream_of_small_chunks_is_paged_within_the_budget() {
         let result = server.call(page + 1, "hostile", args);
         assert_eq!(result["isError"], false, "page {page}: {result}");
         assert_eq!(payload(&result), vec![b'x'; 400], "page {page}");
-        let cursor = result["structuredContent"]["next_cursor"].as_str().expect("an endless stream continues");
+        let cursor = next_cursor(&result).expect("an endless stream continues");
         args = json!({"cursor": cursor, "max_tokens": 100});
     }
     assert_still_healthy(&mut server, 10, "an endless stream");
@@ -267,7 +267,8 @@ fn a_healthy_read_is_answered_while_hostile_calls_run_on_the_same_session() {
         let request = json!({"name": "hostile", "arguments": {"behaviour": behaviour}});
         server.send_json(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": request}));
     }
-    let read = server.request(3, "tools/call", json!({"name": "read", "arguments": {"path": "small.txt"}}));
+    let read =
+        server.request(3, "tools/call", json!({"name": "read", "arguments": {"path": "small.txt", "format": "json"}}));
     assert_eq!(payload(&read["result"]), SMALL.as_bytes(), "{read}");
     let started = Instant::now();
     let mut replies = [server.recv(), server.recv()];
@@ -290,7 +291,8 @@ fn a_cancelled_call_blocked_in_a_host_call_lets_go_of_its_slot_after_the_grace()
     assert_eq!(note["method"], "notifications/progress", "the guest says it blocks: {note}");
     let cancelled = Instant::now();
     server.send_json(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}));
-    let read = server.request(2, "tools/call", json!({"name": "read", "arguments": {"path": "small.txt"}}));
+    let read =
+        server.request(2, "tools/call", json!({"name": "read", "arguments": {"path": "small.txt", "format": "json"}}));
     assert_eq!(payload(&read["result"]), SMALL.as_bytes(), "the cancelled call is never answered: {read}");
     assert!(cancelled.elapsed() < HANG_GUARD, "the slot was held {:?} after the cancel", cancelled.elapsed());
 }

@@ -118,7 +118,11 @@ fn stateless_requests_get_the_status_of_their_error() {
     call.push(("Mcp-Name", "read".into()));
     let read = http.post(
         &call,
-        &request(5, "tools/call", json!({"_meta": meta, "name": "read", "arguments": {"path": "hello.txt"}})),
+        &request(
+            5,
+            "tools/call",
+            json!({"_meta": meta, "name": "read", "arguments": {"path": "hello.txt", "format": "json"}}),
+        ),
     );
     assert_eq!(read.status, 200);
     assert_eq!(read.header("content-type"), Some("text/event-stream"), "a call answers on an SSE stream");

@@ -29,8 +29,11 @@ fn python_sdk_client_lists_tools_and_reads_a_file() {
     assert_eq!(seen["protocol_version"], "2025-11-25");
     assert_eq!(seen["server"], "cordon");
     assert!(seen["tools"].as_array().unwrap().iter().any(|t| t == "read"));
-    assert_eq!(seen["read_has_output_schema"], true);
-    assert_eq!(seen["text"], content);
+    assert_eq!(seen["read_has_output_schema"], false, "no outputSchema: text reaches models as text");
+    let numbered: String = content.lines().enumerate().map(|(i, line)| format!("{}\t{line}\n", i + 1)).collect();
+    assert_eq!(seen["text"], numbered, "the text form: numbered lines, as cat -n");
+    assert_eq!(seen["text_structured"], Value::Null, "the text form has no structured content");
+    assert_eq!(seen["exact_text"], content, "the JSON form: the bytes exactly");
     assert_eq!(seen["is_error"], false);
     assert_eq!(seen["structured"]["size"], content.len());
     assert_eq!(seen["denied_is_error"], true);

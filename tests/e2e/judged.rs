@@ -45,7 +45,7 @@ fn renaming_an_ancestor_does_not_take_a_secret_out_from_under_its_deny_rule() {
         id += 1;
         server.call(id, tool, args)
     };
-    refused(&call(&mut server, "read", json!({"path": "config/master.key"})), "the read");
+    refused(&call(&mut server, "read", json!({"format": "json", "path": "config/master.key"})), "the read");
     let moves = [
         ("config", "cfg"),
         ("app", "z"),
@@ -55,14 +55,23 @@ fn renaming_an_ancestor_does_not_take_a_secret_out_from_under_its_deny_rule() {
         ("tmp", "conf/secrets"),
     ];
     for (from, to) in moves {
-        let message = refused(&call(&mut server, "move", json!({"from": from, "to": to})), &format!("{from} → {to}"));
+        let message = refused(
+            &call(&mut server, "move", json!({"format": "json", "from": from, "to": to})),
+            &format!("{from} → {to}"),
+        );
         assert!(message.contains("deny rule") && message.contains("nothing was moved"), "{message}");
         assert!(fx.root().join(from).exists(), "{from} stays");
     }
     let grep = call(&mut server, "grep", json!({"pattern": CANARY, "format": "json"}));
     assert!(!String::from_utf8_lossy(&payload(&grep)).contains(CANARY), "a secret reached a grep: {grep}");
-    ok(&call(&mut server, "move", json!({"from": "docs", "to": "documents"})), "a move no rule cares about");
-    ok(&call(&mut server, "move", json!({"from": "conf/x", "to": "conf/w"})), "still under `conf/**`");
+    ok(
+        &call(&mut server, "move", json!({"format": "json", "from": "docs", "to": "documents"})),
+        "a move no rule cares about",
+    );
+    ok(
+        &call(&mut server, "move", json!({"format": "json", "from": "conf/x", "to": "conf/w"})),
+        "still under `conf/**`",
+    );
 }
 
 #[test]
@@ -85,13 +94,16 @@ fn a_read_only_root_nested_in_a_read_write_one_is_not_written_through_links() {
         ("edit", edit("lv/v.txt")),
         ("edit", edit("self/vendor/v.txt")),
         ("edit", edit("src/up/v.txt")),
-        ("write", json!({"path": "lv/new.txt", "content": "x"})),
-        ("write", json!({"path": "self/vendor/nested_ro/n.txt", "content": "x", "mode": "overwrite"})),
-        ("write", json!({"path": "l1/n.txt", "content": "x", "mode": "overwrite"})),
-        ("mkdir", json!({"path": "lv/made"})),
-        ("mkdir", json!({"path": "l1/deeper/still"})),
-        ("move", json!({"from": "lv/v.txt", "to": "moved.txt"})),
-        ("move", json!({"from": "src/main.rs", "to": "lv/main.rs"})),
+        ("write", json!({"format": "json", "path": "lv/new.txt", "content": "x"})),
+        (
+            "write",
+            json!({"format": "json", "path": "self/vendor/nested_ro/n.txt", "content": "x", "mode": "overwrite"}),
+        ),
+        ("write", json!({"format": "json", "path": "l1/n.txt", "content": "x", "mode": "overwrite"})),
+        ("mkdir", json!({"format": "json", "path": "lv/made"})),
+        ("mkdir", json!({"format": "json", "path": "l1/deeper/still"})),
+        ("move", json!({"format": "json", "from": "lv/v.txt", "to": "moved.txt"})),
+        ("move", json!({"format": "json", "from": "src/main.rs", "to": "lv/main.rs"})),
     ];
     for (n, (tool, args)) in attempts.into_iter().enumerate() {
         let message = refused(&server.call(n as i64 + 1, tool, args.clone()), &format!("{tool} {args}"));
@@ -102,8 +114,11 @@ fn a_read_only_root_nested_in_a_read_write_one_is_not_written_through_links() {
     for made in ["vendor/new.txt", "vendor/made", "vendor/nested_ro/deeper", "moved.txt", "vendor/main.rs"] {
         assert!(!root.join(made).exists(), "{made} was made");
     }
-    ok(&server.call(100, "write", json!({"path": "self/src/new.rs", "content": "x"})), "a link inside the rw root");
-    ok(&server.call(101, "move", json!({"from": "lv", "to": "lv2"})), "the link itself moves");
+    ok(
+        &server.call(100, "write", json!({"format": "json", "path": "self/src/new.rs", "content": "x"})),
+        "a link inside the rw root",
+    );
+    ok(&server.call(101, "move", json!({"format": "json", "from": "lv", "to": "lv2"})), "the link itself moves");
 }
 
 #[test]
@@ -119,15 +134,19 @@ fn a_nested_root_is_not_moved_away_through_a_link_and_the_server_keeps_serving()
     let mut server = Server::initialized(&root, &["--root", &inner]);
     let moves = [("lp/q", "q_moved"), ("self/p", "p_moved"), ("other/up/q", "q2"), ("p", "p2"), ("self/p/q", "q3")];
     for (n, (from, to)) in moves.into_iter().enumerate() {
-        let message = refused(&server.call(n as i64 + 1, "move", json!({"from": from, "to": to})), from);
+        let message =
+            refused(&server.call(n as i64 + 1, "move", json!({"format": "json", "from": from, "to": to})), from);
         assert!(message.contains("root"), "{from}: {message}");
     }
     assert!(Path::new(&root.join("p/q/f.txt")).exists());
-    let read = server.call(10, "read", json!({"path": root.join("p/q/f.txt")}));
+    let read = server.call(10, "read", json!({"format": "json", "path": root.join("p/q/f.txt")}));
     assert_eq!(payload(&read), b"inner\n", "the server still serves its nested root: {read}");
     drop(server);
     let mut again = Server::initialized(&root, &["--root", &inner]);
-    ok(&again.call(1, "read", json!({"path": "other/o.txt"})), "the server starts again with its configuration");
+    ok(
+        &again.call(1, "read", json!({"format": "json", "path": "other/o.txt"})),
+        "the server starts again with its configuration",
+    );
 }
 
 #[test]

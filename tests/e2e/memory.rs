@@ -6,7 +6,7 @@
 
 use serde_json::{Value, json};
 
-use crate::support::{Fixture, Server, payload};
+use crate::support::{Fixture, Server, next_cursor, payload};
 
 /// A pattern whose compiled form takes tens of MiB of guest memory, and which
 /// matches every line of the fixture (the first alternative), so that a small
@@ -25,7 +25,7 @@ fn rss_kib(pid: u32) -> u64 {
 
 fn unfinished(result: &Value, what: &str) -> String {
     assert_eq!(result["isError"], false, "{what}: {result}");
-    let cursor = result["structuredContent"]["next_cursor"].as_str();
+    let cursor = next_cursor(&result);
     cursor.unwrap_or_else(|| panic!("{what} ended on its first page: {result}")).to_string()
 }
 
@@ -53,7 +53,7 @@ fn a_hundred_unfinished_expensive_searches_stay_within_the_parked_budget_and_lat
     // hundred streams held well over 2 GiB.
     let bound_kib = (PARKED_MIB + 256 + 256) * 1024;
     assert!(most < bound_kib, "resident memory reached {most} KiB, over {bound_kib} KiB");
-    let read = server.call(1000, "read", json!({ "path": "hello.txt" }));
+    let read = server.call(1000, "read", json!({"format": "json",  "path": "hello.txt" }));
     assert_eq!(payload(&read), b"hello\n", "{read}");
     let resumed = server.call(1001, "grep", json!({ "cursor": first_cursor.unwrap(), "max_tokens": 10 }));
     assert_eq!(resumed["isError"], false, "the first stream was given up; its cursor reopens it: {resumed}");

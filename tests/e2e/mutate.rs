@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use crate::support::{CANARY, Fixture, Server, payload};
+use crate::support::{CANARY, Fixture, Server, next_cursor, payload};
 
 /// The one item of a successful write call.
 fn item(result: &Value) -> Value {
@@ -72,7 +72,7 @@ fn mkdir_creates_missing_parents_and_reports_what_it_made() {
     let fx = Fixture::new();
     let root = fx.root();
     let mut server = Server::initialized(&root, &[]);
-    let made = item(&server.call(1, "mkdir", json!({"path": "a/b/c"})));
+    let made = item(&server.call(1, "mkdir", json!({"format": "json", "path": "a/b/c"})));
     let expected = json!({
         "path": s(&root.join("a/b/c")),
         "created": [s(&root.join("a")), s(&root.join("a/b")), s(&root.join("a/b/c"))],
@@ -82,20 +82,20 @@ fn mkdir_creates_missing_parents_and_reports_what_it_made() {
     assert_eq!(made, expected);
     assert!(root.join("a/b/c").is_dir());
 
-    let again = item(&server.call(2, "mkdir", json!({"path": s(&root.join("a/b/c"))})));
+    let again = item(&server.call(2, "mkdir", json!({"format": "json", "path": s(&root.join("a/b/c"))})));
     assert_eq!(again, json!({"path": s(&root.join("a/b/c")), "created": [], "created_count": 0, "existed": true}));
-    let existing = item(&server.call(3, "mkdir", json!({"path": "sub", "parents": false})));
+    let existing = item(&server.call(3, "mkdir", json!({"format": "json", "path": "sub", "parents": false})));
     assert_eq!(existing["existed"], true);
 
-    let one = item(&server.call(4, "mkdir", json!({"path": "a/d", "parents": false})));
+    let one = item(&server.call(4, "mkdir", json!({"format": "json", "path": "a/d", "parents": false})));
     assert_eq!(one["created"], json!([s(&root.join("a/d"))]));
-    let orphan = server.call(5, "mkdir", json!({"path": "x/y", "parents": false}));
+    let orphan = server.call(5, "mkdir", json!({"format": "json", "path": "x/y", "parents": false}));
     assert_eq!(error(&orphan, &["parents: true"]), "not_found");
     assert!(!root.join("x").exists());
 
-    let file = server.call(6, "mkdir", json!({"path": "hello.txt"}));
+    let file = server.call(6, "mkdir", json!({"format": "json", "path": "hello.txt"}));
     assert_eq!(error(&file, &["already exists and is a file"]), "conflict");
-    let through_file = server.call(7, "mkdir", json!({"path": "hello.txt/inner"}));
+    let through_file = server.call(7, "mkdir", json!({"format": "json", "path": "hello.txt/inner"}));
     assert_eq!(error(&through_file, &["hello.txt"]), "conflict");
     assert_eq!(fs::read_to_string(root.join("hello.txt")).unwrap(), "hello\nworld\n");
 }
@@ -119,7 +119,7 @@ fn mkdir_never_creates_anything_outside_the_roots() {
         json!("link-parent/root_evil/made"),
     ];
     for (i, path) in cases.iter().enumerate() {
-        let result = server.call(i as i64 + 1, "mkdir", json!({ "path": path }));
+        let result = server.call(i as i64 + 1, "mkdir", json!({"format": "json",  "path": path }));
         assert_eq!(error(&result, &[]), "permission_denied", "{path}: {result}");
     }
     assert_outside_untouched(&fx, &canary);
@@ -132,12 +132,12 @@ fn mkdir_under_a_read_only_root_is_denied_but_an_existing_directory_is_fine() {
     let ro = read_only_root(&fx);
     let flag = format!("{}:ro", s(&ro));
     let mut server = Server::initialized(&fx.root(), &["--root", &flag]);
-    let denied = server.call(1, "mkdir", json!({"path": s(&ro.join("new/deeper"))}));
+    let denied = server.call(1, "mkdir", json!({"format": "json", "path": s(&ro.join("new/deeper"))}));
     assert_eq!(error(&denied, &["read-only", &s(&ro)]), "permission_denied");
     assert_eq!(listing(&ro), ["dir", "kept.txt"]);
-    let existing = item(&server.call(2, "mkdir", json!({"path": s(&ro.join("dir"))})));
+    let existing = item(&server.call(2, "mkdir", json!({"format": "json", "path": s(&ro.join("dir"))})));
     assert_eq!(existing["existed"], true);
-    let made = item(&server.call(3, "mkdir", json!({"path": "rw-still-works"})));
+    let made = item(&server.call(3, "mkdir", json!({"format": "json", "path": "rw-still-works"})));
     assert_eq!(made["existed"], false);
 }
 
@@ -148,24 +148,24 @@ fn move_renames_files_and_directories() {
     fs::create_dir_all(root.join("tree/deep")).unwrap();
     fs::write(root.join("tree/deep/leaf.txt"), "leaf").unwrap();
     let mut server = Server::initialized(&root, &[]);
-    let file = item(&server.call(1, "move", json!({"from": "hello.txt", "to": "sub/greeting.txt"})));
+    let file = item(&server.call(1, "move", json!({"format": "json", "from": "hello.txt", "to": "sub/greeting.txt"})));
     let expected = json!({"from": s(&root.join("hello.txt")), "to": s(&root.join("sub/greeting.txt")), "type": "file", "overwrote": false});
     assert_eq!(file, expected);
     assert!(!root.join("hello.txt").exists());
     assert_eq!(fs::read_to_string(root.join("sub/greeting.txt")).unwrap(), "hello\nworld\n");
 
-    let dir = item(&server.call(2, "move", json!({"from": s(&root.join("tree")), "to": "renamed"})));
+    let dir = item(&server.call(2, "move", json!({"format": "json", "from": s(&root.join("tree")), "to": "renamed"})));
     assert_eq!((dir["type"].as_str(), dir["overwrote"].as_bool()), (Some("dir"), Some(false)));
     assert_eq!(fs::read_to_string(root.join("renamed/deep/leaf.txt")).unwrap(), "leaf");
     assert!(!root.join("tree").exists());
 
-    let missing = server.call(3, "move", json!({"from": "nope.txt", "to": "x.txt"}));
+    let missing = server.call(3, "move", json!({"format": "json", "from": "nope.txt", "to": "x.txt"}));
     assert_eq!(error(&missing, &["nope.txt"]), "not_found");
-    let no_dir = server.call(4, "move", json!({"from": "renamed", "to": "absent/renamed"}));
+    let no_dir = server.call(4, "move", json!({"format": "json", "from": "renamed", "to": "absent/renamed"}));
     assert_eq!(error(&no_dir, &["absent", "mkdir"]), "not_found");
-    let into_itself = server.call(5, "move", json!({"from": "renamed", "to": "renamed/deep/again"}));
+    let into_itself = server.call(5, "move", json!({"format": "json", "from": "renamed", "to": "renamed/deep/again"}));
     assert_eq!(error(&into_itself, &["into itself"]), "invalid_argument");
-    let the_root = server.call(6, "move", json!({"from": ".", "to": "sub/root"}));
+    let the_root = server.call(6, "move", json!({"format": "json", "from": ".", "to": "sub/root"}));
     assert_eq!(error(&the_root, &["root"]), "permission_denied");
     assert!(root.join("renamed/deep/leaf.txt").is_file());
 }
@@ -178,26 +178,32 @@ fn move_onto_an_existing_path_needs_overwrite_and_never_goes_into_a_directory() 
     fs::create_dir(root.join("empty")).unwrap();
     fs::create_dir(root.join("dir")).unwrap();
     let mut server = Server::initialized(&root, &[]);
-    let refused = server.call(1, "move", json!({"from": "new.txt", "to": "hello.txt"}));
+    let refused = server.call(1, "move", json!({"format": "json", "from": "new.txt", "to": "hello.txt"}));
     assert_eq!(error(&refused, &[&s(&root.join("hello.txt")), "overwrite"]), "conflict");
     assert_eq!(fs::read_to_string(root.join("hello.txt")).unwrap(), "hello\nworld\n");
     assert_eq!(fs::read_to_string(root.join("new.txt")).unwrap(), "new");
 
-    let into_dir = server.call(2, "move", json!({"from": "new.txt", "to": "sub"}));
+    let into_dir = server.call(2, "move", json!({"format": "json", "from": "new.txt", "to": "sub"}));
     assert_eq!(error(&into_dir, &["full new path"]), "conflict");
     assert_eq!(listing(&root.join("sub")), ["inner.txt"]);
 
-    let replaced = item(&server.call(3, "move", json!({"from": "new.txt", "to": "hello.txt", "overwrite": true})));
+    let replaced = item(&server.call(
+        3,
+        "move",
+        json!({"format": "json", "from": "new.txt", "to": "hello.txt", "overwrite": true}),
+    ));
     assert_eq!(replaced["overwrote"], true);
     assert_eq!(fs::read_to_string(root.join("hello.txt")).unwrap(), "new");
     assert!(!root.join("new.txt").exists());
 
-    let full = server.call(4, "move", json!({"from": "dir", "to": "sub", "overwrite": true}));
+    let full = server.call(4, "move", json!({"format": "json", "from": "dir", "to": "sub", "overwrite": true}));
     assert_eq!(error(&full, &["not empty"]), "invalid_argument");
-    let file_over_dir = server.call(5, "move", json!({"from": "hello.txt", "to": "empty", "overwrite": true}));
+    let file_over_dir =
+        server.call(5, "move", json!({"format": "json", "from": "hello.txt", "to": "empty", "overwrite": true}));
     assert_eq!(error(&file_over_dir, &["directory"]), "invalid_argument");
     assert!(root.join("dir").is_dir() && root.join("sub/inner.txt").is_file() && root.join("hello.txt").is_file());
-    let dir_over_empty = item(&server.call(6, "move", json!({"from": "dir", "to": "empty", "overwrite": true})));
+    let dir_over_empty =
+        item(&server.call(6, "move", json!({"format": "json", "from": "dir", "to": "empty", "overwrite": true})));
     assert_eq!(dir_over_empty["overwrote"], true);
     assert!(!root.join("dir").exists() && root.join("empty").is_dir());
 }
@@ -229,7 +235,7 @@ fn move_never_reaches_outside_the_roots() {
     assert_eq!(listing(&root), ["hello.txt", "link-out", "sub"]);
     assert_eq!(fs::read_to_string(root.join("hello.txt")).unwrap(), "hello\nworld\n");
     // The symlink itself is an entry inside the root: moving it moves the link, not its target.
-    let link = item(&server.call(20, "move", json!({"from": "link-out", "to": "sub/link"})));
+    let link = item(&server.call(20, "move", json!({"format": "json", "from": "link-out", "to": "sub/link"})));
     assert_eq!(link["type"], "symlink");
     assert_outside_untouched(&fx, &canary);
 }
@@ -259,7 +265,8 @@ fn move_touching_a_read_only_root_is_denied_and_between_read_write_roots_works()
     assert!(root.join("hello.txt").is_file());
 
     // Both roots are on one filesystem here, so a single rename does it.
-    let across = server.call(10, "move", json!({"from": "hello.txt", "to": s(&other.join("hello.txt"))}));
+    let across =
+        server.call(10, "move", json!({"format": "json", "from": "hello.txt", "to": s(&other.join("hello.txt"))}));
     if across["isError"] == true {
         assert_eq!(error(&across, &["different filesystems"]), "unsupported");
     } else {
@@ -278,12 +285,12 @@ fn paged(server: &mut Server, tool: &str, args: Value, between: impl FnOnce()) -
     assert_eq!(first["structuredContent"]["complete"], false, "{first}");
     between();
     let mut text = payload(&first);
-    let mut cursor = first["structuredContent"]["next_cursor"].as_str().unwrap().to_string();
+    let mut cursor = next_cursor(&first).as_deref().unwrap().to_string();
     for page in 1.. {
         let next = server.call(100 + page, tool, json!({"cursor": cursor, "max_tokens": 1}));
         assert_eq!(next["isError"], false, "page {page}: {next}");
         text.extend(payload(&next));
-        match next["structuredContent"]["next_cursor"].as_str() {
+        match next_cursor(&next).as_deref() {
             Some(c) => cursor = c.to_string(),
             None => break,
         }
@@ -298,11 +305,13 @@ fn a_paged_result_resumes_without_repeating_the_change() {
     let fx = Fixture::new();
     let root = fx.root();
     let mut server = Server::initialized(&root, &[]);
-    let made = paged(&mut server, "mkdir", json!({"path": "p/q"}), || fs::remove_dir_all(root.join("p")).unwrap());
+    let made = paged(&mut server, "mkdir", json!({"format": "json", "path": "p/q"}), || {
+        fs::remove_dir_all(root.join("p")).unwrap()
+    });
     assert_eq!(made["created"], json!([s(&root.join("p")), s(&root.join("p/q"))]));
     assert!(!root.join("p").exists(), "resuming created the directories again");
 
-    let moved = paged(&mut server, "move", json!({"from": "hello.txt", "to": "moved.txt"}), || {
+    let moved = paged(&mut server, "move", json!({"format": "json", "from": "hello.txt", "to": "moved.txt"}), || {
         fs::write(root.join("hello.txt"), "a new file").unwrap()
     });
     assert_eq!(moved["to"], s(&root.join("moved.txt")));

@@ -7,7 +7,9 @@ use std::process::Command;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::support::{Fixture, Rng, Server, cordon_bin, page_meta, payload, read_all, shared_state_dir, text};
+use crate::support::{
+    Fixture, Rng, Server, cordon_bin, next_cursor, page_meta, payload, read_all, shared_state_dir, text,
+};
 
 /// Generated files that stress the edges: unicode, CRLF, no final newline,
 /// empty, invalid UTF-8, and one 5 MB line.
@@ -51,7 +53,7 @@ fn pages_concatenate_to_the_file_byte_for_byte_at_random_budgets() {
             (0..3).map(|_| rng.range(1, 3000)).collect()
         };
         for max_tokens in budgets {
-            let (got, pages) = read_all(&mut server, "read", json!({ "path": name }), max_tokens);
+            let (got, pages) = read_all(&mut server, "read", json!({"format": "json",  "path": name }), max_tokens);
             assert!(got == *bytes, "{name} at max_tokens {max_tokens}: {} bytes back of {}", got.len(), bytes.len());
             let last = &pages.last().unwrap()["structuredContent"];
             assert_eq!(last["complete"], true);
@@ -77,7 +79,7 @@ fn a_multi_page_result_carries_a_footer_a_summary_and_a_cursor() {
     let lines: String = (1..=2000).map(|i| format!("line {i}\n")).collect();
     fx.write("lines.txt", &lines);
     let mut server = Server::initialized(&fx.root(), &[]);
-    let first = server.call(1, "read", json!({"path": "lines.txt", "max_tokens": 100}));
+    let first = server.call(1, "read", json!({"format": "json", "path": "lines.txt", "max_tokens": 100}));
     let meta = &first["structuredContent"];
     assert_eq!(meta["complete"], false);
     assert_eq!(page_meta(&first)["index"], 0);
@@ -96,12 +98,12 @@ fn a_multi_page_result_carries_a_footer_a_summary_and_a_cursor() {
     assert!(cursor.starts_with("h1_") && cursor.len() <= 64, "the model copies a short handle: {cursor}");
     let signed = page_meta(&first)["cursor"].as_str().unwrap();
     assert!(!footer.contains(signed), "the signed cursor is for programs, in _meta: {footer}");
-    let second = server.call(2, "read", json!({"cursor": cursor, "max_tokens": 100}));
+    let second = server.call(2, "read", json!({"format": "json", "cursor": cursor, "max_tokens": 100}));
     assert_eq!(page_meta(&second)["index"], 1);
-    let by_cursor = server.call(20, "read", json!({"cursor": signed, "max_tokens": 100}));
+    let by_cursor = server.call(20, "read", json!({"format": "json", "cursor": signed, "max_tokens": 100}));
     assert_eq!(payload(&by_cursor), payload(&second), "the handle and its signed cursor continue alike");
     assert!(second["structuredContent"].get("summary").is_none(), "only the first page carries the summary");
-    let lines_per_page = server.call(3, "read", json!({"path": "lines.txt", "page_size": 10}));
+    let lines_per_page = server.call(3, "read", json!({"format": "json", "path": "lines.txt", "page_size": 10}));
     assert_eq!(text(&lines_per_page), (1..=10).map(|i| format!("line {i}\n")).collect::<String>());
     assert_eq!(page_meta(&lines_per_page)["items"], 10);
 }
@@ -138,9 +140,9 @@ fn cursors_that_are_tampered_foreign_misused_or_expired_are_refused() {
     let state = state.path().to_str().unwrap();
     let args = ["--component", fixture, "--cursor-ttl-secs", "1", "--state-dir", state];
     let mut server = Server::initialized(&fx.root(), &args);
-    let first = server.call(1, "read", json!({"path": "a.txt", "max_tokens": 50}));
+    let first = server.call(1, "read", json!({"format": "json", "path": "a.txt", "max_tokens": 50}));
     let cursor = page_meta(&first)["cursor"].as_str().unwrap().to_string();
-    let handle = first["structuredContent"]["next_cursor"].as_str().unwrap().to_string();
+    let handle = next_cursor(&first).unwrap().to_string();
     let refused = |server: &mut Server, id: i64, tool: &str, args: Value, reason: &str| {
         let reply = server.request(id, "tools/call", json!({"name": tool, "arguments": args}));
         assert_eq!(reply["error"]["code"], -32602, "{reason}: {reply}");
@@ -151,20 +153,20 @@ fn cursors_that_are_tampered_foreign_misused_or_expired_are_refused() {
     let at = tampered.len() / 2;
     tampered[at] = if tampered[at] == b'A' { b'B' } else { b'A' };
     let tampered = String::from_utf8(tampered).unwrap();
-    refused(&mut server, 2, "read", json!({"cursor": tampered}), "bad_signature");
+    refused(&mut server, 2, "read", json!({"format": "json", "cursor": tampered}), "bad_signature");
     refused(&mut server, 3, "fixture", json!({"cursor": cursor}), "other_tool");
-    refused(&mut server, 4, "read", json!({"cursor": cursor, "path": "b.txt"}), "arguments_changed");
-    let same_args = server.call(5, "read", json!({"cursor": cursor, "path": "a.txt"}));
+    refused(&mut server, 4, "read", json!({"format": "json", "cursor": cursor, "path": "b.txt"}), "arguments_changed");
+    let same_args = server.call(5, "read", json!({"format": "json", "cursor": cursor, "path": "a.txt"}));
     assert_eq!(same_args["isError"], false, "identical arguments are accepted");
     let mut mistyped = handle.clone().into_bytes();
     let at = mistyped.len() - 3;
     mistyped[at] = if mistyped[at] == b'0' { b'1' } else { b'0' };
     let mistyped = String::from_utf8(mistyped).unwrap();
-    refused(&mut server, 7, "read", json!({"cursor": mistyped}), "unknown_handle");
+    refused(&mut server, 7, "read", json!({"format": "json", "cursor": mistyped}), "unknown_handle");
     refused(&mut server, 8, "fixture", json!({"cursor": handle}), "other_tool");
     std::thread::sleep(std::time::Duration::from_millis(2100));
-    refused(&mut server, 6, "read", json!({"cursor": cursor}), "expired");
-    refused(&mut server, 9, "read", json!({"cursor": handle}), "expired");
+    refused(&mut server, 6, "read", json!({"format": "json", "cursor": cursor}), "expired");
+    refused(&mut server, 9, "read", json!({"format": "json", "cursor": handle}), "expired");
 }
 
 #[test]
@@ -174,13 +176,13 @@ fn a_cursor_signed_with_another_key_is_foreign() {
     let key_a = "11".repeat(32);
     let key_b = "22".repeat(32);
     let mut one = Server::initialized(&fx.root(), &["--cursor-key", &key_a]);
-    let first = one.call(1, "read", json!({"path": "a.txt", "max_tokens": 50}));
-    let cursor = first["structuredContent"]["next_cursor"].as_str().unwrap().to_string();
+    let first = one.call(1, "read", json!({"format": "json", "path": "a.txt", "max_tokens": 50}));
+    let cursor = next_cursor(&first).unwrap().to_string();
     let mut two = Server::initialized(&fx.root(), &["--cursor-key", &key_b]);
     let reply = two.request(2, "tools/call", json!({"name": "read", "arguments": {"cursor": cursor}}));
     assert_eq!(reply["error"]["data"]["reason"], "foreign_key", "{reply}");
     let mut replica = Server::initialized(&fx.root(), &["--cursor-key", &key_a]);
-    let next = replica.call(3, "read", json!({"cursor": cursor, "max_tokens": 50}));
+    let next = replica.call(3, "read", json!({"format": "json", "cursor": cursor, "max_tokens": 50}));
     assert_eq!(page_meta(&next)["index"], 1, "a replica with the same key continues");
 }
 
@@ -189,18 +191,18 @@ fn a_file_changed_between_pages_is_stale_never_shifted() {
     let fx = Fixture::new();
     let path = fx.write("changing.txt", "x\n".repeat(5000));
     let mut server = Server::initialized(&fx.root(), &[]);
-    let first = server.call(1, "read", json!({"path": "changing.txt", "max_tokens": 100}));
-    let cursor = first["structuredContent"]["next_cursor"].as_str().unwrap().to_string();
+    let first = server.call(1, "read", json!({"format": "json", "path": "changing.txt", "max_tokens": 100}));
+    let cursor = next_cursor(&first).unwrap().to_string();
     std::fs::write(&path, "y\n".repeat(6000)).unwrap();
-    let next = server.call(2, "read", json!({"cursor": cursor}));
+    let next = server.call(2, "read", json!({"format": "json", "cursor": cursor}));
     assert_eq!(next["isError"], true);
     assert_eq!(next["structuredContent"]["error"]["code"], "stale", "{next}");
     assert!(text(&next).contains("start again"), "{next}");
 
-    let first = server.call(3, "read", json!({"path": "changing.txt", "max_tokens": 100}));
-    let cursor = first["structuredContent"]["next_cursor"].as_str().unwrap().to_string();
+    let first = server.call(3, "read", json!({"format": "json", "path": "changing.txt", "max_tokens": 100}));
+    let cursor = next_cursor(&first).unwrap().to_string();
     std::fs::remove_file(&path).unwrap();
-    let gone = server.call(4, "read", json!({"cursor": cursor}));
+    let gone = server.call(4, "read", json!({"format": "json", "cursor": cursor}));
     assert_eq!(gone["structuredContent"]["error"]["code"], "stale", "{gone}");
 }
 
@@ -213,8 +215,8 @@ fn evicted_streams_are_reopened_with_identical_output() {
     fx.write("b.txt", &b);
     let mut server = Server::initialized(&fx.root(), &["--max-sessions", "1"]);
     let (mut got_a, mut got_b) = (Vec::new(), Vec::new());
-    let mut args_a = json!({"path": "a.txt", "max_tokens": 300});
-    let mut args_b = json!({"path": "b.txt", "max_tokens": 300});
+    let mut args_a = json!({"path": "a.txt", "max_tokens": 300, "format": "json"});
+    let mut args_b = json!({"path": "b.txt", "max_tokens": 300, "format": "json"});
     let mut id = 0;
     let (mut done_a, mut done_b) = (false, false);
     while !(done_a && done_b) {
@@ -225,7 +227,7 @@ fn evicted_streams_are_reopened_with_identical_output() {
             id += 1;
             let page = server.call(id, "read", args.clone());
             got.extend(payload(&page));
-            match page["structuredContent"]["next_cursor"].as_str() {
+            match next_cursor(&page).as_deref() {
                 Some(cursor) => *args = json!({"cursor": cursor, "max_tokens": 300}),
                 None => *done = true,
             }
@@ -242,13 +244,13 @@ fn a_restart_between_pages_continues_with_identical_output() {
     let state = tempfile::tempdir().unwrap();
     let state_arg = state.path().to_str().unwrap();
     let mut got = Vec::new();
-    let mut args = json!({"path": "r.txt", "max_tokens": 2000});
+    let mut args = json!({"path": "r.txt", "max_tokens": 2000, "format": "json"});
     for round in 0.. {
         // A new server process for every page, sharing only the state directory.
         let mut server = Server::initialized(&fx.root(), &["--state-dir", state_arg]);
         let page = server.call(round, "read", args.clone());
         got.extend(payload(&page));
-        match page["structuredContent"]["next_cursor"].as_str() {
+        match next_cursor(&page).as_deref() {
             Some(cursor) => args = json!({"cursor": cursor, "max_tokens": 2000}),
             None => break,
         }
@@ -301,8 +303,12 @@ fn byte_ranges_page_exactly_and_the_footer_counts_what_remains() {
     let content: String = (0..5000).map(|i| format!("{i} é\n")).collect();
     fx.write("range.txt", &content);
     let mut server = Server::initialized(&fx.root(), &[]);
-    let (got, pages) =
-        read_all(&mut server, "read", json!({"path": "range.txt", "start_byte": 1001, "end_byte": 20001}), 500);
+    let (got, pages) = read_all(
+        &mut server,
+        "read",
+        json!({"format": "json", "path": "range.txt", "start_byte": 1001, "end_byte": 20001}),
+        500,
+    );
     assert!(got == content.as_bytes()[1001..20001], "a byte range, paged, is exactly those bytes");
     assert!(pages.len() > 5);
     let first = &pages[0];
@@ -354,12 +360,12 @@ fn paging_a_large_file_keeps_the_servers_memory_bounded() {
     // Every tool loaded first: the growth measured is the paging's.
     let mut server = Server::initialized(&fx.root(), &["--compile-first"]);
     let baseline = server.peak_rss_kib();
-    let mut args = json!({"path": "large.txt", "max_tokens": 25_000});
+    let mut args = json!({"path": "large.txt", "max_tokens": 25_000, "format": "json"});
     let mut total = 0u64;
     for id in 1.. {
         let page = server.call(id, "read", args.clone());
         total += page_meta(&page)["bytes"].as_u64().unwrap();
-        match page["structuredContent"]["next_cursor"].as_str() {
+        match next_cursor(&page).as_deref() {
             Some(cursor) => args = json!({"cursor": cursor, "max_tokens": 25_000}),
             None => break,
         }

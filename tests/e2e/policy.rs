@@ -45,21 +45,21 @@ fn deny_rules_refuse_named_paths_naming_the_rule_even_through_symlinks() {
     secrets(&fx);
     let mut server = Server::initialized(&fx.root(), &DENY);
     let cases = [
-        ("read", json!({"path": ".env"}), ".env"),
-        ("read", json!({"path": ".git/config"}), ".git/**"),
-        ("read", json!({"path": "./sub/../.git/config"}), ".git/**"),
-        ("read", json!({"path": "sub/server.pem"}), "*.pem"),
-        ("read", json!({"path": "innocent.txt"}), ".git/**"),
-        ("read", json!({"path": "repo/config"}), ".git/**"),
-        ("stat", json!({"path": ".env"}), ".env"),
+        ("read", json!({"format": "json", "path": ".env"}), ".env"),
+        ("read", json!({"format": "json", "path": ".git/config"}), ".git/**"),
+        ("read", json!({"format": "json", "path": "./sub/../.git/config"}), ".git/**"),
+        ("read", json!({"format": "json", "path": "sub/server.pem"}), "*.pem"),
+        ("read", json!({"format": "json", "path": "innocent.txt"}), ".git/**"),
+        ("read", json!({"format": "json", "path": "repo/config"}), ".git/**"),
+        ("stat", json!({"format": "json", "path": ".env"}), ".env"),
         ("list", json!({"path": ".git"}), ".git/**"),
         ("grep", json!({"pattern": "CANARY", "path": ".env"}), ".env"),
-        ("write", json!({"path": "sub/new.pem", "content": "x"}), "*.pem"),
-        ("write", json!({"path": "repo/hooks-evil", "content": "x"}), ".git/**"),
-        ("edit", json!({"path": ".env", "old_string": "TOKEN", "new_string": "X"}), ".env"),
-        ("move", json!({"from": "sub/notes.txt", "to": ".git/notes.txt"}), ".git/**"),
-        ("move", json!({"from": ".env", "to": "env.txt"}), ".env"),
-        ("mkdir", json!({"path": ".git/evil"}), ".git/**"),
+        ("write", json!({"format": "json", "path": "sub/new.pem", "content": "x"}), "*.pem"),
+        ("write", json!({"format": "json", "path": "repo/hooks-evil", "content": "x"}), ".git/**"),
+        ("edit", json!({"format": "json", "path": ".env", "old_string": "TOKEN", "new_string": "X"}), ".env"),
+        ("move", json!({"format": "json", "from": "sub/notes.txt", "to": ".git/notes.txt"}), ".git/**"),
+        ("move", json!({"format": "json", "from": ".env", "to": "env.txt"}), ".env"),
+        ("mkdir", json!({"format": "json", "path": ".git/evil"}), ".git/**"),
     ];
     for (i, (tool, args, rule)) in cases.iter().enumerate() {
         let result = server.call(i as i64 + 1, tool, args.clone());
@@ -69,7 +69,7 @@ fn deny_rules_refuse_named_paths_naming_the_rule_even_through_symlinks() {
     }
     assert!(!fx.root().join("sub/new.pem").exists() && !fx.root().join(".git/evil").exists());
     assert_eq!(std::fs::read_to_string(fx.root().join(".env")).unwrap(), format!("TOKEN={CANARY}\n"));
-    let allowed = server.call(90, "read", json!({"path": "sub/notes.txt"}));
+    let allowed = server.call(90, "read", json!({"format": "json", "path": "sub/notes.txt"}));
     assert_eq!(text(&allowed), "nothing secret\n");
 }
 
@@ -114,7 +114,7 @@ fn read_only_offers_no_writing_tool_and_refuses_calls_to_them() {
     assert_eq!(refused["error"]["data"]["error"], "read_only", "{refused}");
     assert!(refused["error"]["message"].as_str().unwrap().contains("read-only"), "{refused}");
     assert!(!fx.root().join("x.txt").exists());
-    assert_eq!(text(&server.call(3, "read", json!({"path": "hello.txt"}))), "hello\nworld\n");
+    assert_eq!(text(&server.call(3, "read", json!({"format": "json", "path": "hello.txt"}))), "hello\nworld\n");
 }
 
 /// Writes `cordon.toml` beside the fixture's root and returns its path.
@@ -138,7 +138,7 @@ fn the_configuration_file_sets_roots_deny_rules_and_limits_and_flags_override_it
     assert!(!names(&listed).contains(&"write".to_string()), "read-only from the file");
 
     let read = |extra: &[&str], path: &str| {
-        let args = json!({ "path": path }).to_string();
+        let args = json!({ "path": path, "format": "json" }).to_string();
         let mut all = vec!["call", "read", "--config", &config, "--json", &args];
         all.extend_from_slice(extra);
         let out = cordon(&all);
@@ -232,11 +232,11 @@ fn client_roots_narrow_the_configured_roots_and_never_widen_them() {
     let fx = Fixture::new();
     let (root, sub) = (fx.root(), fx.root().join("sub"));
     let mut server = with_client_roots(&root, &[&sub]);
-    assert_eq!(text(&server.call(1, "read", json!({"path": sub.join("inner.txt")}))), "inner\n");
-    let outside_sub = server.call(2, "read", json!({"path": root.join("hello.txt")}));
+    assert_eq!(text(&server.call(1, "read", json!({"format": "json", "path": sub.join("inner.txt")}))), "inner\n");
+    let outside_sub = server.call(2, "read", json!({"format": "json", "path": root.join("hello.txt")}));
     assert_eq!(error_code(&outside_sub), "permission_denied", "{outside_sub}");
     assert!(message(&outside_sub).contains("client"), "names the client's roots: {outside_sub}");
-    let write = server.call(3, "write", json!({"path": root.join("new.txt"), "content": "x"}));
+    let write = server.call(3, "write", json!({"format": "json", "path": root.join("new.txt"), "content": "x"}));
     assert_eq!(error_code(&write), "permission_denied", "{write}");
     assert!(!root.join("new.txt").exists());
 
@@ -244,8 +244,11 @@ fn client_roots_narrow_the_configured_roots_and_never_widen_them() {
     // and grants the configured root, not the parent.
     server.send_json(&json!({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"}));
     answer_roots(&mut server, &[fx.dir.path()]);
-    assert_eq!(text(&server.call(4, "read", json!({"path": root.join("hello.txt")}))), "hello\nworld\n");
-    let canary = server.call(5, "read", json!({"path": fx.outside()}));
+    assert_eq!(
+        text(&server.call(4, "read", json!({"format": "json", "path": root.join("hello.txt")}))),
+        "hello\nworld\n"
+    );
+    let canary = server.call(5, "read", json!({"format": "json", "path": fx.outside()}));
     assert_eq!(error_code(&canary), "permission_denied", "{canary}");
     assert!(!canary.to_string().contains(CANARY));
 
@@ -253,7 +256,7 @@ fn client_roots_narrow_the_configured_roots_and_never_widen_them() {
     let elsewhere = tempfile::tempdir().unwrap();
     server.send_json(&json!({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"}));
     answer_roots(&mut server, &[elsewhere.path()]);
-    let nothing = server.call(6, "read", json!({"path": "hello.txt"}));
+    let nothing = server.call(6, "read", json!({"format": "json", "path": "hello.txt"}));
     assert_eq!(error_code(&nothing), "permission_denied", "{nothing}");
 }
 
@@ -262,7 +265,7 @@ fn a_client_that_refuses_roots_list_gets_the_configured_roots() {
     let fx = Fixture::new();
     let (mut server, asked) = declaring_roots(&fx.root());
     server.send_json(&json!({"jsonrpc": "2.0", "id": asked["id"], "error": {"code": -32601, "message": "no"}}));
-    assert_eq!(text(&server.call(1, "read", json!({"path": "hello.txt"}))), "hello\nworld\n");
+    assert_eq!(text(&server.call(1, "read", json!({"format": "json", "path": "hello.txt"}))), "hello\nworld\n");
 }
 
 #[test]
@@ -270,7 +273,8 @@ fn calls_wait_for_the_clients_roots_and_fail_closed_without_them() {
     let fx = Fixture::new();
     let (mut server, _asked) = declaring_roots(&fx.root());
     // Never answered: the call is refused, never run with the configured roots.
-    let refused = server.request(1, "tools/call", json!({"name": "read", "arguments": {"path": "hello.txt"}}));
+    let refused =
+        server.request(1, "tools/call", json!({"name": "read", "arguments": {"path": "hello.txt", "format": "json"}}));
     assert_eq!(refused["error"]["data"]["error"], "roots_unanswered", "{refused}");
     assert!(!refused.to_string().contains("world"));
 }

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::support::{Fixture, Server, cordon_bin, run_bounded};
+use crate::support::{Fixture, Server, cordon_bin, next_cursor, run_bounded};
 
 /// `cordon serve` started by a shell that sets `umask` first.
 fn under_umask(umask: &str, root: &Path, extra: &[&str]) -> Server {
@@ -59,9 +59,9 @@ fn everything_the_server_creates_is_owner_only_whatever_the_umask() {
                 args.extend(["--audit-log", log.to_str().unwrap()]);
             }
             let mut server = under_umask(umask, &fx.root(), &args);
-            let first = server.call(1, "read", json!({"path": "lines.txt", "max_tokens": 100}));
-            let handle = first["structuredContent"]["next_cursor"].as_str().expect("a handle").to_string();
-            let second = server.call(2, "read", json!({"cursor": handle, "max_tokens": 100}));
+            let first = server.call(1, "read", json!({"format": "json", "path": "lines.txt", "max_tokens": 100}));
+            let handle = next_cursor(&first).expect("a handle").to_string();
+            let second = server.call(2, "read", json!({"format": "json", "cursor": handle, "max_tokens": 100}));
             assert_eq!(second["isError"], false, "{second}");
             let started = server.call(3, "upload", json!({"action": "start"}));
             let id = started["structuredContent"]["upload_id"].as_str().unwrap().to_string();

@@ -39,7 +39,7 @@ fn a_cancelled_grep_stops_reports_progress_until_then_and_is_never_answered() {
                              "params": {"requestId": 1, "reason": "the user gave up"}}));
     // One call at a time: this one runs only once the grep has let go of its slot.
     server.send_json(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-                             "params": {"name": "read", "arguments": {"path": "hello.txt"}}}));
+                             "params": {"name": "read", "arguments": {"path": "hello.txt", "format": "json"}}}));
     let reply = loop {
         let message = server.recv();
         if message["method"] == "notifications/progress" {
@@ -170,7 +170,7 @@ fn both_eras_are_served_on_one_stdio_session() {
     assert_eq!(server.request(8, "logging/setLevel", json!({"level": "warning"}))["result"], json!({}));
     // A warning: the tool error of this call comes as a log message, then the result.
     server.send_json(&json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
-                             "params": {"name": "read", "arguments": {"path": "nope.txt"}}}));
+                             "params": {"name": "read", "arguments": {"path": "nope.txt", "format": "json"}}}));
     let log = server.recv();
     assert_eq!(log["method"], "notifications/message", "{log}");
     assert_eq!(log["params"]["level"], "warning");

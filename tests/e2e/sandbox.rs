@@ -32,10 +32,10 @@ fn reads_outside_every_root_are_permission_errors() {
         ("symlink to a directory outside", json!("dir-link-to-parent/outside.txt")),
     ];
     for (i, (what, path)) in cases.into_iter().enumerate() {
-        let result = server.call(i as i64 + 1, "read", json!({ "path": path }));
+        let result = server.call(i as i64 + 1, "read", json!({"format": "json",  "path": path }));
         assert_denied(&result, what);
     }
-    let dangling = server.call(99, "read", json!({"path": "dangling"}));
+    let dangling = server.call(99, "read", json!({"format": "json", "path": "dangling"}));
     assert_eq!(dangling["isError"], true);
 }
 
@@ -45,7 +45,7 @@ fn symlinks_that_stay_inside_the_root_are_followed() {
     let root = fx.root();
     symlink("sub/inner.txt", root.join("inner-link")).unwrap();
     let mut server = Server::initialized(&root, &[]);
-    assert_eq!(text(&server.call(1, "read", json!({"path": "inner-link"}))), "inner\n");
+    assert_eq!(text(&server.call(1, "read", json!({"format": "json", "path": "inner-link"}))), "inner\n");
 }
 
 #[test]
@@ -55,6 +55,6 @@ fn a_fifo_inside_a_root_is_refused_without_hanging() {
     let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
     assert!(made.success());
     let mut server = Server::initialized(&fx.root(), &[]);
-    let result = server.call(1, "read", json!({"path": "pipe"}));
+    let result = server.call(1, "read", json!({"format": "json", "path": "pipe"}));
     assert_eq!(result["structuredContent"]["error"]["code"], "unsupported", "{result}");
 }

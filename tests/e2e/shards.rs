@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::corpus;
-use crate::support::{Fixture, Server, cordon_bin, page_meta, payload, read_all, read_all_reopened, shared_state_dir};
+use crate::support::{
+    Fixture, Server, cordon_bin, next_cursor, page_meta, payload, read_all, read_all_reopened, shared_state_dir,
+};
 
 /// A generated corpus (canonical root).
 fn corpus_root(files: usize, seed: u64) -> (tempfile::TempDir, PathBuf) {
@@ -71,7 +73,7 @@ fn read_at_changing_budgets(server: &mut Server, tool: &str, args: &Value, budge
         assert_eq!(result["isError"], false, "{tool} page {page}: {result}");
         got.extend(payload(&result));
         page += 1;
-        match result["structuredContent"]["next_cursor"].as_str() {
+        match next_cursor(&result).as_deref() {
             Some(cursor) => call = json!({ "cursor": cursor }),
             None => return (got, page),
         }
@@ -171,7 +173,7 @@ fn long_search_root(fx: &Fixture, copies: usize) {
 }
 
 fn read_small(server: &mut Server, id: i64) {
-    let reply = server.call(id, "read", json!({"path": "hello.txt"}));
+    let reply = server.call(id, "read", json!({"format": "json", "path": "hello.txt"}));
     assert_eq!(reply["content"][0]["text"], "hello\nworld\n", "{reply}");
 }
 
@@ -204,11 +206,11 @@ fn a_sharded_grep_past_its_deadline_answers_on_time_and_leaves_no_shard_running_
     let started = Instant::now();
     let reply = server.call(1, "grep", json!({"pattern": "absent-needle"}));
     assert_eq!(reply["isError"], false, "{reply}");
-    assert_eq!(reply["structuredContent"]["ended"], "time", "{reply}");
+    assert_eq!(crate::support::page_meta(&reply)["ended"], "time", "{reply}");
     assert!(started.elapsed() < Duration::from_secs(4), "answered by the deadline: {:?}", started.elapsed());
     // The stream is parked: its shards ahead stop until the next page.
     no_shard_left(server.pid(), Duration::from_secs(5));
-    let cursor = reply["structuredContent"]["next_cursor"].as_str().expect("the search goes on");
+    let cursor = next_cursor(&reply).expect("the search goes on");
     let next = server.call(2, "grep", json!({"cursor": cursor}));
     assert_eq!(next["isError"], false, "{next}");
     no_shard_left(server.pid(), Duration::from_secs(5));
@@ -254,11 +256,14 @@ fn a_shard_names_the_lines_over_its_share_of_the_calls_memory_and_the_call_goes_
     assert_eq!(reply["result"]["isError"], false, "one instance holds the file: {reply}");
     assert!(reply["result"]["structuredContent"].get("errors").is_none(), "no error (a zero is left out): {reply}");
     let mut four = Server::initialized(&fx.root(), &["--shards", "4", "--memory-mib", "64"]);
-    let reply = four.request(1, "tools/call", call);
+    let reply = four.request(1, "tools/call", call.clone());
     assert_eq!(reply["result"]["isError"], false, "{reply}");
-    let text = reply["result"]["structuredContent"]["text"].as_str().unwrap_or_default();
+    let text = String::from_utf8(crate::support::payload(&reply["result"])).unwrap();
     let said = "not searched: a line longer than 4 MiB, a quarter of the 16 MiB of memory this search may use";
     assert_eq!(text.matches(said).count(), 8, "each file is named: {text}");
+    let mut counted = call.clone();
+    counted["arguments"]["format"] = "json".into();
+    let reply = four.request(3, "tools/call", counted);
     assert_eq!(reply["result"]["structuredContent"]["errors"], 8, "{reply}");
     no_shard_left(four.pid(), Duration::from_secs(5));
     read_small(&mut four, 2);

@@ -16,19 +16,22 @@ fn initialize_list_and_read_returns_the_files_exact_bytes() {
     let tools = listed["result"]["tools"].as_array().unwrap();
     let read = tools.iter().find(|t| t["name"] == "read").expect("read is listed");
     assert_eq!(read["inputSchema"]["required"], json!(["path"]));
-    assert_eq!(read["outputSchema"]["type"], "object");
+    assert!(read.get("outputSchema").is_none(), "no outputSchema: clients would hand their model JSON");
     assert_eq!(read["annotations"]["readOnlyHint"], true);
 
-    let result = server.call(2, "read", json!({"path": "exact.txt"}));
+    let result = server.call(2, "read", json!({"format": "json", "path": "exact.txt"}));
     assert_eq!(result["isError"], false);
     assert_eq!(text(&result), content, "the text is the file's bytes, exactly");
     let meta = &result["structuredContent"];
-    assert_eq!(meta["path"], "exact.txt", "relative to the root, as the model reads it");
+    assert!(
+        meta["path"].as_str().is_some_and(|p| p.ends_with("/exact.txt")),
+        "the absolute path, for programs: {meta}"
+    );
     assert_eq!(meta["size"], content.len());
     assert_eq!((meta["start_line"].clone(), meta["end_line"].clone()), (json!(1), json!(4)));
 
     // An absolute path inside the root works the same.
-    let again = server.call(3, "read", json!({"path": path}));
+    let again = server.call(3, "read", json!({"format": "json", "path": path}));
     assert_eq!(text(&again), content);
     assert!(server.finish(), "cordon exits 0 when stdin closes");
 }
@@ -39,11 +42,12 @@ fn line_ranges_return_just_those_lines_with_their_numbers() {
     let lines: String = (1..=100).map(|i| format!("line {i}\n")).collect();
     fx.write("lines.txt", &lines);
     let mut server = Server::initialized(&fx.root(), &[]);
-    let result = server.call(1, "read", json!({"path": "lines.txt", "start_line": 10, "end_line": 12}));
+    let result =
+        server.call(1, "read", json!({"format": "json", "path": "lines.txt", "start_line": 10, "end_line": 12}));
     assert_eq!(text(&result), "line 10\nline 11\nline 12\n");
     assert_eq!(result["structuredContent"]["start_line"], 10);
     assert_eq!(result["structuredContent"]["end_line"], 12);
-    let past = server.call(2, "read", json!({"path": "lines.txt", "start_line": 101}));
+    let past = server.call(2, "read", json!({"format": "json", "path": "lines.txt", "start_line": 101}));
     assert_eq!(past["isError"], true);
     assert_eq!(past["structuredContent"]["error"]["code"], "invalid_argument");
     assert!(text(&past).contains("has 100 lines"), "{past}");
@@ -57,7 +61,7 @@ fn malformed_line_gets_parse_error_and_the_session_goes_on() {
     let error = server.recv();
     assert_eq!(error["error"]["code"], -32700, "{error}");
     assert_eq!(error["id"], Value::Null);
-    let result = server.call(2, "read", json!({"path": "hello.txt"}));
+    let result = server.call(2, "read", json!({"format": "json", "path": "hello.txt"}));
     assert_eq!(text(&result), "hello\nworld\n");
 }
 
@@ -111,7 +115,7 @@ fn older_protocol_versions_are_negotiated_without_structured_content() {
     assert_eq!(init["result"]["protocolVersion"], "2024-11-05");
     let listed = server.request(2, "tools/list", json!({}));
     assert!(listed["result"]["tools"][0].get("outputSchema").is_none());
-    let result = server.call(3, "read", json!({"path": "hello.txt"}));
+    let result = server.call(3, "read", json!({"format": "json", "path": "hello.txt"}));
     assert_eq!(text(&result), "hello\nworld\n");
     assert!(result.get("structuredContent").is_none());
 
@@ -141,7 +145,7 @@ fn non_utf8_bytes_come_back_losslessly_as_a_blob() {
     let fx = Fixture::new();
     fx.write("mixed.bin", b"text\n\xff\xfe\x00raw");
     let mut server = Server::initialized(&fx.root(), &[]);
-    let result = server.call(1, "read", json!({"path": "mixed.bin"}));
+    let result = server.call(1, "read", json!({"format": "json", "path": "mixed.bin"}));
     let blocks = result["content"].as_array().unwrap();
     assert_eq!(blocks[0]["text"], "text\n");
     assert_eq!(blocks[1]["resource"]["blob"], "//4=", "0xff 0xfe as base64");
@@ -152,10 +156,10 @@ fn non_utf8_bytes_come_back_losslessly_as_a_blob() {
 fn schema_violations_are_tool_errors_and_unknown_tools_protocol_errors() {
     let fx = Fixture::new();
     let mut server = Server::initialized(&fx.root(), &[]);
-    let bad = server.call(1, "read", json!({"path": 5}));
+    let bad = server.call(1, "read", json!({"format": "json", "path": 5}));
     assert_eq!(bad["isError"], true);
     assert_eq!(bad["structuredContent"]["error"]["code"], "invalid_argument");
-    let missing = server.call(2, "read", json!({}));
+    let missing = server.call(2, "read", json!({"format": "json"}));
     assert!(text(&missing).contains("path"), "{missing}");
     let unknown = server.request(3, "tools/call", json!({"name": "nope", "arguments": {}}));
     assert_eq!(unknown["error"]["code"], -32602);
@@ -165,9 +169,20 @@ fn schema_violations_are_tool_errors_and_unknown_tools_protocol_errors() {
 fn a_call_past_its_time_limit_is_stopped_and_the_session_goes_on() {
     let fx = Fixture::new();
     fx.write("large.txt", "all work and no play\n".repeat(2_000_000));
-    let huge_pages = ["--timeout-secs", "0.001", "--page-tokens", "20000000", "--max-page-tokens", "20000000"];
+    let huge_pages = [
+        "--timeout-secs",
+        "0.001",
+        "--page-tokens",
+        "20000000",
+        "--max-page-tokens",
+        "20000000",
+        "--file-page-tokens",
+        "20000000",
+        "--file-page-lines",
+        "10000",
+    ];
     let mut server = Server::initialized(&fx.root(), &huge_pages);
-    let result = server.call(1, "read", json!({"path": "large.txt"}));
+    let result = server.call(1, "read", json!({"format": "json", "path": "large.txt"}));
     assert_eq!(result["isError"], true, "{}", &result.to_string()[..200.min(result.to_string().len())]);
     assert_eq!(result["structuredContent"]["error"]["code"], "timeout");
     assert_eq!(server.request(2, "ping", json!({}))["result"], json!({}));

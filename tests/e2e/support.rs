@@ -634,13 +634,27 @@ pub fn payload(result: &Value) -> Vec<u8> {
     out
 }
 
-/// The payload a model reads in a page's structured content (what Claude Code
-/// forwards), checked against the content's: exactly the same bytes for `text`
-/// and `base64`, the same items for `items`.
+/// The cursor that continues a result as a model continues it: the
+/// structured content's in the JSON form; in the text form (no structured
+/// content) the short handle its footer names, which `_meta` carries too
+/// (else the signed cursor).
+pub fn next_cursor(result: &Value) -> Option<String> {
+    let meta = &result["_meta"]["cordon/page"];
+    let structured = result["structuredContent"]["next_cursor"].as_str();
+    structured.or_else(|| meta["handle"].as_str()).or_else(|| meta["cursor"].as_str()).map(str::to_owned)
+}
+
+/// The payload a program reads in a page's structured content (the JSON
+/// form), checked against the content's: exactly the same bytes for `text`
+/// and `base64`, the same items for `items`. A page in the text form has
+/// none: the model reads its content.
 pub fn check_structured_payload(result: &Value) {
     use base64::Engine as _;
     let exact = payload(result);
     let structured = &result["structuredContent"];
+    if structured.is_null() {
+        return;
+    }
     if exact.is_empty() && structured["ended"] == "time" {
         // A page that ended on time with nothing on it shows no payload field.
         assert!(["text", "items", "base64"].iter().all(|k| structured.get(*k).is_none()), "{result}");
@@ -679,9 +693,9 @@ pub fn read_all(server: &mut Server, tool: &str, arguments: Value, max_tokens: u
         assert_eq!(result["isError"], false, "page {}: {result}", pages.len());
         check_structured_payload(&result);
         out.extend(payload(&result));
-        let next = result["structuredContent"]["next_cursor"].clone();
+        let next = next_cursor(&result);
         pages.push(result);
-        match next.as_str() {
+        match next.as_deref() {
             Some(cursor) => args = json!({ "cursor": cursor, "max_tokens": max_tokens }),
             None => return (out, pages),
         }
@@ -708,10 +722,10 @@ pub fn read_all_reopened(
         got.extend(payload(&page));
         pages += 1;
         let other_page = server.call(5000 + pages, tool, b.clone());
-        if let Some(cursor) = other_page["structuredContent"]["next_cursor"].as_str() {
+        if let Some(cursor) = next_cursor(&other_page) {
             b = json!({ "cursor": cursor });
         }
-        match page["structuredContent"]["next_cursor"].as_str() {
+        match next_cursor(&page).as_deref() {
             Some(cursor) => a = json!({ "cursor": cursor, "max_tokens": max_tokens }),
             None => return (got, pages),
         }

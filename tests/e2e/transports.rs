@@ -17,7 +17,7 @@ fn lifecycle_listing_and_an_exact_read(start: Start) {
     let mut server = start(&fx.root(), &[]);
     let listed = server.request(1, "tools/list", json!({}));
     assert!(listed["result"]["tools"].as_array().unwrap().iter().any(|t| t["name"] == "read"));
-    assert_eq!(text(&server.call(2, "read", json!({"path": "t.txt"}))), content);
+    assert_eq!(text(&server.call(2, "read", json!({"format": "json", "path": "t.txt"}))), content);
     let again = server.request("p", "tools/list", json!({}));
     assert_eq!(again["result"]["tools"], listed["result"]["tools"], "the same tools in the same order");
 }
@@ -38,7 +38,7 @@ fn paging_with_cursors_is_exact(start: Start) {
     let content: String = (0..2000).map(|i| format!("{i} ✓\n")).collect();
     fx.write("p.txt", &content);
     let mut server = start(&fx.root(), &[]);
-    let (got, pages) = read_all(&mut server, "read", json!({"path": "p.txt"}), 300);
+    let (got, pages) = read_all(&mut server, "read", json!({"format": "json", "path": "p.txt"}), 300);
     assert!(pages.len() > 5);
     assert!(got == content.as_bytes());
 }
@@ -46,11 +46,11 @@ fn paging_with_cursors_is_exact(start: Start) {
 fn a_tool_error_is_a_result_and_an_unknown_tool_a_protocol_error(start: Start) {
     let fx = Fixture::new();
     let mut server = start(&fx.root(), &[]);
-    let denied = server.call(1, "read", json!({"path": "../outside.txt"}));
+    let denied = server.call(1, "read", json!({"format": "json", "path": "../outside.txt"}));
     assert_eq!(denied["structuredContent"]["error"]["code"], "permission_denied");
     let unknown = server.request(2, "tools/call", json!({"name": "nope", "arguments": {}}));
     assert_eq!(unknown["error"]["code"], -32602);
-    let page = server.call(3, "read", json!({"path": "hello.txt"}));
+    let page = server.call(3, "read", json!({"format": "json", "path": "hello.txt"}));
     assert_eq!(payload(&page), b"hello\nworld\n");
 }
 

@@ -33,8 +33,11 @@ fn writes_are_atomic_conditional_and_keep_permissions() {
     let mut server = Server::initialized(&fx.root(), &[]);
     let old_hash = hex(&Sha256::digest(b"#!/bin/sh\necho old\n"));
 
-    let stale =
-        server.call(1, "write", json!({"path": "script.sh", "content": "x", "expected_sha256": "ab".repeat(32)}));
+    let stale = server.call(
+        1,
+        "write",
+        json!({"format": "json", "path": "script.sh", "content": "x", "expected_sha256": "ab".repeat(32)}),
+    );
     assert_eq!(stale["structuredContent"]["error"]["code"], "conflict");
     assert!(text(&stale).contains(&old_hash), "the conflict names the current hash: {stale}");
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "#!/bin/sh\necho old\n");
@@ -42,7 +45,7 @@ fn writes_are_atomic_conditional_and_keep_permissions() {
     let done = server.call(
         2,
         "write",
-        json!({"path": "script.sh", "content": "#!/bin/sh\necho new\n", "expected_sha256": old_hash}),
+        json!({"format": "json", "path": "script.sh", "content": "#!/bin/sh\necho new\n", "expected_sha256": old_hash}),
     );
     assert_eq!(done["isError"], false, "{done}");
     let written = item(&done);
@@ -56,12 +59,16 @@ fn writes_are_atomic_conditional_and_keep_permissions() {
     assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o751, "permissions kept");
     assert!(temp_files(&fx.root()).is_empty());
 
-    let appended = server.call(3, "write", json!({"path": "script.sh", "content": "echo more\n", "mode": "append"}));
+    let appended = server.call(
+        3,
+        "write",
+        json!({"format": "json", "path": "script.sh", "content": "echo more\n", "mode": "append"}),
+    );
     assert_eq!(item(&appended)["size"], 29);
     let created = server.call(
         4,
         "write",
-        json!({"path": "sub/new.bin", "content": "AAEC/w==", "encoding": "base64", "mode": "create"}),
+        json!({"format": "json", "path": "sub/new.bin", "content": "AAEC/w==", "encoding": "base64", "mode": "create"}),
     );
     assert_eq!(item(&created)["created"], true);
     assert_eq!(std::fs::read(fx.root().join("sub/new.bin")).unwrap(), [0, 1, 2, 255]);
@@ -73,10 +80,14 @@ fn hard_links_are_refused_unless_allowed_and_roots_are_enforced() {
     let path = fx.write("linked.txt", "shared");
     std::fs::hard_link(&path, fx.root().join("other-name.txt")).unwrap();
     let mut server = Server::initialized(&fx.root(), &[]);
-    let refused = server.call(1, "write", json!({"path": "linked.txt", "content": "changed"}));
+    let refused = server.call(1, "write", json!({"format": "json", "path": "linked.txt", "content": "changed"}));
     assert_eq!(refused["structuredContent"]["error"]["code"], "permission_denied", "{refused}");
     assert_eq!(std::fs::read_to_string(fx.root().join("other-name.txt")).unwrap(), "shared");
-    let allowed = server.call(2, "write", json!({"path": "linked.txt", "content": "changed", "allow_hardlinks": true}));
+    let allowed = server.call(
+        2,
+        "write",
+        json!({"format": "json", "path": "linked.txt", "content": "changed", "allow_hardlinks": true}),
+    );
     assert_eq!(allowed["isError"], false);
     assert_eq!(
         std::fs::read_to_string(fx.root().join("other-name.txt")).unwrap(),
@@ -84,11 +95,11 @@ fn hard_links_are_refused_unless_allowed_and_roots_are_enforced() {
         "the other name keeps the old bytes"
     );
 
-    let outside = server.call(3, "write", json!({"path": "../outside.txt", "content": "pwned"}));
+    let outside = server.call(3, "write", json!({"format": "json", "path": "../outside.txt", "content": "pwned"}));
     assert_eq!(outside["structuredContent"]["error"]["code"], "permission_denied");
     assert_eq!(std::fs::read_to_string(fx.outside()).unwrap(), crate::support::CANARY);
     std::os::unix::fs::symlink(fx.outside(), fx.root().join("link-out")).unwrap();
-    let through = server.call(4, "write", json!({"path": "link-out", "content": "pwned"}));
+    let through = server.call(4, "write", json!({"format": "json", "path": "link-out", "content": "pwned"}));
     assert_eq!(through["isError"], true);
     assert_eq!(std::fs::read_to_string(fx.outside()).unwrap(), crate::support::CANARY);
 }
@@ -100,7 +111,7 @@ fn a_read_only_root_refuses_writes() {
     std::fs::create_dir_all(&ro).unwrap();
     let ro_file = ro.canonicalize().unwrap().join("f.txt");
     let mut server = Server::initialized(&fx.root(), &["--root", &format!("{}:ro", ro.display())]);
-    let result = server.call(1, "write", json!({"path": ro_file, "content": "x"}));
+    let result = server.call(1, "write", json!({"format": "json", "path": ro_file, "content": "x"}));
     assert_eq!(result["structuredContent"]["error"]["code"], "permission_denied", "{result}");
     assert!(!ro_file.exists());
 }
@@ -146,13 +157,13 @@ fn a_200_mb_staged_upload_writes_the_exact_file() {
     let wrong = server.call(
         900,
         "write",
-        json!({"path": "big.bin", "upload_id": upload_id, "size": bytes.len(), "sha256": "00".repeat(32)}),
+        json!({"format": "json", "path": "big.bin", "upload_id": upload_id, "size": bytes.len(), "sha256": "00".repeat(32)}),
     );
     assert_eq!(wrong["structuredContent"]["error"]["code"], "conflict", "a wrong hash is refused: {wrong}");
     let done = server.call(
         901,
         "write",
-        json!({"path": "big.bin", "upload_id": upload_id, "size": bytes.len(), "sha256": sha}),
+        json!({"format": "json", "path": "big.bin", "upload_id": upload_id, "size": bytes.len(), "sha256": sha}),
     );
     assert_eq!(done["isError"], false, "{done}");
     assert_eq!(item(&done)["sha256"], sha);
@@ -205,8 +216,11 @@ fn upload_arguments_are_checked() {
     let partial =
         server.request(2, "tools/call", json!({"name": "write", "arguments": {"path": "x", "upload_id": "abc"}}));
     assert_eq!(partial["error"]["code"], -32602);
-    let unknown =
-        server.call(3, "write", json!({"path": "x", "upload_id": "nope", "size": 1, "sha256": "00".repeat(32)}));
+    let unknown = server.call(
+        3,
+        "write",
+        json!({"format": "json", "path": "x", "upload_id": "nope", "size": 1, "sha256": "00".repeat(32)}),
+    );
     assert_eq!(unknown["structuredContent"]["error"]["code"], "not_found");
     let wrong_order = server.call(4, "upload", json!({"action": "start"}));
     let upload_id = wrong_order["structuredContent"]["upload_id"].as_str().unwrap();

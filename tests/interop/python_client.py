@@ -22,9 +22,10 @@ async def main() -> None:
             init = await session.initialize()
             listed = await session.list_tools()
             ok = await session.call_tool("read", {"path": file})
+            exact = await session.call_tool("read", {"path": file, "format": "json"})
             denied = await session.call_tool("read", {"path": outside})
             # Page through a larger file with cursors, as the README shows.
-            args = {"path": big, "max_tokens": 500}
+            args = {"path": big, "max_tokens": 500, "format": "json"}
             data, pages = b"", 0
             while True:
                 page = await session.call_tool("read", args)
@@ -41,7 +42,9 @@ async def main() -> None:
                 "tools": [t.name for t in listed.tools],
                 "read_has_output_schema": listed.tools[0].output_schema is not None,
                 "text": "".join(c.text for c in ok.content if c.type == "text"),
-                "structured": ok.structured_content,
+                "text_structured": ok.structured_content,
+                "exact_text": "".join(c.text for c in exact.content if c.type == "text"),
+                "structured": exact.structured_content,
                 "is_error": ok.is_error,
                 "denied_is_error": denied.is_error,
                 "denied_structured": denied.structured_content,

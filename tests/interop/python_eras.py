@@ -46,7 +46,7 @@ async def main() -> None:
     async with Client(server, mode=mode, read_timeout_seconds=TIMEOUT) as client:
         listed = await client.list_tools()
         tools = {t.name: t for t in listed.tools}
-        args = {"path": file, "max_tokens": max_tokens}
+        args = {"path": file, "max_tokens": max_tokens, "format": "json"}
         data, pages, completes, cursors, is_errors = b"", 0, [], [], []
         while True:
             page = await client.call_tool("read", args)

@@ -141,7 +141,7 @@ pub fn mcp_search(
     loop {
         let result = server.call(tool, request)?;
         payload.push_str(&payload_text(&result));
-        match result["structuredContent"]["next_cursor"].as_str() {
+        match crate::mcp::next_cursor(&result).as_deref() {
             Some(cursor) => request = json!({"cursor": cursor, "max_tokens": PAGE_TOKENS}),
             None => break,
         }

@@ -396,7 +396,17 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             // Listing checks every tool: each is compiled (or loaded from the cache).
             server.compile_all()?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&server.list_tools(Version::LATEST))?);
+                // What clients are shown, and beside it the schema of each
+                // tool's JSON form (`format: "json"`), which `tools/list` leaves out.
+                let mut listed = server.list_tools(Version::LATEST);
+                for entry in server.tools() {
+                    let name = entry.manifest().name.clone();
+                    let tools = listed["tools"].as_array_mut().into_iter().flatten();
+                    if let Some(tool) = tools.into_iter().find(|t| t["name"] == name.as_str()) {
+                        tool["outputSchema"] = crate::results::schemas(&entry).1;
+                    }
+                }
+                println!("{}", serde_json::to_string_pretty(&listed)?);
             } else {
                 for entry in server.tools() {
                     let (input, output) = crate::results::schemas(&entry);

@@ -313,7 +313,9 @@ impl Pager {
             }
             let mut piece = match start.pending.pop_front() {
                 Some(piece) => piece,
-                None => match next_piece(&mut start.call, start.view.as_mut(), budget, &mut start.pending)? {
+                None => match next_piece(&mut start.call, start.view.as_mut(), budget, &mut start.pending, || {
+                    clock.in_first_half()
+                })? {
                     Some(piece) => piece,
                     None => {
                         ended = Ended::Complete;

@@ -22,12 +22,16 @@ const GATHER: u32 = 1 << 20;
 /// and the rest (pulled at a larger budget, so the page takes it again at
 /// its own) queued in `rest`. A match that opens a file is shown on one line
 /// when it is the file's only one: the chunk after it is pulled to see, and
-/// kept in the view to be taken next.
+/// kept in the view to be taken next, unless the page's time is up
+/// (`time_left` false: one more pull could take the page past it), when the
+/// match is shown on one line (correct either way: a later match of the same
+/// file then names the file again).
 pub fn next_piece(
     call: &mut Stream,
     mut view: Option<&mut Compact>,
     budget: Budget,
     rest: &mut VecDeque<Piece>,
+    time_left: impl Fn() -> bool,
 ) -> Result<Option<Piece>, CallFailure> {
     let peeked = view.as_mut().and_then(|v| v.peeked.take());
     let Some(first) = peeked.map_or_else(|| call.next(budget), |chunk| Ok(Some(chunk)))? else { return Ok(None) };
@@ -38,7 +42,7 @@ pub fn next_piece(
     };
     if !first.continued {
         let Ok(item) = serde_json::from_str::<Value>(text) else { return Ok(Some(Piece::Chunk(first))) };
-        let more_in_file = match view.opening_match(&item) {
+        let more_in_file = match view.opening_match(&item).filter(|_| time_left()) {
             Some(path) => {
                 let next = call.next(budget)?;
                 let same = next.as_ref().is_some_and(|n| same_file(n, path));

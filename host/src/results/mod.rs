@@ -24,15 +24,16 @@ use crate::runtime::CallFailure;
 use crate::tool::Manifest;
 use footer::{footer, remaining};
 
-/// What the server offers, in either era: tools and log messages on
-/// request. It offers no resources or prompts, so it declares neither (a
-/// client that declares them adds tools of its own to every conversation);
-/// a client that lists them anyway gets an empty list.
+/// What the server offers, in either era: tools, log messages on request,
+/// and (empty) prompts, so clients that list them get an answer. It offers
+/// no resources and does not declare them: a client that finds `resources`
+/// adds tools of its own to every conversation (Claude Code: three, ~2,100
+/// characters); one that lists them anyway gets an empty list.
 pub fn capabilities(version: Version) -> Value {
     // A legacy session is told when the tools change (a tool installed or
     // removed while serving); the stateless era has no session to tell.
     let list_changed = !version.is_modern();
-    json!({ "tools": { "listChanged": list_changed }, "logging": {} })
+    json!({ "tools": { "listChanged": list_changed }, "logging": {}, "prompts": {} })
 }
 
 /// What the server tells a model about itself (`instructions`): what the
@@ -291,6 +292,11 @@ fn page_meta(page: &Page) -> Value {
         // The self-contained signed cursor, for programs; `next_cursor` in the
         // structured content is the handle that maps to it.
         meta["cursor"] = cursor.clone().into();
+    }
+    if let Some(handle) = &page.handle {
+        // The short handle the model is told to continue with (in the
+        // footer), which maps to the signed cursor.
+        meta["handle"] = handle.clone().into();
     }
     meta
 }

@@ -6,8 +6,10 @@
 //!
 //! One conversation per transport: read, grep, glob, list, stat, write and edit, then a read and
 //! a grep paged with a small `max_tokens`, following the continuation the model saw until there is
-//! none. The model must read results in the compact form: grep as `rg --heading -n` prints it,
-//! glob and list grouped by directory, paths relative to the root, no offsets.
+//! none. The model must read results as text, not JSON: a file's lines numbered as `cat -n`
+//! shows them, grep as `rg -n` prints a file's lone match and `rg --heading -n` several, glob
+//! and list one path per line, relative to the root, no offsets; a one-line edit in a few
+//! hundred characters.
 //!
 //! What Claude Code 2.1.328 does here (a native, Bun-compiled executable: it needs no Node):
 //! - It calls only `POST /v1/messages?beta=true`, always with `"stream": true`, one request per
@@ -52,7 +54,7 @@ use crate::clients::warm_cache;
 use crate::support::{Fixture, HttpServer, cordon_bin, shared_state_dir};
 use api::ToolResultSeen;
 use run::{run_claude, tail, trimmed};
-use seen::{Match, continuation, json_documents, model_text, names, saw_match, saw_number, strings_in};
+use seen::{Match, continuation, model_text, names, saw_match, saw_number, strings_in};
 
 /// Claude Code's default limit on one MCP tool result, in its estimated tokens (characters / 4).
 const CLAUDE_MCP_OUTPUT_TOKENS: usize = 25_000;
@@ -71,16 +73,19 @@ const EDIT_AFTER: &str = "colour: blue\nsize: large\n";
 /// The grep matches in the fixture: (path, line, text).
 const MARKERS: [(&str, u64, &str); 2] = [("notes.txt", 1, "MARKER in the notes"), ("src/a.txt", 2, "MARKER in a")];
 
-/// The grep for `MARKER` as the model must read it: `rg --heading -n` from the root.
-const MARKERS_SHOWN: &str = "notes.txt\n1:MARKER in the notes\n\nsrc/a.txt\n2:MARKER in a\n";
+/// The grep for `MARKER` as the model must read it: `rg -n` from the root (one match a file).
+const MARKERS_SHOWN: &str = "notes.txt:1:MARKER in the notes\nsrc/a.txt:2:MARKER in a\n";
 
 /// The `*.txt` files in the fixture before the conversation writes `new.txt`, as the model
-/// must read them: grouped by directory (`ls -R` style), relative to the root.
-const TXT_FILES_SHOWN: &str = ".:\nbig.txt\nedit.txt\nhello.txt\nnotes.txt\nsrc:\na.txt\nsub:\ninner.txt\n";
+/// must read them: one path per line (`rg --files` style), relative to the root.
+const TXT_FILES_SHOWN: &str = "big.txt\nedit.txt\nhello.txt\nnotes.txt\nsrc/a.txt\nsub/inner.txt\n";
 
 /// The root's entries before the conversation writes `new.txt`, as the model must read them
 /// (`ls -F` style).
-const ROOT_ENTRIES_SHOWN: &str = ".:\nbig.txt\nedit.txt\nhello.txt\nnotes.txt\nsrc/\nsub/\n";
+const ROOT_ENTRIES_SHOWN: &str = "big.txt\nedit.txt\nhello.txt\nnotes.txt\nsrc/\nsub/\n";
+
+/// The most characters a one-line edit's answer may cost the model.
+const EDIT_ANSWER_CHARS: usize = 400;
 
 /// The pattern of the paged grep: every line of `big.txt`.
 const PAGED_PATTERN: &str = "paged through";
@@ -189,12 +194,32 @@ fn result_of<'a>(seen: &'a [ToolResultSeen], tool: &str) -> (&'a ToolResultSeen,
     (found, model_text(found))
 }
 
-/// `read` of a two-line file: the model sees both lines.
+/// `read` of a two-line file: the model sees both lines, numbered as `cat -n` shows them, with
+/// real line ends (text, not a JSON string).
 fn check_read(checks: &mut Checks, seen: &[ToolResultSeen]) {
-    let (_, text) = result_of(seen, "read");
+    let (found, text) = result_of(seen, "read");
     let strings = strings_in(&text);
     let missed = HELLO.lines().filter(|line| !strings.iter().any(|s| s.contains(line)));
     checks.expect_seen("read", &text, missed.map(|line| format!("{line:?}")).collect());
+    let shown = payload_text(found);
+    checks.expect(shown == numbered(HELLO), || format!("read: not the numbered lines; the model read {shown:?}"));
+}
+
+/// `text`'s lines as the model must read a file: the number, a tab, the line.
+fn numbered(text: &str) -> String {
+    text.lines().enumerate().map(|(i, line)| format!("{}\t{line}\n", i + 1)).collect()
+}
+
+/// The payload the model read in a result as Claude Code forwards it: its text blocks but the
+/// footer (`[Page …]`), put together; `None`-like empty when it read something else (JSON).
+fn payload_text(seen: &ToolResultSeen) -> String {
+    match &seen.content {
+        Value::Array(blocks) => {
+            blocks.iter().filter_map(|b| b["text"].as_str()).filter(|t| !t.starts_with("[Page ")).collect()
+        }
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    }
 }
 
 /// `grep`: the model sees each match's text with its file and line number.
@@ -204,17 +229,12 @@ fn check_grep(checks: &mut Checks, seen: &[ToolResultSeen]) {
     checks.expect_seen("grep", &shown, missed.map(|(path, line, text)| format!("{path}:{line}:{text:?}")).collect());
 }
 
-/// The text the model read in a result's structured content (`text`), if any.
-fn shown_text(text: &str) -> Option<String> {
-    json_documents(text).first().and_then(|d| d["text"].as_str()).map(str::to_string)
-}
-
 /// What the model read of `tool`'s first result is the compact form `want`, and holds no
 /// absolute path or offset it does not need.
 fn check_compact(checks: &mut Checks, fx: &Fixture, seen: &[ToolResultSeen], tool: &str, want: &str) {
-    let (_, text) = result_of(seen, tool);
-    let shown = shown_text(&text);
-    checks.expect(shown.as_deref() == Some(want), || {
+    let (found, text) = result_of(seen, tool);
+    let shown = payload_text(found);
+    checks.expect(shown == want, || {
         format!("{tool}: the model did not read the compact form {want:?}; it read {}", trimmed(&text, 800))
     });
     let root = fx.root().display().to_string();
@@ -239,15 +259,25 @@ fn check_mutations(checks: &mut Checks, fx: &Fixture, seen: &[ToolResultSeen]) {
         let on_disk = std::fs::read_to_string(fx.root().join(file)).unwrap_or_default();
         checks.expect(on_disk == want, || format!("{tool}: {file} holds {on_disk:?}, not {want:?}"));
     }
+    let (_, edit) = result_of(seen, "edit");
+    let root = fx.root().display().to_string();
+    checks.expect(edit.chars().count() <= EDIT_ANSWER_CHARS && !edit.contains(&root), || {
+        format!(
+            "edit: a one-line edit's answer of {} characters, naming the root or over {EDIT_ANSWER_CHARS}: {edit}",
+            edit.chars().count()
+        )
+    });
+    checks.expect(edit.contains("-colour: red") && edit.contains("+colour: blue"), || format!("edit: no diff: {edit}"));
 }
 
-/// The paged read: several pages, and the `text` of every page the model saw, in order, is the file.
+/// The paged read: several pages, and the text of every page the model saw, in order, is the
+/// file's lines numbered.
 fn check_paging(checks: &mut Checks, seen: &[ToolResultSeen]) {
     let pages: Vec<String> = seen.iter().filter(|s| is_page(s)).map(model_text).collect();
-    let want = big_text();
+    let want = numbered(&big_text());
     checks.expect(pages.len() >= 3, || format!("the paged read took {} pages, not several: {pages:#?}", pages.len()));
     let texts: Vec<Option<String>> =
-        pages.iter().map(|p| json_documents(p).first().and_then(|d| d["text"].as_str()).map(str::to_string)).collect();
+        seen.iter().filter(|s| is_page(s)).map(payload_text).map(|t| (!t.is_empty()).then_some(t)).collect();
     for page in &pages[..pages.len().saturating_sub(1)] {
         let cursor = continuation(page).unwrap_or_default();
         checks.expect(!cursor.is_empty() && cursor.len() <= 64, || {
@@ -257,7 +287,7 @@ fn check_paging(checks: &mut Checks, seen: &[ToolResultSeen]) {
     let missing = texts.iter().filter(|t| t.is_none()).count();
     checks.expect(missing == 0, || {
         let first = pages.first().map(|p| trimmed(p, 800)).unwrap_or_default();
-        format!("{missing} of {} pages showed the model no `text` field; the first read {first}", pages.len())
+        format!("{missing} of {} pages showed the model no text; the first read {first}", pages.len())
     });
     let got: String = texts.into_iter().flatten().collect();
     checks.expect(got == want, || {
@@ -280,7 +310,7 @@ fn check_grep_paging(checks: &mut Checks, seen: &[ToolResultSeen]) {
             format!("a grep page gave a continuation of {} characters, not 1 to 64: {cursor}", cursor.len())
         });
     }
-    let got: String = pages.iter().filter_map(|p| shown_text(p)).collect();
+    let got: String = seen.iter().filter(|s| is_grep_page(s)).map(payload_text).collect();
     let lines = big_text().lines().enumerate().map(|(i, line)| format!("{}:{line}\n", i + 1)).collect::<String>();
     let want = format!("big.txt\n{lines}");
     checks.expect(got == want, || {

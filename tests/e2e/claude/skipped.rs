@@ -6,9 +6,9 @@
 use serde_json::{Value, json};
 
 use super::api::ToolResultSeen;
+use super::payload_text;
 use super::run::{run_claude, trimmed};
 use super::seen::{Match, model_text, saw_match};
-use super::shown_text;
 use crate::support::{Fixture, cordon_bin, shared_state_dir};
 
 /// What the model must read for the long line.
@@ -34,11 +34,11 @@ fn claude_code_reads_which_file_was_not_searched_and_why() {
     let shown = || read.iter().map(|r| trimmed(r, 600)).collect::<Vec<_>>().join("\n");
     assert_eq!(read.len(), 2, "{}", shown());
     assert!(seen.iter().all(|s| !s.is_error), "{}", shown());
-    let tree = shown_text(&read[0]).unwrap_or_default();
+    let tree = payload_text(&seen[0]);
     assert!(tree.contains(NOT_SEARCHED), "the tree's grep does not name big.log: {}", shown());
     for (path, text) in [("a.txt", "needle in a"), ("z.txt", "needle in z")] {
         assert!(saw_match(&read[0], &Match { path, line: 1, text }), "{path} not shown: {}", shown());
     }
-    let alone = shown_text(&read[1]).unwrap_or_default();
+    let alone = payload_text(&seen[1]);
     assert_eq!(alone, format!("{NOT_SEARCHED}\n"), "{}", shown());
 }
