@@ -53,6 +53,7 @@ fn main() {
         tools_dir: None,
         limits,
         trusted_keys: Vec::new(),
+        defer_tools: false,
         require_signatures: false,
         audit: cordon::audit::AuditSettings {
             path: None,

@@ -46,7 +46,7 @@ fn grep_args(n: usize) -> Value {
 /// A first page that is not the last, with its cursor.
 fn unfinished(result: &Value, what: &str) -> String {
     assert_eq!(result["isError"], false, "{what}: {result}");
-    let cursor = next_cursor(&result);
+    let cursor = next_cursor(result);
     cursor.unwrap_or_else(|| panic!("{what} ended on its first page: {result}")).to_string()
 }
 

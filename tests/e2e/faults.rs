@@ -20,7 +20,7 @@ fn code(result: &Value) -> &str {
 
 fn cursor(result: &Value) -> String {
     assert_eq!(result["isError"], false, "{result}");
-    next_cursor(&result).as_deref().unwrap_or_else(|| panic!("no cursor: {result}")).to_string()
+    next_cursor(result).as_deref().unwrap_or_else(|| panic!("no cursor: {result}")).to_string()
 }
 
 fn hex(bytes: &[u8]) -> String {
