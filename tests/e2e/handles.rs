@@ -76,7 +76,7 @@ fn redis_server() -> PathBuf {
 }
 
 fn handle_of(page: &Value) -> String {
-    next_cursor(&page).as_deref().unwrap_or_else(|| panic!("no handle: {page}")).to_string()
+    next_cursor(page).as_deref().unwrap_or_else(|| panic!("no handle: {page}")).to_string()
 }
 
 fn lines(n: usize) -> String {

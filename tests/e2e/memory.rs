@@ -25,7 +25,7 @@ fn rss_kib(pid: u32) -> u64 {
 
 fn unfinished(result: &Value, what: &str) -> String {
     assert_eq!(result["isError"], false, "{what}: {result}");
-    let cursor = next_cursor(&result);
+    let cursor = next_cursor(result);
     cursor.unwrap_or_else(|| panic!("{what} ended on its first page: {result}")).to_string()
 }
 
