@@ -106,18 +106,25 @@ pub fn run(opts: &Options, report: &mut Report) -> Result<()> {
     );
     let work = opts.workspace.join("target/bench/agent");
     // The tree lives outside any repository (no parent .gitignore for either side), at a path of
-    // a realistic length: the built-in tools print absolute paths.
-    let root = std::env::temp_dir().join("cordon-bench-agent/tree");
+    // a realistic and fixed length (the built-in tools print absolute paths), one per process.
+    let root = std::env::temp_dir().join(format!("cordon-bench-agent-{:07}/tree", std::process::id()));
     let modules = if opts.smoke { 16 } else { 60 };
     let _ = std::fs::remove_dir_all(work.join("results"));
     std::fs::create_dir_all(work.join("results"))?;
+    let setup = Setup { opts, claude: &claude, root: &root, modules, work: &work };
 
-    let cordon = converse(opts, &claude, &root, modules, Side::Cordon, None, &work)?;
-    let next_rows = step_result(&cordon, Kind::LargeContinue)
-        .and_then(|s| steps::rows_shown(&steps::text_of(&s.content)))
-        .map(|(first, last, _)| (first, last));
-    let builtin = converse(opts, &claude, &root, modules, Side::BuiltIn, next_rows, &work)?;
+    let measured = (|| {
+        let cordon = setup.converse(Side::Cordon, None, false)?;
+        let next_rows = step_result(&cordon, Kind::LargeContinue)
+            .and_then(|s| steps::rows_shown(&steps::text_of(&s.content)))
+            .map(|(first, last, _)| (first, last));
+        let builtin = setup.converse(Side::BuiltIn, next_rows, false)?;
+        // Claude Code's default: tool search on. Only the first request is kept.
+        let default = setup.converse(Side::Cordon, None, true)?;
+        anyhow::Ok((cordon, builtin, default))
+    })();
     let _ = std::fs::remove_dir_all(root.parent().unwrap_or(&root));
+    let (cordon, builtin, default) = measured?;
 
     table.intro.push(format!(
         "The same steps through the real Claude Code CLI ({version}, `claude -p`, tool search off, \
@@ -191,7 +198,7 @@ pub fn run(opts: &Options, report: &mut Report) -> Result<()> {
             .into(),
     );
     report.push(table);
-    report.push(definitions(&cordon.tools, &builtin.tools));
+    report.push(definitions(&cordon.tools, &builtin.tools, &default.tools));
     Ok(())
 }
 
@@ -219,8 +226,9 @@ fn definition_chars(tool: &Value) -> usize {
     text(&tool["name"]) + text(&tool["description"]) + tool["input_schema"].to_string().chars().count()
 }
 
-/// The definitions table: what each side's tools cost in the first request.
-fn definitions(cordon: &[Value], builtin: &[Value]) -> Table {
+/// The definitions table: what each side's tools cost in the first request (`default`: Cordon's
+/// side with tool search on).
+fn definitions(cordon: &[Value], builtin: &[Value], default: &[Value]) -> Table {
     let mut table =
         Table::new("Tool definitions in Claude Code's first request", &["tools", "Cordon", "built-in", "ratio"]);
     table.intro.push(
@@ -258,6 +266,20 @@ fn definitions(cordon: &[Value], builtin: &[Value]) -> Table {
             "–".into(),
         ]);
     }
+    let loaded: Vec<&Value> =
+        default.iter().filter(|t| t["name"].as_str().is_some_and(|n| n.starts_with("mcp__"))).collect();
+    let loaded_chars: usize = loaded.iter().map(|t| definition_chars(t)).sum();
+    let names: Vec<&str> = loaded.iter().filter_map(|t| t["name"].as_str()?.strip_prefix("mcp__cordon__")).collect();
+    table.row(vec![
+        if names.is_empty() {
+            "tool search on (the default): Cordon tools loaded up front: none".into()
+        } else {
+            format!("tool search on (the default): Cordon tools loaded up front ({})", names.join(", "))
+        },
+        count(loaded_chars as u64),
+        "–".into(),
+        "–".into(),
+    ]);
     let total = |tools: &[Value]| tools.iter().map(definition_chars).sum::<usize>();
     let (ta, tb) = (total(cordon), total(builtin));
     table.row(vec![
@@ -274,117 +296,127 @@ fn definitions(cordon: &[Value], builtin: &[Value]) -> Table {
     table
 }
 
-/// One conversation of every step on `side`, on a fresh copy of the tree at `root`.
-fn converse(
-    opts: &Options,
-    claude: &Path,
-    root: &Path,
+/// What every conversation shares.
+struct Setup<'a> {
+    opts: &'a Options,
+    claude: &'a Path,
+    /// Where the tree is generated afresh for each conversation.
+    root: &'a Path,
     modules: usize,
-    side: Side,
-    cordon_next_rows: Option<(u64, u64)>,
-    work: &Path,
-) -> Result<Run> {
-    let _ = std::fs::remove_dir_all(root);
-    tree::generate(root, modules).context("generating the agent tree")?;
-    let scratch = work.join(format!("scratch-{side:?}"));
-    let _ = std::fs::remove_dir_all(&scratch);
-    let (home, tmp) = (scratch.join("home"), scratch.join("tmp"));
-    std::fs::create_dir_all(&home)?;
-    std::fs::create_dir_all(&tmp)?;
+    /// `target/bench/agent`: the results and each conversation's scratch HOME.
+    work: &'a Path,
+}
 
-    // The script: each step in order; a step with nothing to call is skipped.
-    let issued: Arc<Mutex<Vec<usize>>> = Arc::default();
-    let (log, root_owned) = (Arc::clone(&issued), root.to_path_buf());
-    let script: Script = Box::new(move |seen: &[Seen], tools: &[Value]| {
-        let mut log = log.lock().unwrap_or_else(|e| e.into_inner());
-        let mut next = log.last().map_or(0, |i| i + 1);
-        while next < STEPS.len() {
-            let cx = Context { root: &root_owned, tools, results: seen, cordon_next_rows };
-            if let Some(call) = steps::call(side, &STEPS[next], &cx) {
-                log.push(next);
-                return Some(call);
+impl Setup<'_> {
+    /// One conversation of every step on `side`, on a fresh copy of the tree; with `tool_search`
+    /// (Claude Code's default), no step: only the first request's tools are kept.
+    fn converse(&self, side: Side, cordon_next_rows: Option<(u64, u64)>, tool_search: bool) -> Result<Run> {
+        let Setup { opts, claude, root, modules, work } = *self;
+        let _ = std::fs::remove_dir_all(root);
+        tree::generate(root, modules).context("generating the agent tree")?;
+        let scratch = work.join(format!("scratch-{side:?}{}", if tool_search { "-tool-search" } else { "" }));
+        let _ = std::fs::remove_dir_all(&scratch);
+        let (home, tmp) = (scratch.join("home"), scratch.join("tmp"));
+        std::fs::create_dir_all(&home)?;
+        std::fs::create_dir_all(&tmp)?;
+
+        // The script: each step in order; a step with nothing to call is skipped.
+        let issued: Arc<Mutex<Vec<usize>>> = Arc::default();
+        let (log, root_owned) = (Arc::clone(&issued), root.to_path_buf());
+        let script: Script = Box::new(move |seen: &[Seen], tools: &[Value]| {
+            let mut log = log.lock().unwrap_or_else(|e| e.into_inner());
+            let mut next = log.last().map_or(0, |i| i + 1);
+            while next < STEPS.len() && !tool_search {
+                let cx = Context { root: &root_owned, tools, results: seen, cordon_next_rows };
+                if let Some(call) = steps::call(side, &STEPS[next], &cx) {
+                    log.push(next);
+                    return Some(call);
+                }
+                next += 1;
             }
-            next += 1;
-        }
-        None
-    });
-    let api = MessagesApi::start(script).context("starting the stand-in for the Messages API")?;
+            None
+        });
+        let api = MessagesApi::start(script).context("starting the stand-in for the Messages API")?;
 
-    let mut command = Command::new(claude);
-    command.args(["-p", "go", "--output-format", "stream-json", "--verbose", "--permission-mode", "acceptEdits"]);
-    match side {
-        Side::Cordon => {
-            let config = json!({"mcpServers": {"cordon": {
-                "command": opts.cordon, "args": ["serve", "--root", root, "--state-dir", opts.state_dir]}}});
-            let path = scratch.join("mcp.json");
-            std::fs::write(&path, config.to_string())?;
-            command.arg("--mcp-config").arg(&path).arg("--strict-mcp-config");
-            command.args(["--allowedTools", "mcp__cordon", "--disallowedTools", &BUILT_INS.join(",")]);
+        let mut command = Command::new(claude);
+        command.args(["-p", "go", "--output-format", "stream-json", "--verbose", "--permission-mode", "acceptEdits"]);
+        match side {
+            Side::Cordon => {
+                let config = json!({"mcpServers": {"cordon": {
+                    "command": opts.cordon, "args": ["serve", "--root", root, "--state-dir", opts.state_dir]}}});
+                let path = scratch.join("mcp.json");
+                std::fs::write(&path, config.to_string())?;
+                command.arg("--mcp-config").arg(&path).arg("--strict-mcp-config");
+                command.args(["--allowedTools", "mcp__cordon", "--disallowedTools", &BUILT_INS.join(",")]);
+            }
+            Side::BuiltIn => {
+                let path = scratch.join("mcp.json");
+                std::fs::write(&path, json!({"mcpServers": {}}).to_string())?;
+                command.arg("--mcp-config").arg(&path).arg("--strict-mcp-config");
+                command.args(["--allowedTools", &BUILT_INS.join(",")]);
+            }
         }
-        Side::BuiltIn => {
-            let path = scratch.join("mcp.json");
-            std::fs::write(&path, json!({"mcpServers": {}}).to_string())?;
-            command.arg("--mcp-config").arg(&path).arg("--strict-mcp-config");
-            command.args(["--allowedTools", &BUILT_INS.join(",")]);
+        for name in INHERITED_SETTINGS {
+            command.env_remove(name);
         }
-    }
-    for name in INHERITED_SETTINGS {
-        command.env_remove(name);
-    }
-    command
-        .current_dir(root)
-        .env("ANTHROPIC_BASE_URL", api.url())
-        .env("ANTHROPIC_API_KEY", "cordon-bench-dummy")
-        .env("ENABLE_TOOL_SEARCH", "false")
-        .env("DISABLE_TELEMETRY", "1")
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-        .env("DISABLE_AUTOUPDATER", "1")
-        .env("HOME", &home)
-        .env("TMPDIR", &tmp)
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(scratch.join("stdout.jsonl"))?)
-        .stderr(std::fs::File::create(scratch.join("stderr.txt"))?);
-    let started = Instant::now();
-    let mut child = command.spawn().with_context(|| format!("starting {}", claude.display()))?;
-    let status = loop {
-        if let Some(status) = child.try_wait()? {
-            break status;
+        command
+            .current_dir(root)
+            .env("ANTHROPIC_BASE_URL", api.url())
+            .env("ANTHROPIC_API_KEY", "cordon-bench-dummy")
+            .env("ENABLE_TOOL_SEARCH", if tool_search { "true" } else { "false" })
+            .env("DISABLE_TELEMETRY", "1")
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            .env("DISABLE_AUTOUPDATER", "1")
+            .env("HOME", &home)
+            .env("TMPDIR", &tmp)
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(scratch.join("stdout.jsonl"))?)
+            .stderr(std::fs::File::create(scratch.join("stderr.txt"))?);
+        let started = Instant::now();
+        let mut child = command.spawn().with_context(|| format!("starting {}", claude.display()))?;
+        let status = loop {
+            if let Some(status) = child.try_wait()? {
+                break status;
+            }
+            if started.elapsed() > CLAUDE_TIMEOUT {
+                let _ = child.kill();
+                let _ = child.wait();
+                bail!(
+                    "{side:?} side: Claude Code did not finish within {CLAUDE_TIMEOUT:?} (see {})",
+                    scratch.display()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let elapsed = started.elapsed();
+        let transcript: Transcript = api.take();
+        drop(api);
+        if !status.success() || !transcript.finished || !transcript.problems.is_empty() {
+            let stderr = std::fs::read_to_string(scratch.join("stderr.txt")).unwrap_or_default();
+            bail!(
+                "{side:?} side: Claude Code {status}, conversation finished: {}, problems: {:?}, requests: {:?}, \
+                 stderr: {} (see {})",
+                transcript.finished,
+                transcript.problems,
+                transcript.requests,
+                stderr.chars().rev().take(1500).collect::<String>().chars().rev().collect::<String>(),
+                scratch.display()
+            );
         }
-        if started.elapsed() > CLAUDE_TIMEOUT {
-            let _ = child.kill();
-            let _ = child.wait();
-            bail!("{side:?} side: Claude Code did not finish within {CLAUDE_TIMEOUT:?} (see {})", scratch.display());
+        let issued = issued.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        if transcript.seen.len() != issued.len() {
+            bail!("{side:?} side: {} calls made, {} results recorded", issued.len(), transcript.seen.len());
         }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let elapsed = started.elapsed();
-    let transcript: Transcript = api.take();
-    drop(api);
-    if !status.success() || !transcript.finished || !transcript.problems.is_empty() {
-        let stderr = std::fs::read_to_string(scratch.join("stderr.txt")).unwrap_or_default();
-        bail!(
-            "{side:?} side: Claude Code {status}, conversation finished: {}, problems: {:?}, requests: {:?}, \
-             stderr: {} (see {})",
-            transcript.finished,
-            transcript.problems,
-            transcript.requests,
-            stderr.chars().rev().take(1500).collect::<String>().chars().rev().collect::<String>(),
-            scratch.display()
-        );
+        let mut results: Vec<Option<Seen>> = vec![None; STEPS.len()];
+        for (step, seen) in issued.into_iter().zip(transcript.seen) {
+            let name = format!("{}-{:02}-{}.txt", side_name(side), step, slug(&STEPS[step]));
+            let header = format!("{} {}\nis_error: {}\n\n", seen.tool, seen.input, seen.is_error);
+            std::fs::write(work.join("results").join(name), header + &steps::text_of(&seen.content))?;
+            results[step] = Some(seen);
+        }
+        let _ = std::fs::remove_dir_all(&scratch);
+        Ok(Run { results, tools: transcript.first_tools, elapsed })
     }
-    let issued = issued.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    if transcript.seen.len() != issued.len() {
-        bail!("{side:?} side: {} calls made, {} results recorded", issued.len(), transcript.seen.len());
-    }
-    let mut results: Vec<Option<Seen>> = vec![None; STEPS.len()];
-    for (step, seen) in issued.into_iter().zip(transcript.seen) {
-        let name = format!("{}-{:02}-{}.txt", side_name(side), step, slug(&STEPS[step]));
-        let header = format!("{} {}\nis_error: {}\n\n", seen.tool, seen.input, seen.is_error);
-        std::fs::write(work.join("results").join(name), header + &steps::text_of(&seen.content))?;
-        results[step] = Some(seen);
-    }
-    let _ = std::fs::remove_dir_all(&scratch);
-    Ok(Run { results, tools: transcript.first_tools, elapsed })
 }
 
 fn side_name(side: Side) -> &'static str {
