@@ -163,12 +163,15 @@ pub fn run(opts: &Options, report: &mut Report) -> Result<()> {
             }
             _ => "–".into(),
         };
-        let said = [("Cordon", a), ("built-in", b)]
+        let mut said: Vec<String> = [("Cordon", a), ("built-in", b)]
             .iter()
             .filter_map(|(who, s)| s.map(|s| (who, steps::describe(s))).filter(|(_, d)| !d.is_empty()))
             .map(|(who, d)| format!("{who}: {d}"))
-            .collect::<Vec<_>>()
-            .join("; ");
+            .collect();
+        if a.is_none() && step.kind == Kind::LargeContinue {
+            said.insert(0, "Cordon: no continuation found in its first page (the built-in Read: lines 1–2,000)".into());
+        }
+        let said = said.join("; ");
         table.row(vec![
             step.label.into(),
             a.map_or("–".into(), |s| shown_call(&s.tool, &s.input)),
