@@ -132,7 +132,7 @@ pub fn run(opts: &Options, report: &mut Report) -> Result<()> {
          Cordon's MCP tools (`{}`, the built-in {} disallowed), once with Claude Code's own {}, on a generated \
          Python-like tree ({modules} modules, a 300-line module, a {} KB table module) at `{}`. *Chars*: the \
          characters of the `tool_result` the model receives, as Claude Code forwards it. Each result is written to \
-         `target/bench/agent/results/`. Conversations: Cordon {:.1} s, built-in {:.1} s.",
+         `target/bench/agent/results/` (and each first request's `tools`). Conversations: Cordon {:.1} s, built-in {:.1} s.",
         opts.cordon.display(),
         BUILT_INS.join(", "),
         BUILT_INS.join(", "),
@@ -418,6 +418,11 @@ impl Setup<'_> {
             results[step] = Some(seen);
         }
         let _ = std::fs::remove_dir_all(&scratch);
+        let tools_file = format!("{}{}-tools.json", side_name(side), if tool_search { "-tool-search" } else { "" });
+        std::fs::write(
+            work.join("results").join(tools_file),
+            Value::Array(transcript.first_tools.clone()).to_string(),
+        )?;
         Ok(Run { results, tools: transcript.first_tools, elapsed })
     }
 }
