@@ -131,8 +131,10 @@ pub fn run(opts: &Options, report: &mut Report) -> Result<()> {
          `--permission-mode acceptEdits`) against a stand-in for the Messages API that plays the model: once with \
          Cordon's MCP tools (`{}`, the built-in {} disallowed), once with Claude Code's own {}, on a generated \
          Python-like tree ({modules} modules, a 300-line module, a {} KB table module) at `{}`. *Chars*: the \
-         characters of the `tool_result` the model receives, as Claude Code forwards it. Each result is written to \
-         `target/bench/agent/results/` (and each first request's `tools`). Conversations: Cordon {:.1} s, built-in {:.1} s.",
+         characters of the `tool_result` the model receives, as Claude Code forwards it. One conversation per side, \
+         whatever `--runs` says: the characters do not vary from run to run. Each result is written to \
+         `target/bench/agent/results/` (and each first request's `tools`). Conversations: Cordon {:.1} s, \
+         built-in {:.1} s.",
         opts.cordon.display(),
         BUILT_INS.join(", "),
         BUILT_INS.join(", "),
