@@ -14,6 +14,7 @@ pub mod mcp;
 pub mod report;
 pub mod stats;
 
+mod agent;
 mod http;
 mod read;
 mod search;
@@ -40,10 +41,12 @@ pub enum Section {
     Throughput,
     Http,
     Tokens,
+    /// Agent steps through the real Claude Code CLI: Cordon's tools against its built-ins.
+    Agent,
 }
 
 impl Section {
-    pub const ALL: [Section; 7] = [
+    pub const ALL: [Section; 8] = [
         Section::Startup,
         Section::Grep,
         Section::Glob,
@@ -51,6 +54,7 @@ impl Section {
         Section::Throughput,
         Section::Http,
         Section::Tokens,
+        Section::Agent,
     ];
 }
 
@@ -156,39 +160,50 @@ pub fn run(opts: &Options) -> Report {
     for line in &opts.preamble {
         report.preamble.push(format!("- {line}"));
     }
-    let corpus = match prepare(opts) {
+    // The agent section brings its own tree: the corpus is made only for the others.
+    let corpus = if opts.sections.iter().all(|s| *s == Section::Agent) {
+        check_cordon(opts).map(|()| None)
+    } else {
+        prepare(opts).map(Some)
+    };
+    let corpus = match corpus {
         Ok(corpus) => corpus,
         Err(e) => {
             report.error("setup", e);
             return report;
         }
     };
-    let mut trees = vec![search::Tree {
-        label: format!("generated tree ({} files)", stats::count(corpus.tree_files)),
-        path: corpus.tree.clone(),
-        files: corpus.tree_files,
-        bytes: corpus.tree_bytes,
-    }];
-    if let Some(real) = &opts.real_tree {
-        let (files, bytes) = corpus::count_files(real);
+    let mut trees = Vec::new();
+    if let Some(corpus) = &corpus {
         trees.push(search::Tree {
-            label: format!("cargo registry sources ({} files)", stats::count(files)),
-            path: real.clone(),
-            files,
-            bytes,
+            label: format!("generated tree ({} files)", stats::count(corpus.tree_files)),
+            path: corpus.tree.clone(),
+            files: corpus.tree_files,
+            bytes: corpus.tree_bytes,
         });
+        if let Some(real) = &opts.real_tree {
+            let (files, bytes) = corpus::count_files(real);
+            trees.push(search::Tree {
+                label: format!("cargo registry sources ({} files)", stats::count(files)),
+                path: real.clone(),
+                files,
+                bytes,
+            });
+        }
     }
     for section in &opts.sections {
         let waited = (opts.wait_load > 0.0).then(|| machine::wait_until_quiet(opts.wait_load, opts.wait_max));
         let (tables, before) = (report.tables.len(), machine::load().0);
-        let outcome = match section {
-            Section::Startup => startup::run(opts, &corpus, &mut report),
-            Section::Grep => search::grep(opts, &trees, &mut report),
-            Section::Glob => search::glob(opts, &trees, &mut report),
-            Section::Read => read::run(opts, &corpus, &mut report),
-            Section::Throughput => throughput::run(opts, &corpus, &mut report),
-            Section::Http => http::run(opts, &corpus, &mut report),
-            Section::Tokens => tokens::run(opts, &trees, &mut report),
+        let outcome = match (section, &corpus) {
+            (Section::Agent, _) => agent::run(opts, &mut report),
+            (_, None) => Err(anyhow::anyhow!("no corpus")),
+            (Section::Startup, Some(corpus)) => startup::run(opts, corpus, &mut report),
+            (Section::Grep, _) => search::grep(opts, &trees, &mut report),
+            (Section::Glob, _) => search::glob(opts, &trees, &mut report),
+            (Section::Read, Some(corpus)) => read::run(opts, corpus, &mut report),
+            (Section::Throughput, Some(corpus)) => throughput::run(opts, corpus, &mut report),
+            (Section::Http, Some(corpus)) => http::run(opts, corpus, &mut report),
+            (Section::Tokens, _) => tokens::run(opts, &trees, &mut report),
         };
         if let Err(e) = outcome {
             report.error(&format!("{section:?}"), e);
@@ -213,6 +228,15 @@ fn prepare(opts: &Options) -> Result<Corpus> {
         bail!("no cordon binary at {} (build it, or pass --cordon)", opts.cordon.display());
     }
     let corpus = corpus::prepare(&opts.corpus_dir, &opts.sizes)?;
+    check_cordon(opts)?;
+    Ok(corpus)
+}
+
+/// The `cordon` binary runs, and its compile cache in the state directory is warm.
+fn check_cordon(opts: &Options) -> Result<()> {
+    if !opts.cordon.is_file() {
+        bail!("no cordon binary at {} (build it, or pass --cordon)", opts.cordon.display());
+    }
     std::fs::create_dir_all(&opts.state_dir)?;
     let out = std::process::Command::new(&opts.cordon)
         .arg("tools")
@@ -227,7 +251,7 @@ fn prepare(opts: &Options) -> Result<Corpus> {
             String::from_utf8_lossy(&out.stderr).chars().take(500).collect::<String>()
         );
     }
-    Ok(corpus)
+    Ok(())
 }
 
 /// The longest any single server read may take before the harness gives up on it.

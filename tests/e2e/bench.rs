@@ -31,6 +31,8 @@ fn smoke_run_reports_every_section_without_errors() {
         "## glob: generated tree",
         "## Reading a 4 MiB file to the end",
         "## Small-call throughput and latency",
+        // Run when Claude Code is installed, else a note that it was skipped.
+        "## Agent steps through Claude Code: Cordon against the built-in tools",
         "## Errors\n\nNone.",
     ] {
         assert!(text.contains(heading), "no {heading:?} in the report:\n{text}");

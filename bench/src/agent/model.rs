@@ -1,0 +1,294 @@
+//! A stand-in for the Anthropic Messages API on loopback that plays the model:
+//! each turn of Claude Code's main loop (a request that carries `tools`) gets
+//! the script's next `tool_use`, or a short closing text when the script is
+//! done; every `tool_result` the next request carries is recorded exactly as
+//! Claude Code forwards it. Requests without tools (titles and the like) get a
+//! short text. One HTTP request per connection, `Connection: close`.
+
+use std::collections::{HashMap, HashSet};
+use std::io::{BufRead, BufReader, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+/// Main-loop turns after which the stand-in ends the conversation (a runaway script).
+const MAX_TURNS: usize = 40;
+
+/// One `tool_result` as Claude Code forwarded it, with the call it answers.
+#[derive(Clone, Debug)]
+pub struct Seen {
+    /// The tool the model called (`mcp__cordon__read`, `Read`, …).
+    pub tool: String,
+    pub input: Value,
+    pub is_error: bool,
+    /// The block's `content` as sent: a string, or an array of content blocks.
+    pub content: Value,
+}
+
+/// The model's next move, given the results so far and the tools the request offers: a call
+/// (tool name, input), or `None` to end the turn with a short text.
+pub type Script = Box<dyn FnMut(&[Seen], &[Value]) -> Option<(String, Value)> + Send>;
+
+/// What the stand-in saw of one conversation.
+#[derive(Default)]
+pub struct Transcript {
+    /// The `tools` of the first main-loop request, as sent.
+    pub first_tools: Vec<Value>,
+    pub seen: Vec<Seen>,
+    /// Whether the script ended the conversation with its closing text.
+    pub finished: bool,
+    /// What went wrong on the model's side (a call not offered, a runaway script, …).
+    pub problems: Vec<String>,
+    /// One line per HTTP request, for error messages.
+    pub requests: Vec<String>,
+}
+
+struct State {
+    script: Script,
+    /// The calls the model made, by `tool_use` id.
+    calls: HashMap<String, (String, Value)>,
+    /// The ids whose results are recorded.
+    recorded: HashSet<String>,
+    transcript: Transcript,
+}
+
+impl State {
+    /// The model's answer to one `/v1/messages` body.
+    fn reply_to(&mut self, request: &Value) -> Value {
+        let model = request["model"].as_str().unwrap_or("claude");
+        let tools = request["tools"].as_array().cloned().unwrap_or_default();
+        if tools.is_empty() {
+            return message(model, json!({"type": "text", "text": "Benchmark"}));
+        }
+        if self.transcript.first_tools.is_empty() {
+            self.transcript.first_tools = tools.clone();
+        }
+        self.record(&request["messages"]);
+        if self.transcript.finished {
+            self.transcript.problems.push("a main-loop request after the closing text".into());
+        }
+        let next = if self.calls.len() >= MAX_TURNS {
+            self.transcript.problems.push(format!("the script was still calling tools after {MAX_TURNS} turns"));
+            None
+        } else {
+            (self.script)(&self.transcript.seen, &tools)
+        };
+        let offered = |name: &str| tools.iter().any(|t| t["name"] == name);
+        match next {
+            Some((tool, input)) if offered(&tool) => {
+                let id = format!("toolu_bench_{:03}", self.calls.len());
+                self.calls.insert(id.clone(), (tool.clone(), input.clone()));
+                message(model, json!({"type": "tool_use", "id": id, "name": tool, "input": input}))
+            }
+            other => {
+                if let Some((tool, _)) = other {
+                    self.transcript.problems.push(format!("the script called {tool}, which Claude Code did not offer"));
+                }
+                self.transcript.finished = true;
+                message(model, json!({"type": "text", "text": "Done."}))
+            }
+        }
+    }
+
+    /// Records the `tool_result` blocks of the last user message not recorded yet.
+    fn record(&mut self, messages: &Value) {
+        let last_user = messages.as_array().into_iter().flatten().rev().find(|m| m["role"] == "user");
+        let blocks = last_user.and_then(|m| m["content"].as_array()).into_iter().flatten();
+        for block in blocks.filter(|b| b["type"] == "tool_result") {
+            let id = block["tool_use_id"].as_str().unwrap_or_default();
+            // Each request repeats the whole conversation: a result is recorded once.
+            let Some((tool, input)) = self.calls.get(id).filter(|_| self.recorded.insert(id.to_string())) else {
+                continue;
+            };
+            let (is_error, content) = (block["is_error"] == true, block["content"].clone());
+            self.transcript.seen.push(Seen { tool: tool.clone(), input: input.clone(), is_error, content });
+        }
+    }
+}
+
+/// An assistant message of one block, with the stop reason the block implies.
+fn message(model: &str, block: Value) -> Value {
+    let stop_reason = if block["type"] == "tool_use" { "tool_use" } else { "end_turn" };
+    json!({
+        "id": "msg_cordon_bench", "type": "message", "role": "assistant", "model": model,
+        "content": [block], "stop_reason": stop_reason, "stop_sequence": null,
+        "usage": {"input_tokens": 1, "output_tokens": 1}
+    })
+}
+
+/// The same message as the server-sent events of a streamed answer.
+fn events(message: &Value) -> String {
+    let block = &message["content"][0];
+    let (start, delta) = if block["type"] == "tool_use" {
+        let start = json!({"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}});
+        (start, json!({"type": "input_json_delta", "partial_json": block["input"].to_string()}))
+    } else {
+        (json!({"type": "text", "text": ""}), json!({"type": "text_delta", "text": block["text"]}))
+    };
+    let mut head = message.clone();
+    head["content"] = json!([]);
+    head["stop_reason"] = Value::Null;
+    let stop = json!({"stop_reason": message["stop_reason"], "stop_sequence": null});
+    [
+        json!({"type": "message_start", "message": head}),
+        json!({"type": "content_block_start", "index": 0, "content_block": start}),
+        json!({"type": "content_block_delta", "index": 0, "delta": delta}),
+        json!({"type": "content_block_stop", "index": 0}),
+        json!({"type": "message_delta", "delta": stop, "usage": {"output_tokens": 1}}),
+        json!({"type": "message_stop"}),
+    ]
+    .iter()
+    .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap_or_default()))
+    .collect()
+}
+
+/// Reads one HTTP/1.1 request: method, path and body (by `Content-Length`, or chunked).
+fn read_request(reader: &mut impl BufRead) -> std::io::Result<(String, String, Vec<u8>)> {
+    let mut line = String::new();
+    reader.read_line(&mut line)?;
+    let mut words = line.split_whitespace().map(str::to_string);
+    let (Some(method), Some(path)) = (words.next(), words.next()) else {
+        return Err(std::io::Error::other("not an HTTP request"));
+    };
+    let (mut length, mut chunked) = (0usize, false);
+    loop {
+        line.clear();
+        if reader.read_line(&mut line)? == 0 || line.trim().is_empty() {
+            break;
+        }
+        if let Some((name, value)) = line.split_once(':') {
+            match name.trim().to_ascii_lowercase().as_str() {
+                "content-length" => length = value.trim().parse().unwrap_or(0),
+                "transfer-encoding" => chunked = value.contains("chunked"),
+                _ => {}
+            }
+        }
+    }
+    let mut body = Vec::new();
+    if !chunked {
+        body.resize(length, 0);
+        reader.read_exact(&mut body)?;
+        return Ok((method, path, body));
+    }
+    loop {
+        line.clear();
+        reader.read_line(&mut line)?;
+        let size = usize::from_str_radix(line.split(';').next().unwrap_or("0").trim(), 16).unwrap_or(0);
+        if size == 0 {
+            return Ok((method, path, body));
+        }
+        let start = body.len();
+        body.resize(start + size, 0);
+        reader.read_exact(&mut body[start..])?;
+        line.clear();
+        reader.read_line(&mut line)?;
+    }
+}
+
+/// Answers one connection: one request, one reply, then close.
+fn serve(stream: TcpStream, state: &Mutex<State>) -> std::io::Result<()> {
+    stream.set_read_timeout(Some(Duration::from_secs(60)))?;
+    let mut reader = BufReader::new(stream.try_clone()?);
+    let (method, path, body) = read_request(&mut reader)?;
+    let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let path = path.split('?').next().unwrap_or_default().to_string();
+    let (status, kind, text) = {
+        let mut state = state.lock().unwrap_or_else(|e| e.into_inner());
+        state.transcript.requests.push(format!("{method} {path} stream={}", request["stream"]));
+        match (method.as_str(), path.as_str()) {
+            ("POST", "/v1/messages") => {
+                let message = state.reply_to(&request);
+                if request["stream"] == true {
+                    ("200 OK", "text/event-stream", events(&message))
+                } else {
+                    ("200 OK", "application/json", message.to_string())
+                }
+            }
+            ("POST", "/v1/messages/count_tokens") => {
+                ("200 OK", "application/json", json!({"input_tokens": body.len() / 4}).to_string())
+            }
+            _ => {
+                let error = json!({"type": "error", "error": {"type": "not_found_error", "message": "not served"}});
+                ("404 Not Found", "application/json", error.to_string())
+            }
+        }
+    };
+    let mut out = &stream;
+    write!(out, "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\n", text.len())?;
+    write!(out, "Connection: close\r\n\r\n{text}")?;
+    out.flush()
+}
+
+/// The stand-in: a loopback listener and a thread per connection; stops when dropped.
+pub struct MessagesApi {
+    addr: SocketAddr,
+    state: Arc<Mutex<State>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl MessagesApi {
+    pub fn start(script: Script) -> std::io::Result<MessagesApi> {
+        let listener = TcpListener::bind("127.0.0.1:0")?;
+        let addr = listener.local_addr()?;
+        let state =
+            State { script, calls: HashMap::new(), recorded: HashSet::new(), transcript: Transcript::default() };
+        let (state, stop) = (Arc::new(Mutex::new(state)), Arc::new(AtomicBool::new(false)));
+        let (shared, stopped) = (Arc::clone(&state), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                if stopped.load(Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(stream) = stream else { continue };
+                let shared = Arc::clone(&shared);
+                std::thread::spawn(move || serve(stream, &shared));
+            }
+        });
+        Ok(MessagesApi { addr, state, stop })
+    }
+
+    /// The base URL for `ANTHROPIC_BASE_URL`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// What the stand-in saw so far (taken: the stand-in keeps an empty transcript).
+    pub fn take(&self) -> Transcript {
+        std::mem::take(&mut self.state.lock().unwrap_or_else(|e| e.into_inner()).transcript)
+    }
+}
+
+impl Drop for MessagesApi {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        // Wake the accept loop so that it sees the flag.
+        let _ = TcpStream::connect(self.addr);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plays_one_call_then_records_its_result_and_closes() {
+        let script: Script = Box::new(|seen, _| seen.is_empty().then(|| ("Read".into(), json!({"file_path": "/x"}))));
+        let mut state =
+            State { script, calls: HashMap::new(), recorded: HashSet::new(), transcript: Transcript::default() };
+        let tools = json!([{"name": "Read", "description": "d", "input_schema": {}}]);
+        let first = state.reply_to(&json!({"tools": tools, "messages": [{"role": "user", "content": "go"}]}));
+        assert_eq!(first["content"][0]["name"], "Read");
+        let id = first["content"][0]["id"].clone();
+        let result = json!([{"type": "tool_result", "tool_use_id": id, "content": "1\tline"}]);
+        let messages = json!([{"role": "user", "content": "go"}, {"role": "user", "content": result}]);
+        let last = state.reply_to(&json!({"tools": tools, "messages": messages}));
+        assert_eq!(last["stop_reason"], "end_turn");
+        assert_eq!(state.transcript.seen.len(), 1);
+        assert_eq!(state.transcript.seen[0].content, "1\tline");
+        assert!(state.transcript.finished && state.transcript.problems.is_empty());
+        assert!(events(&first).contains("input_json_delta"));
+    }
+}
