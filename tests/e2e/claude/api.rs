@@ -27,7 +27,7 @@ pub(super) struct ToolResultSeen {
 }
 
 /// The model's next move, given every result seen so far: a tool call, or `None` for the final answer.
-type Script = Box<dyn FnMut(&[ToolResultSeen]) -> Option<(String, Value)> + Send>;
+pub(super) type Script = Box<dyn FnMut(&[ToolResultSeen]) -> Option<(String, Value)> + Send>;
 
 /// The model's side of one conversation: the script, what Claude Code sent back, and anything
 /// the stand-in could not make sense of.
@@ -40,6 +40,8 @@ pub(super) struct Conversation {
     pub(super) requests: Vec<String>,
     pub(super) problems: Vec<String>,
     pub(super) finished: bool,
+    /// The `tools` of the first main-loop request: every definition the model is sent.
+    pub(super) first_tools: Vec<Value>,
 }
 
 impl Conversation {
@@ -51,6 +53,7 @@ impl Conversation {
             requests: Vec::new(),
             problems: Vec::new(),
             finished: false,
+            first_tools: Vec::new(),
         }
     }
 
@@ -62,6 +65,9 @@ impl Conversation {
             request["tools"].as_array().into_iter().flatten().filter_map(|t| t["name"].as_str()).collect();
         if !tools.iter().any(|t| t.starts_with("mcp__")) {
             return message(model, json!({"type": "text", "text": "Cordon"}));
+        }
+        if self.first_tools.is_empty() {
+            self.first_tools = request["tools"].as_array().cloned().unwrap_or_default();
         }
         self.record(&request["messages"]);
         if self.finished {

@@ -82,7 +82,11 @@ const TXT_FILES_SHOWN: &str = "big.txt\nedit.txt\nhello.txt\nnotes.txt\nsrc/a.tx
 
 /// The root's entries before the conversation writes `new.txt`, as the model must read them
 /// (`ls -F` style).
-const ROOT_ENTRIES_SHOWN: &str = "big.txt\nedit.txt\nhello.txt\nnotes.txt\nsrc/\nsub/\n";
+const ROOT_ENTRIES_SHOWN: &str = "big.txt\nedit.txt\nhello.txt\nlong.py\nnotes.txt\nsrc/\nsub/\n";
+
+/// The files that hold `MARKER`, as the model must read grep's `files_with_matches`: one path
+/// per line (`rg -l` style).
+const MARKER_FILES_SHOWN: &str = "notes.txt\nsrc/a.txt\n";
 
 /// The most characters a one-line edit's answer may cost the model.
 const EDIT_ANSWER_CHARS: usize = 400;
@@ -101,6 +105,11 @@ const ALLOWED: [&str; 7] = [
     "mcp__cordon__edit",
 ];
 
+/// A 300-line source file, read whole in one call.
+fn long_text() -> String {
+    (1..=150).map(|i| format!("def f{i}(x):\n    return \"x\\ty\" + x\n")).collect()
+}
+
 /// The text of the file read page by page.
 fn big_text() -> String {
     (0..100).map(|i| format!("{i:03}: paged through Claude Code, ünïcödé ✓\n")).collect()
@@ -117,6 +126,7 @@ fn conversation_fixture() -> Fixture {
     fx.write("src/a.txt", "first\nMARKER in a\nlast\n");
     fx.write("edit.txt", EDIT_BEFORE);
     fx.write("big.txt", big_text());
+    fx.write("long.py", long_text());
     fx
 }
 
@@ -146,6 +156,8 @@ fn script() -> impl FnMut(&[ToolResultSeen]) -> Option<(String, Value)> + Send +
         call("stat", json!({"path": "hello.txt"})),
         call("write", json!({"path": "new.txt", "content": NEW_FILE})),
         call("edit", json!({"path": "edit.txt", "old_string": "colour: red", "new_string": "colour: blue"})),
+        call("read", json!({"path": "long.py"})),
+        call("grep", json!({"pattern": "MARKER", "output_mode": "files_with_matches"})),
     ];
     move |seen: &[ToolResultSeen]| {
         if let Some(next) = calls.get(seen.len()) {
@@ -203,6 +215,30 @@ fn check_read(checks: &mut Checks, seen: &[ToolResultSeen]) {
     checks.expect_seen("read", &text, missed.map(|line| format!("{line:?}")).collect());
     let shown = payload_text(found);
     checks.expect(shown == numbered(HELLO), || format!("read: not the numbered lines; the model read {shown:?}"));
+}
+
+/// The read of a 300-line file: every line numbered, with real line ends and the file's own
+/// quotes and backslashes (text, not a JSON string), in one call.
+fn check_long_read(checks: &mut Checks, seen: &[ToolResultSeen]) {
+    let Some(found) = seen.iter().find(|s| s.tool == "mcp__cordon__read" && s.input["path"] == "long.py") else {
+        return checks.expect(false, || "no read of long.py".into());
+    };
+    let shown = payload_text(found);
+    let want = numbered(&long_text());
+    checks.expect(shown == want, || {
+        format!("read long.py: not the numbered lines; the model read {}", trimmed(&shown, 400))
+    });
+    let text = model_text(found);
+    checks.expect(!text.contains("[Page "), || format!("read long.py: more than one page: {}", tail(&text, 300)));
+}
+
+/// grep `files_with_matches`: one relative path per line.
+fn check_files_with_matches(checks: &mut Checks, seen: &[ToolResultSeen]) {
+    let found = seen.iter().find(|s| s.tool == "mcp__cordon__grep" && s.input["output_mode"] == "files_with_matches");
+    let shown = found.map(payload_text).unwrap_or_default();
+    checks.expect(shown == MARKER_FILES_SHOWN, || {
+        format!("grep -l: the model read {shown:?}, not {MARKER_FILES_SHOWN:?}")
+    });
 }
 
 /// `text`'s lines as the model must read a file: the number, a tab, the line.
@@ -337,6 +373,8 @@ fn converse(fx: &Fixture, mcp_config: &Value, server: Option<&HttpServer>) {
     let seen = run_claude(fx.dir.path(), mcp_config, &ALLOWED, script());
     let mut checks = Checks::default();
     check_read(&mut checks, &seen);
+    check_long_read(&mut checks, &seen);
+    check_files_with_matches(&mut checks, &seen);
     check_grep(&mut checks, &seen);
     check_compact(&mut checks, fx, &seen, "grep", MARKERS_SHOWN);
     check_compact(&mut checks, fx, &seen, "glob", TXT_FILES_SHOWN);

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::api::{MessagesApi, ToolResultSeen};
+use super::api::{MessagesApi, Script, ToolResultSeen};
 use crate::support::{node_dir, run_bounded};
 
 /// How long one Claude Code run may take (a run of this script takes a few seconds).
@@ -76,7 +76,7 @@ pub(super) fn run_claude(
     allowed_tools: &[&str],
     script: impl FnMut(&[ToolResultSeen]) -> Option<(String, Value)> + Send + 'static,
 ) -> Vec<ToolResultSeen> {
-    run(workdir, mcp_config, allowed_tools, Box::new(script), false)
+    run(workdir, mcp_config, allowed_tools, Box::new(script), false).0
 }
 
 /// `run_claude` with Claude Code's tool search on, its default: MCP tools not marked to be
@@ -87,17 +87,19 @@ pub(super) fn run_claude_with_tool_search(
     mcp_config: &Value,
     allowed_tools: &[&str],
     script: impl FnMut(&[ToolResultSeen]) -> Option<(String, Value)> + Send + 'static,
-) -> Vec<ToolResultSeen> {
+) -> (Vec<ToolResultSeen>, Vec<Value>) {
     run(workdir, mcp_config, allowed_tools, Box::new(script), true)
 }
 
+/// Runs Claude Code through `script`: every tool result the model read, and the tools its
+/// first request defined.
 fn run(
     workdir: &Path,
     mcp_config: &Value,
     allowed_tools: &[&str],
-    script: Box<dyn FnMut(&[ToolResultSeen]) -> Option<(String, Value)> + Send>,
+    script: Script,
     tool_search: bool,
-) -> Vec<ToolResultSeen> {
+) -> (Vec<ToolResultSeen>, Vec<Value>) {
     let claude = claude_bin();
     let scratch = tempfile::tempdir().unwrap();
     let (home, tmp, config) =
@@ -153,5 +155,5 @@ fn run(
         conversation.requests.len(),
         conversation.seen.len()
     );
-    conversation.seen.clone()
+    (conversation.seen.clone(), conversation.first_tools.clone())
 }
