@@ -5,8 +5,10 @@
 //! component when built for `wasm32-wasip2`.
 
 pub mod reader;
+pub mod sniff;
 
 use std::fs::File;
+use std::io::Read as _;
 use std::path::PathBuf;
 
 use cordon_sdk::{
@@ -16,6 +18,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use reader::{Piece, Position, ReadStream, Selection};
+use sniff::Sniffed;
 
 /// The tool's name as clients call it.
 pub const NAME: &str = "read";
@@ -26,7 +29,8 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 pub const DESCRIPTION: &str = "Read a file under the server's roots. In text, each line comes as its number, a tab, then the line \
 exactly (as `cat -n`): the number and tab are not in the file, so never put them in `old_string`. \
 `start_line`/`end_line` (1-based, inclusive) or `start_byte`/`end_byte` select a range. A long file comes \
-in pages; the footer says how to continue.";
+in pages; the footer says how to continue. An image comes back as an image, another binary file as one \
+sentence.";
 
 /// The JSON Schema of the arguments.
 pub fn input_schema() -> serde_json::Value {
@@ -74,7 +78,24 @@ pub fn output_schema() -> serde_json::Value {
         "type": "object",
         "properties": {
             "path": { "type": "string", "description": "The file's absolute path." },
-            "size": { "type": "integer", "minimum": 0, "description": "The file's size in bytes." }
+            "size": { "type": "integer", "minimum": 0, "description": "The file's size in bytes." },
+            "media_type": {
+                "type": "string",
+                "description": "The file's media type, told by its first bytes (not its name): e.g. image/png, \
+    application/pdf, application/zip; text/plain for text, application/octet-stream for other binary files."
+            },
+            "text": {
+                "type": "boolean",
+                "description": "Whether the file reads as text: no NUL byte and at most an eighth of its first \
+    8 KiB not UTF-8. A binary file's chunks are raw bytes (base64), not runs of text and bytes."
+            },
+            "byte_range": {
+                "type": "array",
+                "items": { "type": "integer", "minimum": 0 },
+                "minItems": 2,
+                "maxItems": 2,
+                "description": "When a byte range was asked for: its start and end (exclusive), clamped to the file."
+            }
         },
         "required": ["path", "size"]
     })
@@ -126,6 +147,8 @@ pub struct Read {
     pub size: u64,
     /// The byte range asked for, clamped to the file: (start, end exclusive).
     range: Option<(u64, u64)>,
+    /// What the file's first bytes tell about it.
+    pub sniffed: Sniffed,
     /// The chunks still to come.
     pub stream: ReadStream<File>,
 }
@@ -148,15 +171,21 @@ impl Read {
                 format!("`{shown}` is not a regular file (a FIFO, socket or device); it cannot be read"),
             ));
         }
-        let file = File::open(&resolved).map_err(|e| Error::io(&format!("`{shown}`"), &e))?;
+        let mut file = File::open(&resolved).map_err(|e| Error::io(&format!("`{shown}`"), &e))?;
         let size = meta.len();
+        let mut head = Vec::with_capacity(sniff::HEAD_BYTES);
+        (&mut file)
+            .take(sniff::HEAD_BYTES as u64)
+            .read_to_end(&mut head)
+            .map_err(|e| Error::io(&format!("`{shown}`"), &e))?;
+        let sniffed = sniff::sniff(&head, (head.len() as u64) >= size);
         let resume = resume.map(Position::decode).transpose()?;
-        let stream = ReadStream::open(file, size, selection, resume)?;
+        let stream = ReadStream::open(file, size, selection, resume)?.raw(!sniffed.text);
         let range = match selection {
             Selection::Bytes { start, end } => Some((start, end.unwrap_or(size).min(size).max(start))),
             Selection::Lines { .. } => None,
         };
-        Ok(Read { path: shown, resolved, size, range, stream })
+        Ok(Read { path: shown, resolved, size, range, sniffed, stream })
     }
 
     /// The progress after a chunk ending at byte `end`: `end` of the file's
@@ -189,7 +218,16 @@ impl Stream for Read {
 
     /// The `info` object: matches `output_schema`.
     fn info(&self) -> serde_json::Value {
-        json!({ "path": self.path, "size": self.size })
+        let mut info = json!({
+            "path": self.path,
+            "size": self.size,
+            "media_type": self.sniffed.media_type,
+            "text": self.sniffed.text,
+        });
+        if let Some((start, end)) = self.range {
+            info["byte_range"] = json!([start, end]);
+        }
+        info
     }
 
     /// The totals known without reading: the file's size, and for a byte range

@@ -137,6 +137,9 @@ pub struct ReadStream<R> {
     /// The byte offset to stop before, if the caller set one.
     end_byte: Option<u64>,
     eof: bool,
+    /// Whether the file is binary: its chunks are then its bytes as they
+    /// come, cut at the budget, not at line ends or runs of valid UTF-8.
+    raw: bool,
 }
 
 impl<R: Read + Seek> ReadStream<R> {
@@ -177,13 +180,20 @@ impl<R: Read + Seek> ReadStream<R> {
         }
         let pos = resume.unwrap_or(first);
         src.seek(SeekFrom::Start(pos.byte)).map_err(|e| Error::io("the file", &e))?;
-        let mut stream = ReadStream { src, buf: Vec::new(), head: 0, pos, end_line, end_byte, eof: false };
+        let mut stream = ReadStream { src, buf: Vec::new(), head: 0, pos, end_line, end_byte, eof: false, raw: false };
         if let (None, Selection::Lines { start, .. }) = (resume, selection)
             && start > 1
         {
             stream.skip_to_line(start)?;
         }
         Ok(stream)
+    }
+
+    /// The stream of a binary file: each chunk is raw bytes up to the budget
+    /// (still at most its line ends), not split into runs of text and bytes.
+    pub fn raw(mut self, raw: bool) -> Self {
+        self.raw = raw;
+        self
     }
 
     /// Where the next chunk would start.
@@ -295,11 +305,15 @@ impl<R: Read + Seek> ReadStream<R> {
         if let Some(at) = nth_newline(&pending[..len], items) {
             len = at + 1;
         } else if look > len
+            && !self.raw
             && let Some(at) = pending[..len].iter().rposition(|&b| b == b'\n')
         {
             len = at + 1;
         }
-        let (piece, len) = split_valid(&pending[..len], len == look);
+        let (piece, len) = match self.raw {
+            true => (Piece::Bytes(pending[..len].to_vec()), len),
+            false => split_valid(&pending[..len], len == look),
+        };
         let newlines = count_newlines(&pending[..len]);
         let ends_line = pending[len - 1] == b'\n';
         let continued = len < look && !ends_line;

@@ -387,3 +387,26 @@ fn progress_is_the_end_of_the_chunk_read_out_of_the_size() {
     assert_eq!(ranged.progress(9), (9, 9, "9 B of 9 B read".to_string()), "a range's end is the total");
     assert_eq!(read.progress(20).1, 20, "a file grown since it was opened: the total is no less than done");
 }
+
+#[test]
+fn a_binary_file_comes_in_raw_chunks_and_its_info_says_what_it_is() {
+    let dir = Scratch::new("binary");
+    let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
+    png.extend((0u32..3000).map(|i| (i.wrapping_mul(2_654_435_761) >> 11) as u8));
+    std::fs::write(dir.0.join("pic.dat"), &png).unwrap();
+    let read = crate::Read::open(&dir.roots(), r#"{"path":"pic.dat"}"#, None).unwrap();
+    let info = read.info();
+    assert_eq!((&info["media_type"], &info["text"]), (&serde_json::json!("image/png"), &serde_json::json!(false)));
+    assert!(info.get("byte_range").is_none());
+    let chunks = drain_file(read);
+    assert!(chunks.iter().all(|c| matches!(c.piece, Piece::Bytes(_))), "no runs of text");
+    assert!(chunks.len() <= 2, "cut at the budget, not at each run: {} chunks", chunks.len());
+    assert_eq!(bytes_of(&chunks), png);
+
+    std::fs::write(dir.0.join("t.txt"), b"caf\xe9 ok\n").unwrap();
+    let text = crate::Read::open(&dir.roots(), r#"{"path":"t.txt","start_byte":1,"end_byte":99}"#, None).unwrap();
+    let info = text.info();
+    assert_eq!((&info["media_type"], &info["text"]), (&serde_json::json!("text/plain"), &serde_json::json!(true)));
+    assert_eq!(info["byte_range"], serde_json::json!([1, 8]));
+    assert_eq!(drain_file(text).len(), 3, "a text file keeps its runs: text, the bad byte, text");
+}
