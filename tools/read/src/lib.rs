@@ -84,10 +84,10 @@ pub fn output_schema() -> serde_json::Value {
                 "description": "The file's media type, told by its first bytes (not its name): e.g. image/png, \
     application/pdf, application/zip; text/plain for text, application/octet-stream for other binary files."
             },
-            "text": {
+            "binary": {
                 "type": "boolean",
-                "description": "Whether the file reads as text: no NUL byte and at most an eighth of its first \
-    8 KiB not UTF-8. A binary file's chunks are raw bytes (base64), not runs of text and bytes."
+                "description": "True for a file that does not read as text: a NUL byte, or over an eighth of its \
+    first 8 KiB not UTF-8, or a binary format. Its chunks are raw bytes (base64), not runs of text and bytes."
             },
             "byte_range": {
                 "type": "array",
@@ -222,7 +222,7 @@ impl Stream for Read {
             "path": self.path,
             "size": self.size,
             "media_type": self.sniffed.media_type,
-            "text": self.sniffed.text,
+            "binary": !self.sniffed.text,
         });
         if let Some((start, end)) = self.range {
             info["byte_range"] = json!([start, end]);

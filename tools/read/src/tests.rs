@@ -396,7 +396,7 @@ fn a_binary_file_comes_in_raw_chunks_and_its_info_says_what_it_is() {
     std::fs::write(dir.0.join("pic.dat"), &png).unwrap();
     let read = crate::Read::open(&dir.roots(), r#"{"path":"pic.dat"}"#, None).unwrap();
     let info = read.info();
-    assert_eq!((&info["media_type"], &info["text"]), (&serde_json::json!("image/png"), &serde_json::json!(false)));
+    assert_eq!((&info["media_type"], &info["binary"]), (&serde_json::json!("image/png"), &serde_json::json!(true)));
     assert!(info.get("byte_range").is_none());
     let chunks = drain_file(read);
     assert!(chunks.iter().all(|c| matches!(c.piece, Piece::Bytes(_))), "no runs of text");
@@ -406,7 +406,7 @@ fn a_binary_file_comes_in_raw_chunks_and_its_info_says_what_it_is() {
     std::fs::write(dir.0.join("t.txt"), b"caf\xe9 ok\n").unwrap();
     let text = crate::Read::open(&dir.roots(), r#"{"path":"t.txt","start_byte":1,"end_byte":99}"#, None).unwrap();
     let info = text.info();
-    assert_eq!((&info["media_type"], &info["text"]), (&serde_json::json!("text/plain"), &serde_json::json!(true)));
+    assert_eq!((&info["media_type"], &info["binary"]), (&serde_json::json!("text/plain"), &serde_json::json!(false)));
     assert_eq!(info["byte_range"], serde_json::json!([1, 8]));
     assert_eq!(drain_file(text).len(), 3, "a text file keeps its runs: text, the bad byte, text");
 }
