@@ -18,6 +18,7 @@ pub mod cursor;
 pub mod depth;
 pub mod handles;
 mod key_file;
+pub mod media;
 pub mod page;
 pub mod parked;
 mod pieces;
@@ -43,6 +44,7 @@ use clock::PageClock;
 use compact::Compact;
 use cursor::{Cursor, CursorError, CursorKey, Heading};
 use handles::{HandleError, Handles, Mint, Store};
+use media::Media;
 use page::{Builder, Ended, Page, Piece, View};
 use parked::ParkedStreams;
 use pieces::next_piece;
@@ -84,6 +86,8 @@ pub struct PageLimits {
     /// The most time a page is pulled before it answers with what it has
     /// (`None`: until shortly before the request's deadline; see `clock`).
     pub page_time: Option<Duration>,
+    /// The largest image shown whole in the text form, in bytes (see `media`).
+    pub max_image_bytes: u64,
 }
 
 /// The default page of a tool whose text is lines of a file (`read`): as
@@ -294,6 +298,14 @@ impl Pager {
             Some(text) => self.resume(ctx, tool, &args, (&paging, budget), text)?,
         };
         start.call.arm(ctx, budget);
+        let media = if for_model { self.media(&mut start)? } else { None };
+        let budget = match media.as_ref().map(|media| media.budget(budget)) {
+            Some(own) if own != budget => {
+                start.call.arm(ctx, own);
+                own
+            }
+            _ => budget,
+        };
         let signal = &ctx.signal;
         let clock = PageClock::start(ctx.deadline, self.limits.page_time);
         let mut builder = Builder::new(budget, self.limits.max_depth);
@@ -309,6 +321,10 @@ impl Pager {
             }
             if clock.is_due() && start.position != started_at {
                 ended = Ended::Time;
+                break;
+            }
+            if media.as_ref().is_some_and(Media::shows_nothing) {
+                ended = Ended::Complete;
                 break;
             }
             let mut piece = match start.pending.pop_front() {
@@ -379,6 +395,7 @@ impl Pager {
         page.bytes_before = start.bytes_before;
         page.items_before = start.items_before;
         page.ended = ended;
+        page.media = media;
         if ended == Ended::Time {
             tracing::debug!(tool = %tool.manifest.name, page = start.index, elapsed = ?clock.elapsed(), "page ended on time");
         }
@@ -457,6 +474,14 @@ impl Pager {
         let bytes = parked.bytes();
         self.parked.park(start.session, key, parked, bytes);
         Ok(page)
+    }
+
+    /// In the text form, how the page is shown to a model when the tool
+    /// pages a file (see `media`); `None` in the JSON form.
+    fn media(&self, start: &mut Start) -> Result<Option<Media>, CallFailure> {
+        let Some(view) = &start.view else { return Ok(None) };
+        let info = start.call.info()?;
+        Ok(Media::of(&info, start.index, self.limits.max_image_bytes, |path| view.relative(path)))
     }
 
     /// Checks the cursor `text` and finds (or reopens) its stream.

@@ -178,6 +178,8 @@ pub struct Page {
     pub sha256: Option<String>,
     /// Why the page ended.
     pub ended: Ended,
+    /// In the text form, how a page of a file is shown (see `media`).
+    pub media: Option<super::media::Media>,
 }
 
 impl Page {
@@ -369,6 +371,7 @@ impl Builder {
             items_before: 0,
             sha256: None,
             ended: Ended::default(),
+            media: None,
         }
     }
 }

@@ -8,6 +8,7 @@ use serde_json::{Map, Value, json};
 pub mod faults;
 mod footer;
 mod loading;
+mod media;
 pub mod outcome;
 mod text;
 pub use faults::Fault;
@@ -258,9 +259,12 @@ pub const PAGE_META: &str = "cordon/page";
 /// their model.
 pub fn call_result(page: Page, version: Version) -> Value {
     let footer = footer(&page);
-    let mut content: Vec<Value> = match page.view {
-        View::Json => page.blocks.iter().map(content_block).collect(),
-        View::Text | View::Numbered => text::blocks(&page),
+    let mut content: Vec<Value> = match media::content(&page) {
+        Some(shown) => shown,
+        None => match page.view {
+            View::Json => page.blocks.iter().map(content_block).collect(),
+            View::Text | View::Numbered => text::blocks(&page),
+        },
     };
     if content.is_empty() {
         content.push(json!({ "type": "text", "text": "" }));
