@@ -14,6 +14,10 @@ fn python_sdk_client_lists_tools_and_reads_a_file() {
     fx.write("py.txt", content);
     let big: String = (0..3000).map(|i| format!("{i}: paged through the Python SDK ✓\r\n")).collect();
     fx.write("big.txt", &big);
+    let png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0\x1f\x15\xc4\x89";
+    fx.write("shot.png", png);
+    let blob: Vec<u8> = (0..40_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 9) as u8).collect();
+    fx.write("blob.bin", &blob);
     let out = Command::new(python_with_mcp())
         .arg(workspace().join("tests/interop/python_client.py"))
         .arg(cordon_bin())
@@ -22,6 +26,8 @@ fn python_sdk_client_lists_tools_and_reads_a_file() {
         .arg("py.txt")
         .arg("../outside.txt")
         .arg("big.txt")
+        .arg("shot.png")
+        .arg("blob.bin")
         .output()
         .unwrap();
     assert!(out.status.success(), "python client failed:\n{}", String::from_utf8_lossy(&out.stderr));
@@ -43,4 +49,12 @@ fn python_sdk_client_lists_tools_and_reads_a_file() {
     let sha: String = sha2::Sha256::digest(big.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
     assert_eq!(seen["paged_sha256"], sha, "the pages put together are the file");
     assert_eq!(seen["paged_reported_sha256"], sha);
+    let sha_of = |bytes: &[u8]| -> String { sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect() };
+    assert_eq!(seen["image_blocks"], serde_json::json!(["image", "text"]), "{seen}");
+    assert_eq!(seen["image_mime"], "image/png");
+    assert_eq!(seen["image_sha256"], sha_of(png));
+    assert!(seen["binary_text"].as_str().unwrap().starts_with("blob.bin is a binary file"), "{seen}");
+    assert_eq!(seen["binary_sha256"], sha_of(&blob), "the JSON form's pages put together are the file");
+    assert_eq!(seen["binary_reported_sha256"], sha_of(&blob));
+    assert_eq!(seen["binary_chunks_ok"], true, "every chunk's hash is its bytes'");
 }

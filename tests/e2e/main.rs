@@ -28,6 +28,7 @@ mod http;
 mod interop;
 mod judged;
 mod listing;
+mod media;
 mod memory;
 mod mutate;
 mod oversized;

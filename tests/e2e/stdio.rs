@@ -141,15 +141,17 @@ fn an_over_long_line_is_discarded_with_a_structured_error_and_the_session_goes_o
 }
 
 #[test]
-fn non_utf8_bytes_come_back_losslessly_as_a_blob() {
+fn non_utf8_bytes_come_back_losslessly_as_a_blob_in_the_json_form() {
     let fx = Fixture::new();
     fx.write("mixed.bin", b"text\n\xff\xfe\x00raw");
     let mut server = Server::initialized(&fx.root(), &[]);
     let result = server.call(1, "read", json!({"format": "json", "path": "mixed.bin"}));
     let blocks = result["content"].as_array().unwrap();
-    assert_eq!(blocks[0]["text"], "text\n");
-    assert_eq!(blocks[1]["resource"]["blob"], "//4=", "0xff 0xfe as base64");
-    assert_eq!(blocks[2]["text"], "\u{0}raw");
+    assert_eq!(blocks.len(), 1, "a binary file's bytes in one blob, not runs: {result}");
+    assert_eq!(blocks[0]["resource"]["blob"], "dGV4dAr//gByYXc=", "every byte, base64");
+    assert_eq!(result["structuredContent"]["base64"], "dGV4dAr//gByYXc=");
+    let shown = server.call(2, "read", json!({"path": "mixed.bin"}));
+    assert!(text(&shown).starts_with("mixed.bin is a binary file"), "the text form describes it: {shown}");
 }
 
 #[test]

@@ -1,6 +1,6 @@
 """Drives `cordon serve` with the official Python MCP SDK (PyPI `mcp`).
 
-Usage: python_client.py CORDON_BIN ROOT STATE_DIR FILE OUTSIDE BIG_FILE
+Usage: python_client.py CORDON_BIN ROOT STATE_DIR FILE OUTSIDE BIG_FILE [IMAGE BINARY]
 Prints one JSON object with what the client saw; the Rust e2e test checks it.
 """
 
@@ -16,6 +16,7 @@ from mcp.client.stdio import stdio_client
 
 async def main() -> None:
     binary, root, state_dir, file, outside, big = sys.argv[1:7]
+    image, blob = (sys.argv[7:9] + [None, None])[:2]
     params = StdioServerParameters(command=binary, args=["serve", "--root", root, "--state-dir", state_dir])
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
@@ -36,7 +37,9 @@ async def main() -> None:
                 if meta["next_cursor"] is None:
                     break
                 args = {"cursor": meta["next_cursor"], "max_tokens": 500}
+            seen_media = await media(session, image, blob) if image and blob else {}
             print(json.dumps({
+                **seen_media,
                 "protocol_version": init.protocol_version,
                 "server": init.server_info.name,
                 "tools": [t.name for t in listed.tools],
@@ -53,6 +56,37 @@ async def main() -> None:
                 "paged_sha256": hashlib.sha256(data).hexdigest(),
                 "paged_reported_sha256": checks["payload_sha256"],
             }))
+
+
+async def media(session: ClientSession, image: str, blob: str) -> dict:
+    """An image in the text form, and a binary file paged in the JSON form and
+    put back together from its blobs, each chunk checked against its hash."""
+    shown = await session.call_tool("read", {"path": image})
+    described = await session.call_tool("read", {"path": blob})
+    args = {"path": blob, "format": "json", "max_tokens": 2000}
+    data, chunks_ok = b"", True
+    while True:
+        page = await session.call_tool("read", args)
+        checks = page.meta["cordon/page"]
+        start = len(data)
+        for block in page.content[: checks["blocks"]]:
+            data += block.text.encode() if block.type == "text" else base64.b64decode(block.resource.blob)
+        for chunk in checks["chunks"]:
+            piece = data[start : start + chunk["bytes"]]
+            chunks_ok &= hashlib.sha256(piece).hexdigest() == chunk["sha256"]
+            start += chunk["bytes"]
+        if page.structured_content["next_cursor"] is None:
+            break
+        args = {"cursor": page.structured_content["next_cursor"], "max_tokens": 2000}
+    return {
+        "image_blocks": [c.type for c in shown.content],
+        "image_mime": shown.content[0].mime_type if shown.content[0].type == "image" else None,
+        "image_sha256": hashlib.sha256(base64.b64decode(shown.content[0].data)).hexdigest(),
+        "binary_text": "".join(c.text for c in described.content if c.type == "text"),
+        "binary_sha256": hashlib.sha256(data).hexdigest(),
+        "binary_reported_sha256": checks["payload_sha256"],
+        "binary_chunks_ok": chunks_ok,
+    }
 
 
 asyncio.run(main())
