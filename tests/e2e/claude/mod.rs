@@ -43,6 +43,7 @@
 
 mod api;
 mod loading;
+mod media;
 mod run;
 mod seen;
 mod skipped;
