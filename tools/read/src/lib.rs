@@ -29,8 +29,8 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 pub const DESCRIPTION: &str = "Read a file under the server's roots. In text, each line comes as its number, a tab, then the line \
 exactly (as `cat -n`): the number and tab are not in the file, so never put them in `old_string`. \
 `start_line`/`end_line` (1-based, inclusive) or `start_byte`/`end_byte` select a range. A long file comes \
-in pages; the footer says how to continue. An image comes back as an image, another binary file as one \
-sentence.";
+in pages; the footer says how to continue. An image comes back as an image, a notebook as its cells, another binary \
+file as one sentence.";
 
 /// The JSON Schema of the arguments.
 pub fn input_schema() -> serde_json::Value {
@@ -88,6 +88,13 @@ pub fn output_schema() -> serde_json::Value {
                 "type": "boolean",
                 "description": "True for a file that does not read as text: a NUL byte, or over an eighth of its \
     first 8 KiB not UTF-8, or a binary format. Its chunks are raw bytes (base64), not runs of text and bytes."
+            },
+            "line_range": {
+                "type": "array",
+                "items": { "type": ["integer", "null"], "minimum": 1 },
+                "minItems": 2,
+                "maxItems": 2,
+                "description": "When a range of lines was asked for: its first and last line (null: to the end)."
             },
             "byte_range": {
                 "type": "array",
@@ -147,6 +154,8 @@ pub struct Read {
     pub size: u64,
     /// The byte range asked for, clamped to the file: (start, end exclusive).
     range: Option<(u64, u64)>,
+    /// The lines asked for, if any: (first, last inclusive, if given).
+    lines: Option<(u64, Option<u64>)>,
     /// What the file's first bytes tell about it.
     pub sniffed: Sniffed,
     /// The chunks still to come.
@@ -178,14 +187,20 @@ impl Read {
             .take(sniff::HEAD_BYTES as u64)
             .read_to_end(&mut head)
             .map_err(|e| Error::io(&format!("`{shown}`"), &e))?;
-        let sniffed = sniff::sniff(&head, (head.len() as u64) >= size);
+        let sniffed = sniff::notebook(&args.path, sniff::sniff(&head, (head.len() as u64) >= size), &head);
         let resume = resume.map(Position::decode).transpose()?;
         let stream = ReadStream::open(file, size, selection, resume)?.raw(!sniffed.text);
         let range = match selection {
             Selection::Bytes { start, end } => Some((start, end.unwrap_or(size).min(size).max(start))),
             Selection::Lines { .. } => None,
         };
-        Ok(Read { path: shown, resolved, size, range, sniffed, stream })
+        let lines = match selection {
+            Selection::Lines { start, end } if args.start_line.is_some() || args.end_line.is_some() => {
+                Some((start, end))
+            }
+            _ => None,
+        };
+        Ok(Read { path: shown, resolved, size, range, lines, sniffed, stream })
     }
 
     /// The progress after a chunk ending at byte `end`: `end` of the file's
@@ -226,6 +241,9 @@ impl Stream for Read {
         });
         if let Some((start, end)) = self.range {
             info["byte_range"] = json!([start, end]);
+        }
+        if let Some((start, end)) = self.lines {
+            info["line_range"] = json!([start, end]);
         }
         info
     }

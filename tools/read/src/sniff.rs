@@ -2,6 +2,9 @@
 //! a media type from a small table of magic numbers (images, archives,
 //! executables, documents), and whether the file reads as text.
 //!
+//! A Jupyter notebook is the one type told by its name too (`.ipynb`, as
+//! Jupyter itself does), when its bytes are text that opens a JSON object.
+//!
 //! A file is binary when its type is a binary format, when its head holds a
 //! NUL byte (as git and ripgrep decide), or when more than an eighth of its
 //! head is not UTF-8. A text file with a few invalid bytes stays text.
@@ -14,6 +17,9 @@ pub const TEXT: &str = "text/plain";
 
 /// The media type of a binary file of no known format.
 pub const OCTET_STREAM: &str = "application/octet-stream";
+
+/// The media type of a Jupyter notebook.
+pub const NOTEBOOK: &str = "application/x-ipynb+json";
 
 /// What the first bytes tell about a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,6 +92,16 @@ pub fn sniff(head: &[u8], whole: bool) -> Sniffed {
     }
 }
 
+/// `sniffed` for a file named `name`: a notebook when it is text named
+/// `*.ipynb` whose `head` opens a JSON object.
+pub fn notebook(name: &str, sniffed: Sniffed, head: &[u8]) -> Sniffed {
+    let opens_object = head.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
+    match sniffed.text && opens_object && name.to_ascii_lowercase().ends_with(".ipynb") {
+        true => Sniffed { media_type: NOTEBOOK, text: true },
+        false => sniffed,
+    }
+}
+
 /// Whether `head` reads as text: no NUL byte, and at most an eighth of it
 /// bytes that are not UTF-8 (a character cut at the end of an unfinished
 /// head is not counted).
@@ -137,6 +153,15 @@ mod tests {
         let random: Vec<u8> = (0u32..4096).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8 | 0x80).collect();
         assert_eq!(sniff(&random, false), Sniffed { media_type: OCTET_STREAM, text: false });
         assert!(!sniff(b"plain\0text", true).text, "a NUL makes a file binary, as git decides");
+    }
+
+    #[test]
+    fn a_notebook_is_json_text_named_ipynb() {
+        let text = Sniffed { media_type: TEXT, text: true };
+        assert_eq!(notebook("a/b.ipynb", text, b"\n {\"cells\": []}").media_type, NOTEBOOK);
+        assert_eq!(notebook("a/b.IPYNB", text, b"{}").media_type, NOTEBOOK);
+        assert_eq!(notebook("a/b.json", text, b"{}"), text, "by its name too");
+        assert_eq!(notebook("b.ipynb", text, b"not json"), text, "and by its bytes");
     }
 
     #[test]

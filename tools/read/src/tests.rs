@@ -408,5 +408,10 @@ fn a_binary_file_comes_in_raw_chunks_and_its_info_says_what_it_is() {
     let info = text.info();
     assert_eq!((&info["media_type"], &info["binary"]), (&serde_json::json!("text/plain"), &serde_json::json!(false)));
     assert_eq!(info["byte_range"], serde_json::json!([1, 8]));
+    assert!(info.get("line_range").is_none());
+    let lines = crate::Read::open(&dir.roots(), r#"{"path":"t.txt","start_line":2}"#, None);
+    assert_eq!(lines.err().map(|e| e.code), Some(ErrorCode::InvalidArgument), "past the end: one line");
+    let lines = crate::Read::open(&dir.roots(), r#"{"path":"t.txt","start_line":1}"#, None).unwrap();
+    assert_eq!(lines.info()["line_range"], serde_json::json!([1, null]));
     assert_eq!(drain_file(text).len(), 3, "a text file keeps its runs: text, the bad byte, text");
 }
