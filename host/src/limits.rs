@@ -227,7 +227,7 @@ impl Settings {
                 count: CountBounds { time: Duration::from_millis(self.count_ms), bytes: self.count_max_bytes.0 },
                 shards: self.shards,
                 page_time: (self.page_ms > 0).then(|| Duration::from_millis(self.page_ms)),
-                max_image_bytes: crate::pager::media::image_limit(size("max_response_bytes", self.max_response_bytes)?),
+                max_whole_bytes: crate::pager::media::image_limit(size("max_response_bytes", self.max_response_bytes)?),
             },
             uploads: UploadLimits {
                 max_bytes: self.max_upload_bytes.0,

@@ -180,3 +180,40 @@ fn the_json_form_of_a_binary_file_reassembles_exactly_with_its_hashes() {
     }
     assert!(server.finish());
 }
+
+#[test]
+fn a_notebook_is_shown_as_its_cells_with_their_outputs() {
+    let fx = Fixture::new();
+    let notebook = json!({
+        "nbformat": 4, "nbformat_minor": 5,
+        "metadata": {"kernelspec": {"language": "python", "name": "python3"}},
+        "cells": [
+            {"cell_type": "markdown", "id": "a", "metadata": {}, "source": ["# Sales\n", "By month."]},
+            {"cell_type": "code", "id": "b", "metadata": {}, "execution_count": 1,
+             "source": ["total = sum(sales)\n", "print(total)"],
+             "outputs": [{"output_type": "stream", "name": "stdout", "text": ["1234\n"]},
+                         {"output_type": "display_data", "metadata": {},
+                          "data": {"image/png": PNG_1X1, "text/plain": ["<Figure size 640x480>"]}}]}
+        ]
+    });
+    let raw = serde_json::to_string_pretty(&notebook).unwrap();
+    fx.write("sales.ipynb", &raw);
+    let mut server = Server::initialized(&fx.root(), &[]);
+    // A page of 100 tokens is smaller than the notebook: it is gathered whole all the same.
+    let result = server.call(1, "read", json!({"path": "sales.ipynb", "max_tokens": 100}));
+    let blocks = content(&result);
+    assert_eq!(blocks.len(), 1, "{result}");
+    assert_eq!(
+        blocks[0]["text"],
+        "sales.ipynb: Jupyter notebook, 2 cells (python)\n\
+         \n[cell 1: markdown]\n# Sales\nBy month.\n\
+         \n[cell 2: code, In [1]]\ntotal = sum(sales)\nprint(total)\n[output]\n1234\n\
+         [output]\n<Figure size 640x480>\n[image/png output (92 bytes in the notebook), not shown]\n"
+    );
+    // Its lines are its JSON, exactly; so is the JSON form.
+    let lines = server.call(2, "read", json!({"path": "sales.ipynb", "start_line": 1, "end_line": 2}));
+    assert_eq!(content(&lines)[0]["text"], raw.lines().take(2).map(|l| format!("{l}\n")).collect::<String>());
+    let (got, _) = read_all(&mut server, "read", json!({"path": "sales.ipynb"}), 1000);
+    assert_eq!(got, raw.as_bytes());
+    assert!(server.finish());
+}

@@ -1,8 +1,8 @@
 //! What a page of a file holds for a model, in the text form, told by the
 //! tool's `info` before the first chunk: a file that reads as text, a whole
-//! image (gathered onto one page, past the page's usual budget, up to the
-//! image limit), a binary file described instead of shown, or a byte range
-//! of a binary file. Any tool whose `info` carries `media_type` and `binary`
+//! image or Jupyter notebook (gathered onto one page, past the page's usual
+//! budget, up to the image limit), a binary file described instead of shown,
+//! or a byte range of a binary file. Any tool whose `info` carries `media_type` and `binary`
 //! (as `read`'s does) gets this; others are paged as they come.
 //!
 //! The JSON form never comes here, nor a program following every cursor
@@ -11,6 +11,9 @@
 use serde_json::Value;
 
 use crate::tool::Budget;
+
+/// The media type of a Jupyter notebook (as `read` reports it).
+pub const NOTEBOOK: &str = "application/x-ipynb+json";
 
 /// The image types a model is shown as images (as Claude's API takes them).
 pub const IMAGE_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
@@ -39,6 +42,9 @@ pub enum Media {
     Text,
     /// A whole image, on one page, shown as an image.
     Image(File),
+    /// A whole Jupyter notebook, on one page, shown as its cells with their
+    /// outputs in at most `shown_bytes` (the page's own budget).
+    Notebook { file: File, shown_bytes: u32 },
     /// A binary file, or an image too large to show: one sentence, and
     /// nothing of the file (`limit`: the image limit it is over).
     Described { file: File, limit: Option<u64> },
@@ -58,39 +64,51 @@ pub struct File {
 }
 
 impl Media {
-    /// How page `index` of the call whose tool said `info` is shown, for a
-    /// server showing images up to `image_limit` bytes, with paths made
-    /// relative by `relative`; `None` when `info` does not say what the file
-    /// is (a tool that pages no file).
-    pub fn of(info: &Value, index: u64, image_limit: u64, relative: impl Fn(&str) -> String) -> Option<Media> {
+    /// How page `index` of the call whose tool said `info` is shown, at a
+    /// page `budget`, for a server gathering images and notebooks up to
+    /// `whole_limit` bytes, with paths made relative by `relative`; `None`
+    /// when `info` does not say what the file is (a tool that pages no file).
+    pub fn of(
+        info: &Value,
+        index: u64,
+        (budget, whole_limit): (Budget, u64),
+        relative: impl Fn(&str) -> String,
+    ) -> Option<Media> {
         let media_type = info.get("media_type")?.as_str()?;
-        if !info.get("binary").and_then(Value::as_bool).unwrap_or(false) {
-            return Some(Media::Text);
-        }
-        // A byte range asks for bytes; so does a later page (a first page
-        // shows the whole file or describes it, and is the last).
-        if info.get("byte_range").is_some() || index > 0 {
-            return Some(Media::Range);
-        }
+        let binary = info.get("binary").and_then(Value::as_bool).unwrap_or(false);
         let file = File {
             path: relative(info.get("path").and_then(Value::as_str).unwrap_or_default()),
             size: info.get("size").and_then(Value::as_u64).unwrap_or_default(),
             media_type: media_type.to_string(),
         };
+        // A range asks for the file's own lines or bytes; so does a later
+        // page (a first page shows a whole file or describes it, and is the last).
+        let whole = index == 0 && info.get("byte_range").is_none() && info.get("line_range").is_none();
+        if !binary {
+            return Some(match media_type == NOTEBOOK && whole && file.size <= whole_limit {
+                true => Media::Notebook { file, shown_bytes: budget.bytes },
+                false => Media::Text,
+            });
+        }
+        if info.get("byte_range").is_some() || index > 0 {
+            return Some(Media::Range);
+        }
         Some(match IMAGE_TYPES.contains(&media_type) {
-            true if file.size <= image_limit => Media::Image(file),
-            true => Media::Described { file, limit: Some(image_limit) },
+            true if file.size <= whole_limit => Media::Image(file),
+            true => Media::Described { file, limit: Some(whole_limit) },
             false => Media::Described { file, limit: None },
         })
     }
 
-    /// The page's budget: an image's whole size (it comes on one page,
-    /// whatever the page's usual budget), the bytes whose hex dump fits
-    /// `budget` for a range (each byte takes about 4¼ characters), else
+    /// The page's budget: an image's or a notebook's whole size (it comes on
+    /// one page, whatever the page's usual budget), the bytes whose hex dump
+    /// fits `budget` for a range (each byte takes about 4¼ characters), else
     /// `budget`.
     pub fn budget(&self, budget: Budget) -> Budget {
         match self {
-            Media::Image(file) => Budget { bytes: file.size.clamp(4, u64::from(u32::MAX)) as u32, items: u32::MAX },
+            Media::Image(file) | Media::Notebook { file, .. } => {
+                Budget { bytes: file.size.clamp(4, u64::from(u32::MAX)) as u32, items: u32::MAX }
+            }
             Media::Range => Budget { bytes: (budget.bytes / 17 * 4).max(16), ..budget },
             Media::Text | Media::Described { .. } => budget,
         }
@@ -108,8 +126,10 @@ mod tests {
 
     use super::*;
 
+    const PAGE: Budget = Budget { bytes: 400, items: 10 };
+
     fn of(info: Value, index: u64) -> Option<Media> {
-        Media::of(&info, index, 1000, |p| p.trim_start_matches("/r/").to_string())
+        Media::of(&info, index, (PAGE, 1000), |p| p.trim_start_matches("/r/").to_string())
     }
 
     #[test]
@@ -128,6 +148,15 @@ mod tests {
         let zip = json!({"path": "/r/z", "size": 3, "media_type": "application/zip", "binary": true});
         assert!(matches!(of(zip, 0), Some(Media::Described { limit: None, .. })));
         assert_eq!(of(json!({"media_type": "text/plain"}), 0), Some(Media::Text));
+        let nb = json!({"path": "/r/n.ipynb", "size": 900, "media_type": NOTEBOOK, "binary": false});
+        let file = File { path: "n.ipynb".into(), size: 900, media_type: NOTEBOOK.into() };
+        assert_eq!(of(nb.clone(), 0), Some(Media::Notebook { file, shown_bytes: 400 }));
+        let mut lines = nb.clone();
+        lines["line_range"] = json!([1, null]);
+        assert_eq!(of(lines, 0), Some(Media::Text), "a range of its lines is its JSON text");
+        let mut big = nb;
+        big["size"] = 1001.into();
+        assert_eq!(of(big, 0), Some(Media::Text), "too large to gather: its JSON text, paged");
         assert_eq!(of(json!({"path": "/r/x", "matches": 2}), 0), None, "a tool that pages no file");
     }
 

@@ -86,8 +86,9 @@ pub struct PageLimits {
     /// The most time a page is pulled before it answers with what it has
     /// (`None`: until shortly before the request's deadline; see `clock`).
     pub page_time: Option<Duration>,
-    /// The largest image shown whole in the text form, in bytes (see `media`).
-    pub max_image_bytes: u64,
+    /// The largest image or notebook gathered whole for a model in the text
+    /// form, in bytes (see `media`).
+    pub max_whole_bytes: u64,
 }
 
 /// The default page of a tool whose text is lines of a file (`read`): as
@@ -298,7 +299,7 @@ impl Pager {
             Some(text) => self.resume(ctx, tool, &args, (&paging, budget), text)?,
         };
         start.call.arm(ctx, budget);
-        let media = if for_model { self.media(&mut start)? } else { None };
+        let media = if for_model { self.media(&mut start, budget)? } else { None };
         let budget = match media.as_ref().map(|media| media.budget(budget)) {
             Some(own) if own != budget => {
                 start.call.arm(ctx, own);
@@ -478,10 +479,11 @@ impl Pager {
 
     /// In the text form, how the page is shown to a model when the tool
     /// pages a file (see `media`); `None` in the JSON form.
-    fn media(&self, start: &mut Start) -> Result<Option<Media>, CallFailure> {
+    fn media(&self, start: &mut Start, budget: Budget) -> Result<Option<Media>, CallFailure> {
         let Some(view) = &start.view else { return Ok(None) };
         let info = start.call.info()?;
-        Ok(Media::of(&info, start.index, self.limits.max_image_bytes, |path| view.relative(path)))
+        let limits = (budget, self.limits.max_whole_bytes);
+        Ok(Media::of(&info, start.index, limits, |path| view.relative(path)))
     }
 
     /// Checks the cursor `text` and finds (or reopens) its stream.

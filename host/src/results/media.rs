@@ -3,6 +3,7 @@
 //!
 //! - a whole image: one MCP `image` block and one line beside it (path, size,
 //!   media type);
+//! - a whole Jupyter notebook: its cells with their outputs (see `notebook`);
 //! - a binary file, or an image too large to show: one sentence (size, type,
 //!   and how to get the exact bytes), never the bytes;
 //! - a byte range of a binary file: a hex dump, as `xxd` prints it;
@@ -11,6 +12,8 @@
 //!
 //! The JSON form is never rendered here: it keeps every byte, base64 where
 //! not UTF-8, with its hashes.
+
+mod notebook;
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
@@ -38,7 +41,7 @@ pub fn content(page: &Page) -> Option<Vec<Value>> {
             let note = bad_bytes_note(page)?;
             Some(vec![text_block(lossy(page).into_owned()), text_block(note)])
         }
-        Media::Described { .. } | Media::Range => Some(vec![text_block(shown_text(page)?)]),
+        Media::Notebook { .. } | Media::Described { .. } | Media::Range => Some(vec![text_block(shown_text(page)?)]),
     }
 }
 
@@ -48,6 +51,12 @@ pub fn content(page: &Page) -> Option<Vec<Value>> {
 pub fn shown_text(page: &Page) -> Option<String> {
     match page.media.as_ref()? {
         Media::Image(file) => Some(image_line(file)),
+        Media::Notebook { file, shown_bytes } => {
+            let limit = *shown_bytes as usize;
+            let shown = notebook::render(&bytes(page), &file.path, limit);
+            // Named a notebook but not one: its text, as far as the page goes.
+            Some(shown.unwrap_or_else(|| notebook::cut(lossy(page).into_owned(), limit)))
+        }
         Media::Described { file, limit } => Some(described(&page.tool, file, *limit)),
         Media::Range => Some(hex_dump(&bytes(page), page.span.map_or(0, |span| span.start_byte))),
         Media::Text => {
@@ -257,6 +266,19 @@ mod tests {
         assert!(said.starts_with("b.gif is an image (image/gif) of 5.0 MiB (5242880 bytes), larger than the 3.0 MiB"));
         assert_eq!(said.matches(". ").count(), 0, "one sentence: {said}");
         assert_eq!(kind("application/pdf"), "PDF document, application/pdf");
+    }
+
+    #[test]
+    fn a_notebook_is_its_cells_and_a_file_named_so_that_is_not_one_its_text() {
+        let nb = r#"{"cells": [{"cell_type": "code", "source": "x = 1", "outputs": []}]}"#;
+        let media = || Media::Notebook { file: file("n.ipynb", 60, "application/x-ipynb+json"), shown_bytes: 400 };
+        let blocks = content(&page(vec![Payload::Text(nb.into())], 0, media())).unwrap();
+        assert_eq!(
+            blocks,
+            vec![json!({"type": "text", "text": "n.ipynb: Jupyter notebook, 1 cell\n\n[cell 1: code]\nx = 1\n"})]
+        );
+        let not = shown_text(&page(vec![Payload::Text(format!("{{{}", "x".repeat(500)))], 0, media())).unwrap();
+        assert!(not.len() <= 400 && not.starts_with("{xxx") && not.contains("cut here"), "{not}");
     }
 
     #[test]
