@@ -478,9 +478,10 @@ impl Pager {
     }
 
     /// In the text form, how the page is shown to a model when the tool
-    /// pages a file (see `media`); `None` in the JSON form.
+    /// pages one file (it has a fingerprint; see `media`); `None` in the JSON
+    /// form, and without asking the tool for its `info` for any other call.
     fn media(&self, start: &mut Start, budget: Budget) -> Result<Option<Media>, CallFailure> {
-        let Some(view) = &start.view else { return Ok(None) };
+        let (Some(view), Some(_)) = (&start.view, &start.fingerprint) else { return Ok(None) };
         let info = start.call.info()?;
         let limits = (budget, self.limits.max_whole_bytes);
         Ok(Media::of(&info, start.index, limits, |path| view.relative(path)))
