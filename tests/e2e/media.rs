@@ -88,6 +88,12 @@ fn an_image_over_the_limit_is_refused_with_a_sentence_saying_how_to_get_its_byte
     let said = blocks[0]["text"].as_str().unwrap();
     assert!(said.starts_with("big.png is an image (image/png) of 293.0 KiB (300068 bytes), larger than"), "{said}");
     assert!(said.contains("format \"json\"") && said.contains("start_byte/end_byte"), "{said}");
+    // The largest image shown: (256 KiB - 64 KiB) * 3/4, whose response fits the limit.
+    big.truncate((262_144 - 65_536) / 4 * 3);
+    fx.write("edge.png", &big);
+    let result = server.call(2, "read", json!({"path": "edge.png"}));
+    assert_eq!(content(&result)[0]["type"], "image", "its response fits the limit");
+    assert_eq!(decode(content(&result)[0]["data"].as_str().unwrap()), big);
     assert!(server.finish());
 }
 
