@@ -7,8 +7,9 @@
 //! - a binary file, or an image too large to show: one sentence (size, type,
 //!   and how to get the exact bytes), never the bytes;
 //! - a byte range of a binary file: a hex dump, as `xxd` prints it;
-//! - a text file with bytes that are not UTF-8: the text, each bad sequence
-//!   shown as U+FFFD, and a note saying where they are.
+//! - a text file with bytes that are not UTF-8: the text (its lines
+//!   numbered, unless the call turned that off), each bad sequence shown as
+//!   U+FFFD, and a note saying where they are.
 //!
 //! The JSON form is never rendered here: it keeps every byte, base64 where
 //! not UTF-8, with its hashes.
@@ -21,7 +22,7 @@ use std::fmt::Write as _;
 use serde_json::{Value, json};
 
 use crate::pager::media::{File, Media};
-use crate::pager::page::{Block, Page};
+use crate::pager::page::{Block, Page, View};
 
 /// Bytes per line of a hex dump.
 const DUMP_WIDTH: usize = 16;
@@ -32,38 +33,30 @@ const LISTED_RANGES: usize = 3;
 /// The content blocks a page shows a model when they are not its payload's
 /// own (`None`: show the payload as it is).
 pub fn content(page: &Page) -> Option<Vec<Value>> {
-    match page.media.as_ref()? {
+    let text = match page.media.as_ref()? {
         Media::Image(file) => {
             let image = json!({ "type": "image", "data": base64_encode(&bytes(page)), "mimeType": file.media_type });
-            Some(vec![image, text_block(image_line(file))])
+            return Some(vec![image, text_block(image_line(file))]);
         }
         Media::Text => {
             let note = bad_bytes_note(page)?;
-            Some(vec![text_block(lossy(page).into_owned()), text_block(note)])
+            let mut blocks = match page.view {
+                View::Numbered => super::text::blocks(page),
+                View::Text | View::Json => vec![text_block(lossy(page).into_owned())],
+            };
+            blocks.push(text_block(note));
+            return Some(blocks);
         }
-        Media::Notebook { .. } | Media::Described { .. } | Media::Range => Some(vec![text_block(shown_text(page)?)]),
-    }
-}
-
-/// The text a page shows a model in place of its payload, for a client that
-/// reads one text (the structured content's `text`): the line beside an
-/// image, the sentence, the dump, or the text with U+FFFD and its note.
-pub fn shown_text(page: &Page) -> Option<String> {
-    match page.media.as_ref()? {
-        Media::Image(file) => Some(image_line(file)),
         Media::Notebook { file, shown_bytes } => {
             let limit = *shown_bytes as usize;
             let shown = notebook::render(&bytes(page), &file.path, limit);
             // Named a notebook but not one: its text, as far as the page goes.
-            Some(shown.unwrap_or_else(|| notebook::cut(lossy(page).into_owned(), limit)))
+            shown.unwrap_or_else(|| notebook::cut(lossy(page).into_owned(), limit))
         }
-        Media::Described { file, limit } => Some(described(&page.tool, file, *limit)),
-        Media::Range => Some(hex_dump(&bytes(page), page.span.map_or(0, |span| span.start_byte))),
-        Media::Text => {
-            let note = bad_bytes_note(page)?;
-            Some(format!("{}{note}", lossy(page)))
-        }
-    }
+        Media::Described { file, limit } => described(&page.tool, file, *limit),
+        Media::Range => hex_dump(&bytes(page), page.span.map_or(0, |span| span.start_byte)),
+    };
+    Some(vec![text_block(text)])
 }
 
 fn text_block(text: String) -> Value {
@@ -237,6 +230,13 @@ mod tests {
         page
     }
 
+    /// The one text block a page shows.
+    fn only_text(page: &Page) -> String {
+        let blocks = content(page).unwrap();
+        assert_eq!(blocks.len(), 1, "{blocks:?}");
+        blocks[0]["text"].as_str().unwrap().to_string()
+    }
+
     fn file(path: &str, size: u64, media_type: &str) -> File {
         File { path: path.into(), size, media_type: media_type.into() }
     }
@@ -254,7 +254,7 @@ mod tests {
     #[test]
     fn a_binary_file_is_one_sentence_saying_how_to_get_its_bytes() {
         let described = Media::Described { file: file("r.bin", 102_400, "application/octet-stream"), limit: None };
-        let said = shown_text(&page(Vec::new(), 0, described)).unwrap();
+        let said = only_text(&page(Vec::new(), 0, described));
         assert_eq!(
             said,
             "r.bin is a binary file (type unknown) of 100.0 KiB (102400 bytes), not shown as text; for its exact \
@@ -262,7 +262,7 @@ mod tests {
              a hex dump of a range."
         );
         let big = Media::Described { file: file("b.gif", 5 << 20, "image/gif"), limit: Some(3 << 20) };
-        let said = shown_text(&page(Vec::new(), 0, big)).unwrap();
+        let said = only_text(&page(Vec::new(), 0, big));
         assert!(said.starts_with("b.gif is an image (image/gif) of 5.0 MiB (5242880 bytes), larger than the 3.0 MiB"));
         assert_eq!(said.matches(". ").count(), 0, "one sentence: {said}");
         assert_eq!(kind("application/pdf"), "PDF document, application/pdf");
@@ -277,7 +277,7 @@ mod tests {
             blocks,
             vec![json!({"type": "text", "text": "n.ipynb: Jupyter notebook, 1 cell\n\n[cell 1: code]\nx = 1\n"})]
         );
-        let not = shown_text(&page(vec![Payload::Text(format!("{{{}", "x".repeat(500)))], 0, media())).unwrap();
+        let not = only_text(&page(vec![Payload::Text(format!("{{{}", "x".repeat(500)))], 0, media()));
         assert!(not.len() <= 400 && not.starts_with("{xxx") && not.contains("cut here"), "{not}");
     }
 
