@@ -220,7 +220,8 @@ fn a_notebook_is_shown_as_its_cells_with_their_outputs() {
     );
     // Its lines are its JSON, exactly; so is the JSON form.
     let lines = server.call(2, "read", json!({"path": "sales.ipynb", "start_line": 1, "end_line": 2}));
-    assert_eq!(content(&lines)[0]["text"], raw.lines().take(2).map(|l| format!("{l}\n")).collect::<String>());
+    let numbered: String = raw.lines().take(2).enumerate().map(|(i, l)| format!("{}\t{l}\n", i + 1)).collect();
+    assert_eq!(content(&lines)[0]["text"], numbered);
     let (got, _) = read_all(&mut server, "read", json!({"path": "sales.ipynb"}), 1000);
     assert_eq!(got, raw.as_bytes());
     assert!(server.finish());
