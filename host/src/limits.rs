@@ -84,8 +84,10 @@ limit_table! {
     /// The largest page a call may ask for, in estimated tokens.
     max_page_tokens: u32 = 25_000, "TOKENS";
     /// Page size of a file's lines (`read`) when a call does not ask, in
-    /// estimated tokens: one read takes what Claude Code's own Read does.
-    file_page_tokens: u32 = 20_000, "TOKENS";
+    /// estimated tokens (4 bytes each): 60 KB, which with line numbers is
+    /// about 20,000 tokens of source code as Claude counts them (some 3.3
+    /// characters a token), below Claude Code's cap of 25,000 a result.
+    file_page_tokens: u32 = 15_000, "TOKENS";
     /// The most lines on a page of a file's lines when a call does not ask.
     file_page_lines: u32 = 2_000, "N";
     /// The most items (lines, for text) on one page.

@@ -11,6 +11,7 @@
 //! whatever the budgets and however the pages were cut.
 
 mod ahead;
+mod budget;
 pub mod clock;
 pub mod compact;
 pub mod count;
@@ -40,6 +41,8 @@ use crate::args::{Form, Paging};
 use crate::registry::Tool;
 use crate::runtime::{CallContext, CallFailure, Reclaim, Runtime};
 use crate::tool::{Access, Budget, ErrorCode, Fingerprint, ToolError};
+pub use budget::FilePage;
+use budget::{budget, numbered, shows_lines};
 use clock::PageClock;
 use compact::Compact;
 use cursor::{Cursor, CursorError, CursorKey, Heading};
@@ -91,16 +94,6 @@ pub struct PageLimits {
     pub max_whole_bytes: u64,
 }
 
-/// The default page of a tool whose text is lines of a file (`read`): as
-/// much as an agent's own file reader shows at once.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FilePage {
-    /// Estimated tokens.
-    pub tokens: u32,
-    /// Lines.
-    pub lines: u32,
-}
-
 /// Why no page came back.
 #[derive(Debug)]
 pub enum PageError {
@@ -122,28 +115,6 @@ impl From<CursorError> for PageError {
     fn from(e: CursorError) -> Self {
         PageError::Cursor(e)
     }
-}
-
-/// The page a program following every cursor gets when it does not ask for
-/// one (`cordon call --all`): its pages never cross the wire, so they may be
-/// larger than any MCP page, which cuts the cost per page (the cursor, the
-/// hand-off to the guest's thread) to almost nothing per byte.
-const STREAM_PAGE: Budget = Budget { bytes: 2 << 20, items: u32::MAX };
-
-/// The page budget for these options, clamped by the server's limits; for a
-/// program that asked for no size, `STREAM_PAGE`. A tool whose text is
-/// lines of a file (`lines`) defaults to a file's page.
-fn budget(limits: &PageLimits, paging: &Paging, for_model: bool, lines: bool) -> Budget {
-    if !for_model && paging.max_tokens.is_none() && paging.page_size.is_none() {
-        return STREAM_PAGE;
-    }
-    let (default_tokens, default_items) = match lines {
-        true => (limits.file.tokens, limits.file.lines.min(limits.max_items)),
-        false => (limits.default_tokens, limits.max_items),
-    };
-    let tokens = paging.max_tokens.map_or(default_tokens, |t| t.min(u64::from(limits.max_tokens)) as u32);
-    let items = paging.page_size.map_or(default_items, |n| n.min(u64::from(limits.max_items)) as u32);
-    Budget { bytes: tokens.saturating_mul(BYTES_PER_TOKEN).max(4), items: items.max(1) }
 }
 
 /// A stream parked between two pages, with the pieces pulled but not
@@ -576,18 +547,6 @@ impl Pager {
     }
 }
 
-/// Whether `tool`'s text is lines of a file: it declares `line_numbers`
-/// (which the host honours: `View::Numbered`), and its pages default to a
-/// file's page (`FilePage`).
-fn shows_lines(tool: &Tool) -> bool {
-    tool.manifest.input_schema["properties"].get("line_numbers").is_some()
-}
-
-/// Whether the call `args` (canonical JSON) leaves line numbers on.
-fn numbered(args: &str) -> bool {
-    serde_json::from_str::<Value>(args).ok().and_then(|a| a.get("line_numbers")?.as_bool()) != Some(false)
-}
-
 /// Where the compact form's paths are relative to: the call's first root,
 /// where relative arguments go.
 fn base(ctx: &CallContext) -> Option<String> {
@@ -608,37 +567,4 @@ fn stale(tool: &Tool, what: &str) -> CallFailure {
         ErrorCode::Stale,
         format!("what this cursor pages {what}; start again: call `{}` without `cursor`", tool.manifest.name),
     ))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn budgets_default_and_clamp_to_the_server_limits() {
-        let limits = crate::limits::Limits::default().pages;
-        let default = budget(&limits, &Paging::default(), true, false);
-        assert_eq!(default, Budget { bytes: limits.default_tokens * BYTES_PER_TOKEN, items: limits.max_items });
-        let file = budget(&limits, &Paging::default(), true, true);
-        assert_eq!(
-            file,
-            Budget { bytes: 20_000 * BYTES_PER_TOKEN, items: 2_000 },
-            "a file's lines: as Read shows them"
-        );
-        let huge = budget(
-            &limits,
-            &Paging { max_tokens: Some(u64::MAX), page_size: Some(u64::MAX), ..Paging::default() },
-            true,
-            true,
-        );
-        assert_eq!(huge, Budget { bytes: limits.max_tokens * BYTES_PER_TOKEN, items: limits.max_items });
-        let tiny =
-            budget(&limits, &Paging { max_tokens: Some(1), page_size: Some(1), ..Paging::default() }, false, false);
-        assert_eq!(tiny, Budget { bytes: 4, items: 1 }, "a program that asks gets what it asks");
-        assert_eq!(
-            budget(&limits, &Paging::default(), false, true),
-            STREAM_PAGE,
-            "a program that does not: large pages"
-        );
-    }
 }

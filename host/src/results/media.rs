@@ -16,6 +16,7 @@
 
 mod notebook;
 
+use super::base64_encode;
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
@@ -202,11 +203,6 @@ fn hex_dump(bytes: &[u8], offset: u64) -> String {
         out.push('\n');
     }
     out
-}
-
-fn base64_encode(bytes: &[u8]) -> String {
-    use base64::Engine as _;
-    base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
 #[cfg(test)]

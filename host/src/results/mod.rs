@@ -7,6 +7,7 @@ use serde_json::{Map, Value, json};
 
 pub mod faults;
 mod footer;
+mod json;
 mod loading;
 mod media;
 pub mod outcome;
@@ -15,15 +16,15 @@ pub use faults::Fault;
 pub use loading::Loading;
 
 use crate::pager::BYTES_PER_TOKEN;
-use crate::pager::page::{Block, Ended, Page, View};
+use crate::pager::page::{Block, Page, View};
 use crate::policy::{Mode, Root};
 use crate::protocol::jsonrpc::{Code, ErrorObject, Kind};
 use crate::protocol::mcp::Version;
 use crate::protocol::modern;
 use crate::registry::Entry;
 use crate::runtime::CallFailure;
-use crate::tool::Manifest;
-use footer::{footer, remaining};
+use footer::footer;
+use json::{insert_span, output_schema, structured};
 
 /// What the server offers, in either era: tools, log messages on request,
 /// and (empty) prompts, so clients that list them get an answer. It offers
@@ -168,72 +169,6 @@ fn describe_tool(entry: &Entry, version: Version, loading: Loading) -> Value {
     Value::Object(tool)
 }
 
-/// The fields the host adds to every result's structured content.
-fn page_properties() -> Value {
-    let span = json!({
-        "start_line": { "type": "integer", "minimum": 1, "description": "First line on this page (1-based), when known." },
-        "end_line": { "type": "integer", "minimum": 1, "description": "Last line on this page (1-based, inclusive), when known." },
-        "start_byte": { "type": "integer", "minimum": 0, "description": "Offset of this page's first byte." },
-        "end_byte": { "type": "integer", "minimum": 0, "description": "Offset just after this page's last byte." }
-    });
-    let mut props = span;
-    let extra = json!({
-        "complete": { "type": "boolean", "description": "True on the last page." },
-        "ended": { "const": "time", "description": "Present when the page ended at its time limit rather than its size: it may hold few items or none, and the counts in the tool's fields say how far the work got; continuing goes on from there." },
-        "next_cursor": { "type": ["string", "null"], "description": "Pass as `cursor` to get the next page (a short handle); null when complete." },
-        "items": { "type": "array", "description": "This page's payload when it is whole JSON items: the items (left out when the tool's own fields hold its one item whole)." },
-        "text": { "type": "string", "description": "This page's payload when it is text (or items split across pages): the text, exactly." },
-        "base64": { "type": "string", "description": "This page's payload when it holds bytes that are not UTF-8: every byte, base64." },
-        "remaining": {
-            "type": "object",
-            "description": "When more remains and the tool can tell: the bytes (and estimated tokens) and items after this page.",
-            "properties": { "bytes": { "type": "integer" }, "estimated_tokens": { "type": "integer" }, "items": { "type": "integer" } }
-        },
-        "summary": {
-            "type": "object",
-            "description": "On the first page of a longer result: totals (exact or lower bounds; left out when the tool's own fields hold them) and ways to narrow the request."
-        },
-        "whole": {
-            "type": "object",
-            "description": "On the first page of a longer result: the whole result counted (items, bytes, estimated_tokens, paths and top_paths for items naming a path); exact false when a bound stopped the count (lower bounds).",
-            "properties": {
-                "items": { "type": "integer" }, "bytes": { "type": "integer" }, "estimated_tokens": { "type": "integer" },
-                "exact": { "type": "boolean" }, "paths": { "type": "integer" }, "top_paths": { "type": "array" }
-            }
-        }
-    });
-    if let (Some(p), Value::Object(extra)) = (props.as_object_mut(), extra) {
-        p.extend(extra);
-    }
-    props
-}
-
-/// The tool's output schema with the host's page fields added.
-fn output_schema(m: &Manifest) -> Value {
-    let mut schema = m.output_schema.clone();
-    merge_properties(&mut schema, page_properties());
-    if let Some(obj) = schema.as_object_mut() {
-        let required = obj.entry("required").or_insert_with(|| json!([]));
-        if let Some(list) = required.as_array_mut() {
-            for name in ["complete", "next_cursor"] {
-                if !list.iter().any(|v| v == name) {
-                    list.push(name.into());
-                }
-            }
-        }
-    }
-    schema
-}
-
-fn merge_properties(schema: &mut Value, extra: Value) {
-    let props = schema.as_object_mut().expect("checked at load").entry("properties").or_insert_with(|| json!({}));
-    if let (Some(props), Value::Object(extra)) = (props.as_object_mut(), extra) {
-        for (key, value) in extra {
-            props.entry(key).or_insert(value);
-        }
-    }
-}
-
 /// The `_meta` key of a page's metadata for programs: its index, size,
 /// payload blocks, each chunk's span and SHA-256, and on the last page the
 /// SHA-256 of the whole payload.
@@ -324,95 +259,6 @@ pub fn page_log(page: &Page) -> Value {
     meta
 }
 
-fn structured(page: Page) -> Value {
-    let remaining = remaining(&page);
-    let (field, payload) = payload_field(&page);
-    let mut out = match page.info {
-        Value::Object(map) => map,
-        _ => Map::new(),
-    };
-    if let Some(span) = page.span {
-        insert_span(&mut out, &span);
-    }
-    // A page that ended on time with nothing on it has no payload to show.
-    let nothing = page.ended == Ended::Time && page.chunks.is_empty();
-    if !held_by(&payload, &out) && !nothing {
-        out.insert(field.into(), payload);
-    }
-    out.insert("complete".into(), page.next_cursor.is_none().into());
-    // A page cut short by its time, not its size, says so: more may follow
-    // even when it holds nothing.
-    if page.ended == Ended::Time {
-        out.insert("ended".into(), "time".into());
-    }
-    if let Some(remaining) = remaining {
-        out.insert("remaining".into(), remaining.to_json());
-    }
-    // The model copies the short handle; the signed cursor is in `_meta`.
-    let next = page.handle.or(page.next_cursor);
-    out.insert("next_cursor".into(), next.map_or(Value::Null, Value::String));
-    if let Some(whole) = &page.whole {
-        out.insert("whole".into(), whole.to_json());
-    }
-    // The tool's own totals, which may be lower bounds, only where the
-    // whole result was not counted (the count says more, exactly), and not
-    // when the tool's own fields already say each of them (grep's counts so far).
-    if let (0, Some(summary), None) = (page.index, page.summary, &page.whole) {
-        let said = summary.totals.as_object().is_some_and(|t| t.iter().all(|(k, v)| out.get(k) == Some(v)));
-        let mut shown = json!({ "suggestions": summary.suggestions });
-        if !said {
-            shown["totals"] = summary.totals;
-            shown["totals_exact"] = summary.exact.into();
-        }
-        out.insert("summary".into(), shown);
-    }
-    Value::Object(out)
-}
-
-/// The page's payload inside the structured content, for a model whose client
-/// forwards only that: `items`, the JSON values, when the page holds whole
-/// items (lines of text that each parse); `base64` of every payload byte when
-/// it holds bytes that are not UTF-8; else `text`, exactly.
-fn payload_field(page: &Page) -> (&'static str, Value) {
-    let mut text = String::new();
-    for block in &page.blocks {
-        match block {
-            Block::Text(t) => text.push_str(t),
-            Block::Bytes(_) => return ("base64", base64_encode(&page_bytes(&page.blocks)).into()),
-        }
-    }
-    let all_items = !page.chunks.is_empty() && page.chunks.iter().all(|c| c.encoding == "json");
-    if all_items && text.ends_with('\n') {
-        let items: Option<Vec<Value>> = text.lines().map(|line| serde_json::from_str(line).ok()).collect();
-        if let Some(items) = items {
-            return ("items", Value::Array(items));
-        }
-    }
-    ("text", text.into())
-}
-
-/// Whether `payload` is one item whose every field the tool's own fields
-/// (`info`) already hold, as `write`, `edit` and `move` answer: the model reads
-/// it there once, not twice.
-fn held_by(payload: &Value, info: &Map<String, Value>) -> bool {
-    match payload.as_array().map(Vec::as_slice) {
-        Some([Value::Object(item)]) => item.iter().all(|(k, v)| info.get(k) == Some(v)),
-        _ => false,
-    }
-}
-
-/// Every payload byte of a page, in order.
-fn page_bytes(blocks: &[Block]) -> Vec<u8> {
-    let mut raw = Vec::new();
-    for block in blocks {
-        match block {
-            Block::Text(t) => raw.extend_from_slice(t.as_bytes()),
-            Block::Bytes(b) => raw.extend_from_slice(b),
-        }
-    }
-    raw
-}
-
 /// Each chunk on the page: span, payload bytes, SHA-256, encoding (utf8,
 /// base64, json) and whether it ends inside an item.
 fn chunks(page: &Page) -> Value {
@@ -428,15 +274,6 @@ fn chunks(page: &Page) -> Value {
         Value::Object(m)
     });
     Value::Array(chunks.collect())
-}
-
-fn insert_span(out: &mut Map<String, Value>, span: &crate::tool::Span) {
-    if let Some((start, end)) = span.lines {
-        out.insert("start_line".into(), start.into());
-        out.insert("end_line".into(), end.into());
-    }
-    out.insert("start_byte".into(), span.start_byte.into());
-    out.insert("end_byte".into(), span.end_byte.into());
 }
 
 /// A payload block as a content block: text, or raw bytes as a resource blob.
@@ -518,7 +355,8 @@ fn call_failure(failure: CallFailure, version: Version) -> Result<Value, ErrorOb
     Ok(result)
 }
 
-fn base64_encode(bytes: &[u8]) -> String {
+/// Bytes as standard base64, as every blob in a result is written.
+pub(super) fn base64_encode(bytes: &[u8]) -> String {
     use base64::Engine as _;
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
@@ -529,7 +367,7 @@ mod tests {
 
     use super::*;
     use crate::pager::page::{Builder, Piece};
-    use crate::tool::{Budget, Chunk, Payload, Summary};
+    use crate::tool::{Budget, Chunk, Payload};
 
     /// A complete page of `payloads`, with the tool's `info`.
     pub(super) fn page(payloads: Vec<(Payload, bool)>, info: Value) -> Page {
@@ -538,10 +376,6 @@ mod tests {
             builder.push(Piece::Chunk(Chunk { payload, span: None, continued, resume: String::new() }));
         }
         builder.finish("t", 0, info)
-    }
-
-    fn structured_of(page: Page) -> Value {
-        call_result(page, Version::LATEST)["structuredContent"].clone()
     }
 
     #[test]
@@ -554,54 +388,6 @@ mod tests {
         assert!(said.contains("Roots: /work/src (read-write), /work/docs (read-only)."), "{said}");
         assert!(said.contains("taken from the first root, /work/src;"), "{said}");
         assert!(instructions(&[]).contains("No roots are configured"));
-    }
-
-    #[test]
-    fn the_structured_content_carries_the_payload_a_model_needs() {
-        let text = structured_of(page(vec![(Payload::Text("a\nb\n".into()), false)], json!({"path": "f"})));
-        assert_eq!((&text["text"], &text["path"]), (&json!("a\nb\n"), &json!("f")));
-        let items =
-            vec![(Payload::Item(r#"{"path":"a","line":1}"#.into()), false), (Payload::Item("[2]".into()), false)];
-        let items = structured_of(page(items, json!({"matches": 2})));
-        assert_eq!(items["items"], json!([{"path": "a", "line": 1}, [2]]));
-        assert!(items.get("text").is_none());
-        let split = vec![(Payload::Item(r#"{"a":"#.into()), true)];
-        assert_eq!(structured_of(page(split, json!({})))["text"], r#"{"a":"#, "half an item stays text");
-        let bytes = vec![(Payload::Text("ok ".into()), false), (Payload::Bytes(vec![0xff, 0]), false)];
-        assert_eq!(structured_of(page(bytes, json!({})))["base64"], base64_encode(b"ok \xff\0"));
-    }
-
-    #[test]
-    fn one_item_the_tools_own_fields_hold_is_not_repeated() {
-        let answer = json!({"path": "f", "replacements": 1});
-        let held = structured_of(page(vec![(Payload::Item(answer.to_string()), false)], answer.clone()));
-        assert!(held.get("items").is_none(), "{held}");
-        assert_eq!(held["replacements"], 1);
-        let more = structured_of(page(vec![(Payload::Item(answer.to_string()), false)], json!({"path": "f"})));
-        assert_eq!(more["items"], json!([answer]), "an item with fields the info lacks is kept");
-    }
-
-    #[test]
-    fn a_summary_does_not_repeat_totals_the_tools_own_fields_hold() {
-        let counts = json!({"files_searched": 7, "matches": 0});
-        let mut first = page(Vec::new(), counts.clone());
-        first.next_cursor = Some("c".into());
-        first.summary = Some(Summary { totals: counts, exact: false, suggestions: vec!["narrow".into()] });
-        let said = structured_of(first.clone())["summary"].clone();
-        assert_eq!(said, json!({"suggestions": ["narrow"]}));
-        first.summary.as_mut().unwrap().totals = json!({"bytes": 10});
-        let said = structured_of(first)["summary"].clone();
-        assert_eq!((&said["totals"]["bytes"], &said["totals_exact"]), (&json!(10), &json!(false)));
-    }
-
-    #[test]
-    fn a_page_that_ended_on_time_empty_shows_no_payload_field() {
-        let mut timed = page(Vec::new(), json!({"files_searched": 7}));
-        (timed.next_cursor, timed.ended) = (Some("c".into()), Ended::Time);
-        let shown = structured_of(timed);
-        assert!(shown.get("text").is_none() && shown.get("items").is_none(), "{shown}");
-        assert_eq!((&shown["ended"], &shown["files_searched"]), (&json!("time"), &json!(7)));
-        assert_eq!(structured_of(page(Vec::new(), json!({})))["text"], "", "an empty last page says so");
     }
 
     #[test]
