@@ -5,8 +5,9 @@
 //! Cordon is called as a model's client calls it: default arguments (the
 //! compact text form, the default page size), following the continuation.
 //! Each page is measured twice: as Claude Code passes it to its model
-//! (`JSON.stringify(structuredContent)`) and as clients that forward
-//! `content` do (every text block, footer included). Tokens are characters
+//! (`JSON.stringify(structuredContent)` when a result has it, else the text
+//! blocks; the text form has none) and as clients that forward `content` do
+//! (every text block, footer included). Tokens are characters
 //! divided by 4, as Claude Code estimates them.
 
 use std::path::Path;
@@ -279,8 +280,8 @@ pub fn run(opts: &Options, trees: &[Tree], report: &mut Report) -> Result<()> {
         table.intro.push(format!(
             "What a model reads from agent-like calls on `{}`, called as a model's client calls Cordon (default \
              arguments: the compact text form and the default page), following the continuation for at most {MAX_PAGES} \
-             pages. Tokens are characters ÷ 4. *Claude Code*: `JSON.stringify(structuredContent)`, what it passes its \
-             model; *content*: every text block, footer included, what other clients pass. *Plain tool*: `rg -n` \
+             pages. Tokens are characters ÷ 4. *Claude Code*: what it passes its model, `JSON.stringify(structuredContent)` \
+             when a result has it, else its text blocks (the text form has no structured content); *content*: every text block, footer included, what other clients pass. *Plain tool*: `rg -n` \
              (`-l`, `-c`, `--files`) or `ls -1AF` run in the root, relative paths, the same results. *Per shown result*: \
              the first page's Claude Code tokens per result shown ÷ the plain tool's tokens per result. *Reference \
              server*: its `search_files` / `list_directory` answer, as Claude Code passes it (it has no content search).",
