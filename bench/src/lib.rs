@@ -15,6 +15,7 @@ pub mod report;
 pub mod stats;
 
 mod agent;
+pub mod claude;
 mod http;
 mod read;
 mod search;

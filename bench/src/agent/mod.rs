@@ -37,22 +37,6 @@ const BUILT_INS: [&str; 4] = ["Read", "Grep", "Glob", "Edit"];
 /// Cordon's tools compared with them.
 const CORDON_CORE: [&str; 4] = ["read", "grep", "glob", "edit"];
 
-/// Claude Code settings from the environment that would change what the model sees.
-const INHERITED_SETTINGS: [&str; 12] = [
-    "ANTHROPIC_AUTH_TOKEN",
-    "ANTHROPIC_MODEL",
-    "CLAUDE_CONFIG_DIR",
-    "CLAUDE_CODE_USE_BEDROCK",
-    "CLAUDE_CODE_USE_VERTEX",
-    "MAX_MCP_OUTPUT_TOKENS",
-    "ENABLE_MCP_LARGE_OUTPUT_FILES",
-    "CLAUDE_CODE_MAX_OUTPUT_TOKENS",
-    "XDG_CONFIG_HOME",
-    "XDG_CACHE_HOME",
-    "XDG_DATA_HOME",
-    "XDG_STATE_HOME",
-];
-
 /// The `claude` executable: `CORDON_BENCH_CLAUDE`, else the one `tests/interop/node-setup.sh`
 /// installs (`$CORDON_TEST_NODE_DIR` or `target/interop/node`, `node_modules/.bin/claude`),
 /// else `claude` on `PATH`.
@@ -361,19 +345,13 @@ impl Setup<'_> {
                 command.args(["--allowedTools", &BUILT_INS.join(",")]);
             }
         }
-        for name in INHERITED_SETTINGS {
-            command.env_remove(name);
-        }
+        let url = api.url();
+        crate::claude::headless(
+            &mut command,
+            &crate::claude::Headless { api_url: &url, home: &home, tmp: &tmp, tool_search },
+        );
         command
             .current_dir(root)
-            .env("ANTHROPIC_BASE_URL", api.url())
-            .env("ANTHROPIC_API_KEY", "cordon-bench-dummy")
-            .env("ENABLE_TOOL_SEARCH", if tool_search { "true" } else { "false" })
-            .env("DISABLE_TELEMETRY", "1")
-            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-            .env("DISABLE_AUTOUPDATER", "1")
-            .env("HOME", &home)
-            .env("TMPDIR", &tmp)
             .stdin(Stdio::null())
             .stdout(std::fs::File::create(scratch.join("stdout.jsonl"))?)
             .stderr(std::fs::File::create(scratch.join("stderr.txt"))?);

@@ -5,6 +5,7 @@
 //! Claude Code forwards it. Requests without tools (titles and the like) get a
 //! short text. One HTTP request per connection, `Connection: close`.
 
+use crate::claude::{message, sse, stream_events};
 use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -109,42 +110,6 @@ impl State {
     }
 }
 
-/// An assistant message of one block, with the stop reason the block implies.
-fn message(model: &str, block: Value) -> Value {
-    let stop_reason = if block["type"] == "tool_use" { "tool_use" } else { "end_turn" };
-    json!({
-        "id": "msg_cordon_bench", "type": "message", "role": "assistant", "model": model,
-        "content": [block], "stop_reason": stop_reason, "stop_sequence": null,
-        "usage": {"input_tokens": 1, "output_tokens": 1}
-    })
-}
-
-/// The same message as the server-sent events of a streamed answer.
-fn events(message: &Value) -> String {
-    let block = &message["content"][0];
-    let (start, delta) = if block["type"] == "tool_use" {
-        let start = json!({"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}});
-        (start, json!({"type": "input_json_delta", "partial_json": block["input"].to_string()}))
-    } else {
-        (json!({"type": "text", "text": ""}), json!({"type": "text_delta", "text": block["text"]}))
-    };
-    let mut head = message.clone();
-    head["content"] = json!([]);
-    head["stop_reason"] = Value::Null;
-    let stop = json!({"stop_reason": message["stop_reason"], "stop_sequence": null});
-    [
-        json!({"type": "message_start", "message": head}),
-        json!({"type": "content_block_start", "index": 0, "content_block": start}),
-        json!({"type": "content_block_delta", "index": 0, "delta": delta}),
-        json!({"type": "content_block_stop", "index": 0}),
-        json!({"type": "message_delta", "delta": stop, "usage": {"output_tokens": 1}}),
-        json!({"type": "message_stop"}),
-    ]
-    .iter()
-    .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap_or_default()))
-    .collect()
-}
-
 /// Reads one HTTP/1.1 request: method, path and body (by `Content-Length`, or chunked).
 fn read_request(reader: &mut impl BufRead) -> std::io::Result<(String, String, Vec<u8>)> {
     let mut line = String::new();
@@ -202,7 +167,7 @@ fn serve(stream: TcpStream, state: &Mutex<State>) -> std::io::Result<()> {
             ("POST", "/v1/messages") => {
                 let message = state.reply_to(&request);
                 if request["stream"] == true {
-                    ("200 OK", "text/event-stream", events(&message))
+                    ("200 OK", "text/event-stream", sse(&stream_events(&message)))
                 } else {
                     ("200 OK", "application/json", message.to_string())
                 }
@@ -289,6 +254,6 @@ mod tests {
         assert_eq!(state.transcript.seen.len(), 1);
         assert_eq!(state.transcript.seen[0].content, "1\tline");
         assert!(state.transcript.finished && state.transcript.problems.is_empty());
-        assert!(events(&first).contains("input_json_delta"));
+        assert!(sse(&stream_events(&first)).contains("input_json_delta"));
     }
 }

@@ -1,6 +1,7 @@
 //! A stand-in for the Anthropic Messages API on loopback: it plays the model from a script and
 //! records every `tool_result` Claude Code sends back.
 
+use cordon_bench::claude::{message, stream_events};
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -114,39 +115,6 @@ impl Conversation {
     }
 }
 
-/// An assistant message of one content block, with the stop reason that block implies.
-pub(super) fn message(model: &str, block: Value) -> Value {
-    let stop_reason = if block["type"] == "tool_use" { "tool_use" } else { "end_turn" };
-    json!({
-        "id": "msg_cordon_e2e", "type": "message", "role": "assistant", "model": model,
-        "content": [block], "stop_reason": stop_reason, "stop_sequence": null,
-        "usage": {"input_tokens": 1, "output_tokens": 1}
-    })
-}
-
-/// The same message as the server-sent events of a streamed answer.
-fn events(message: &Value) -> Vec<Value> {
-    let block = &message["content"][0];
-    let (start, delta) = if block["type"] == "tool_use" {
-        let start = json!({"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}});
-        (start, json!({"type": "input_json_delta", "partial_json": block["input"].to_string()}))
-    } else {
-        (json!({"type": "text", "text": ""}), json!({"type": "text_delta", "text": block["text"]}))
-    };
-    let mut head = message.clone();
-    head["content"] = json!([]);
-    head["stop_reason"] = Value::Null;
-    vec![
-        json!({"type": "message_start", "message": head}),
-        json!({"type": "content_block_start", "index": 0, "content_block": start}),
-        json!({"type": "content_block_delta", "index": 0, "delta": delta}),
-        json!({"type": "content_block_stop", "index": 0}),
-        json!({"type": "message_delta", "delta": {"stop_reason": message["stop_reason"], "stop_sequence": null},
-               "usage": {"output_tokens": 1}}),
-        json!({"type": "message_stop"}),
-    ]
-}
-
 /// One HTTP request as the stand-in reads it.
 struct Request {
     method: String,
@@ -244,7 +212,7 @@ fn answer(conversation: &Mutex<Conversation>, request: &Request) -> Reply {
     match (request.method.as_str(), request.path.split('?').next().unwrap_or_default()) {
         ("POST", "/v1/messages") => {
             let message = conversation.reply_to(&body);
-            if body["stream"] == true { Reply::Events(events(&message)) } else { Reply::Json(200, message) }
+            if body["stream"] == true { Reply::Events(stream_events(&message)) } else { Reply::Json(200, message) }
         }
         ("POST", "/v1/messages/count_tokens") => Reply::Json(200, json!({"input_tokens": request.body.len() / 4})),
         (method, path) => {

@@ -12,21 +12,6 @@ use crate::support::{node_dir, run_bounded};
 /// How long one Claude Code run may take (a run of this script takes a few seconds).
 const CLAUDE_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// Claude Code settings from the environment that would change what these tests see.
-const INHERITED_SETTINGS: [&str; 11] = [
-    "ANTHROPIC_AUTH_TOKEN",
-    "ANTHROPIC_MODEL",
-    "CLAUDE_CONFIG_DIR",
-    "CLAUDE_CODE_USE_BEDROCK",
-    "CLAUDE_CODE_USE_VERTEX",
-    "MAX_MCP_OUTPUT_TOKENS",
-    "ENABLE_MCP_LARGE_OUTPUT_FILES",
-    "XDG_CONFIG_HOME",
-    "XDG_CACHE_HOME",
-    "XDG_DATA_HOME",
-    "XDG_STATE_HOME",
-];
-
 /// The `claude` executable that tests/interop/node-setup.sh installs.
 fn claude_bin() -> PathBuf {
     let bin = node_dir().join("node_modules/.bin/claude");
@@ -112,19 +97,12 @@ fn run(
     let mut command = Command::new(claude);
     command.args(["-p", "go", "--mcp-config"]).arg(&config).args(["--strict-mcp-config", "--allowedTools"]);
     command.arg(allowed_tools.join(",")).args(["--output-format", "stream-json", "--verbose"]);
-    for name in INHERITED_SETTINGS {
-        command.env_remove(name);
-    }
-    command
-        .current_dir(workdir)
-        .env("ANTHROPIC_BASE_URL", api.url())
-        .env("ANTHROPIC_API_KEY", "dummy")
-        .env("ENABLE_TOOL_SEARCH", if tool_search { "true" } else { "false" })
-        .env("DISABLE_TELEMETRY", "1")
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-        .env("DISABLE_AUTOUPDATER", "1")
-        .env("HOME", &home)
-        .env("TMPDIR", &tmp);
+    let url = api.url();
+    cordon_bench::claude::headless(
+        &mut command,
+        &cordon_bench::claude::Headless { api_url: &url, home: &home, tmp: &tmp, tool_search },
+    );
+    command.current_dir(workdir);
     let started = Instant::now();
     let (status, stdout, stderr) = run_bounded(command, CLAUDE_TIMEOUT);
     let (stdout, stderr) =
