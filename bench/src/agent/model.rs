@@ -5,11 +5,10 @@
 //! Claude Code forwards it. Requests without tools (titles and the like) get a
 //! short text. One HTTP request per connection, `Connection: close`.
 
-use crate::claude::{message, sse, stream_events};
+use crate::claude::{Loopback, message, sse, stream_events};
 use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, BufReader, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::net::TcpStream;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -189,48 +188,31 @@ fn serve(stream: TcpStream, state: &Mutex<State>) -> std::io::Result<()> {
 
 /// The stand-in: a loopback listener and a thread per connection; stops when dropped.
 pub struct MessagesApi {
-    addr: SocketAddr,
+    listener: Loopback,
     state: Arc<Mutex<State>>,
-    stop: Arc<AtomicBool>,
 }
 
 impl MessagesApi {
     pub fn start(script: Script) -> std::io::Result<MessagesApi> {
-        let listener = TcpListener::bind("127.0.0.1:0")?;
-        let addr = listener.local_addr()?;
         let state =
             State { script, calls: HashMap::new(), recorded: HashSet::new(), transcript: Transcript::default() };
-        let (state, stop) = (Arc::new(Mutex::new(state)), Arc::new(AtomicBool::new(false)));
-        let (shared, stopped) = (Arc::clone(&state), Arc::clone(&stop));
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                if stopped.load(Ordering::SeqCst) {
-                    break;
-                }
-                let Ok(stream) = stream else { continue };
-                let shared = Arc::clone(&shared);
-                std::thread::spawn(move || serve(stream, &shared));
-            }
-        });
-        Ok(MessagesApi { addr, state, stop })
+        let state = Arc::new(Mutex::new(state));
+        let shared = Arc::clone(&state);
+        // A connection that fails mid-answer is Claude Code's to retry.
+        let listener = Loopback::start(move |stream| {
+            let _ = serve(stream, &shared);
+        })?;
+        Ok(MessagesApi { listener, state })
     }
 
     /// The base URL for `ANTHROPIC_BASE_URL`.
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        self.listener.url()
     }
 
     /// What the stand-in saw so far (taken: the stand-in keeps an empty transcript).
     pub fn take(&self) -> Transcript {
         std::mem::take(&mut self.state.lock().unwrap_or_else(|e| e.into_inner()).transcript)
-    }
-}
-
-impl Drop for MessagesApi {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        // Wake the accept loop so that it sees the flag.
-        let _ = TcpStream::connect(self.addr);
     }
 }
 

@@ -1,11 +1,10 @@
 //! A stand-in for the Anthropic Messages API on loopback: it plays the model from a script and
 //! records every `tool_result` Claude Code sends back.
 
-use cordon_bench::claude::{message, stream_events};
+use cordon_bench::claude::{Loopback, message, stream_events};
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::net::TcpStream;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::{Value, json};
@@ -234,45 +233,25 @@ fn serve(stream: TcpStream, conversation: &Mutex<Conversation>) {
 
 /// The stand-in for the Messages API: a loopback listener, a thread per connection; stops on drop.
 pub(super) struct MessagesApi {
-    addr: SocketAddr,
+    listener: Loopback,
     conversation: Arc<Mutex<Conversation>>,
-    stop: Arc<AtomicBool>,
 }
 
 impl MessagesApi {
     pub(super) fn start(script: Script) -> MessagesApi {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback port for the Messages API");
-        let addr = listener.local_addr().unwrap();
         let conversation = Arc::new(Mutex::new(Conversation::new(script)));
-        let stop = Arc::new(AtomicBool::new(false));
-        let (shared, stopped) = (Arc::clone(&conversation), Arc::clone(&stop));
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                if stopped.load(Ordering::SeqCst) {
-                    break;
-                }
-                let Ok(stream) = stream else { continue };
-                let shared = Arc::clone(&shared);
-                std::thread::spawn(move || serve(stream, &shared));
-            }
-        });
-        MessagesApi { addr, conversation, stop }
+        let shared = Arc::clone(&conversation);
+        let listener =
+            Loopback::start(move |stream| serve(stream, &shared)).expect("a loopback port for the Messages API");
+        MessagesApi { listener, conversation }
     }
 
     /// The base URL Claude Code is given (`ANTHROPIC_BASE_URL`).
     pub(super) fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        self.listener.url()
     }
 
     pub(super) fn conversation(&self) -> MutexGuard<'_, Conversation> {
         self.conversation.lock().unwrap()
-    }
-}
-
-impl Drop for MessagesApi {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        // Wake the accept loop so that it sees the flag.
-        let _ = TcpStream::connect(self.addr);
     }
 }
