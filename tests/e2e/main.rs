@@ -16,6 +16,7 @@ mod corpus;
 mod deadline;
 mod durability;
 mod edit;
+mod findable;
 mod escapes;
 mod faults;
 mod forgery;

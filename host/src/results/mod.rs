@@ -204,6 +204,9 @@ pub fn call_result(page: Page, version: Version) -> Value {
     if content.is_empty() {
         content.push(json!({ "type": "text", "text": "" }));
     }
+    if page.view != View::Json {
+        content = text::in_parts(content);
+    }
     let mut meta = page_meta(&page);
     // The content blocks the payload took, before the footer.
     meta["blocks"] = content.len().into();

@@ -1,11 +1,17 @@
 //! A page as a model reads it (the text form): the payload as text blocks,
 //! a file's lines with their numbers as `cat -n` shows them (the number, a
 //! tab, then the line's bytes exactly), and a word where there is nothing to
-//! show. Programs read the exact payload in the JSON form instead.
+//! show. No text block is longer than a client takes in one part
+//! ([`MAX_PART_CHARS`]): a longer text is split at line ends into several.
+//! Programs read the exact payload in the JSON form instead.
 
 use serde_json::{Value, json};
 
 use crate::pager::page::{Block, ChunkMeta, Page, View};
+
+/// The longest text block, in characters: VS Code (Copilot Chat) writes a
+/// longer text part to a file its model must read back.
+pub const MAX_PART_CHARS: usize = 8_192;
 
 /// What a model reads for a complete first page that shows nothing.
 const NOTHING: &str = "(no results)";
@@ -21,6 +27,41 @@ pub fn blocks(page: &Page) -> Vec<Value> {
         return vec![json!({ "type": "text", "text": numbered(&page.blocks, &page.chunks) })];
     }
     page.blocks.iter().map(super::content_block).collect()
+}
+
+/// `content` with every text block longer than [`MAX_PART_CHARS`] split,
+/// after a line end where there is one in reach, into blocks that are not.
+pub fn in_parts(content: Vec<Value>) -> Vec<Value> {
+    let mut out = Vec::with_capacity(content.len());
+    for block in content {
+        let Some(text) = block["text"].as_str().filter(|t| t.len() > MAX_PART_CHARS) else {
+            out.push(block);
+            continue;
+        };
+        let mut rest = text;
+        while !rest.is_empty() {
+            let end = part_end(rest);
+            out.push(json!({ "type": "text", "text": &rest[..end] }));
+            rest = &rest[end..];
+        }
+    }
+    out
+}
+
+/// Where the first part of `text` ends: all of it when it fits, else just
+/// after the last line end that fits, else at the last character that does.
+fn part_end(text: &str) -> usize {
+    let mut fits = 0;
+    for (chars, (at, c)) in text.char_indices().enumerate() {
+        if chars == MAX_PART_CHARS {
+            break;
+        }
+        fits = at + c.len_utf8();
+    }
+    if fits == text.len() {
+        return fits;
+    }
+    text[..fits].rfind('\n').map_or(fits, |at| at + 1)
 }
 
 /// The page's payload with each line that starts on it prefixed by its
@@ -93,6 +134,21 @@ mod tests {
         assert_eq!(numbered(&blocks, &chunks), "7\tab\u{fffd}c\n8\td\n");
         let plain = [meta(7, None, false)];
         assert_eq!(numbered(&blocks, &plain), "ab\u{fffd}c\nd\n", "no line numbers known: none shown");
+    }
+
+    #[test]
+    fn a_long_text_is_split_after_line_ends_into_parts_a_client_takes_whole() {
+        let line = format!("{}\n", "é".repeat(99));
+        let long = line.repeat(200);
+        let parts = in_parts(vec![json!({"type": "text", "text": long}), json!({"type": "image", "data": "x"})]);
+        let texts: Vec<&str> = parts.iter().filter_map(|p| p["text"].as_str()).collect();
+        assert!(texts.len() > 2 && texts.iter().all(|t| t.chars().count() <= MAX_PART_CHARS), "{}", texts.len());
+        assert!(texts.iter().all(|t| t.ends_with('\n')), "cut at line ends");
+        assert_eq!(texts.concat(), long, "nothing lost");
+        assert_eq!(parts.last().unwrap()["type"], "image", "other blocks kept in place");
+        let one_line = "x".repeat(MAX_PART_CHARS * 2 + 5);
+        let cut = in_parts(vec![json!({"type": "text", "text": one_line})]);
+        assert_eq!(cut.len(), 3, "a line longer than a part is cut where the part ends");
     }
 
     #[test]

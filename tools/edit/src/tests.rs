@@ -198,5 +198,5 @@ fn the_manifest_is_a_destructive_non_idempotent_write_tool() {
     assert_eq!((m.name.as_str(), m.access), ("edit", Access::Write));
     assert!(!m.read_only && m.destructive && !m.idempotent);
     assert_eq!(m.input_schema["required"], json!(["path", "old_string", "new_string"]));
-    assert!(m.description.contains("\\r\\n"));
+    assert!(m.description.contains("CRLF"), "{}", m.description);
 }

@@ -60,7 +60,7 @@ pub fn input_schema() -> serde_json::Value {
             },
             "sort": {
                 "enum": ["path", "mtime"],
-                "description": "path (default), or mtime: newest first."
+                "description": format!("path (default), or mtime: newest first (at most {MAX_SORTED} matches).")
             }
         },
         "required": ["pattern"],
