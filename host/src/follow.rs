@@ -45,6 +45,7 @@ pub fn follow(
             signal: &signal,
             for_model: false,
             who,
+            client: crate::clients::Client::Other,
         };
         let page = match server.call(request) {
             Ok(Answer::Page(page)) => page,

@@ -25,6 +25,7 @@ pub mod args;
 pub mod audit;
 pub mod cleanup;
 pub mod cli;
+pub mod clients;
 pub mod config;
 pub mod follow;
 pub mod framing;

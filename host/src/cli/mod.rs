@@ -437,6 +437,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
                 signal: &signal,
                 for_model: true,
                 who: Who::new("cli"),
+                client: crate::clients::Client::Other,
             };
             let answer = server.call(request).map_err(ErrorObject::from);
             let failed = matches!(answer, Ok(Answer::Failed(_)));

@@ -18,6 +18,8 @@ pub const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 pub const CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
 /// `_meta` key: the least severe log message this request wants.
 pub const LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
+/// The `_meta` key of the client's name and version on every request.
+pub const CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
 /// `_meta` key on results: who answered.
 pub const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 
@@ -39,6 +41,8 @@ pub struct Headers {
 pub struct Envelope {
     /// Log messages wanted for this request, if any.
     pub log_level: Option<LogLevel>,
+    /// The client's name, when it gave one (`clientInfo.name`).
+    pub client: Option<String>,
 }
 
 /// Whether a request belongs to the stateless era: by its HTTP version header
@@ -79,7 +83,8 @@ pub fn check(method: &str, params: Option<&Value>, headers: Option<&Headers>) ->
                 .map_err(|_| invalid(&format!("`{LOG_LEVEL}` must be a log level such as \"info\"")))?,
         ),
     };
-    Ok(Envelope { log_level })
+    let client = meta.get(CLIENT_INFO).and_then(|info| info.get("name")).and_then(Value::as_str).map(str::to_owned);
+    Ok(Envelope { log_level, client })
 }
 
 /// The HTTP headers must repeat the body: revision, method, and the name of

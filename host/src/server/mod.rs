@@ -429,7 +429,8 @@ impl Server {
             Err(busy) => return Ok(Answer::Failed(busy)),
         };
         let ctx = CallContext { grants, signal: Arc::clone(request.signal), deadline };
-        let page = self.pager.page(ctx, Arc::clone(&tool), Value::Object(args), host.paging, request.for_model);
+        let paging = request.client.fit(host.paging);
+        let page = self.pager.page(ctx, Arc::clone(&tool), Value::Object(args), paging, request.for_model);
         match page {
             Ok(page) => {
                 if let Some(attached) = attached {
@@ -461,6 +462,8 @@ pub struct CallRequest<'a> {
     pub for_model: bool,
     /// Who asked, for the audit trail.
     pub who: Who,
+    /// The agent client asking, whose cut sets the default page (`clients`).
+    pub client: crate::clients::Client,
 }
 
 impl Server {

@@ -23,6 +23,7 @@ use serde_json::{Value, json};
 use tokio::sync::{Semaphore, mpsc};
 
 use crate::audit::Who;
+use crate::clients::Client;
 use crate::framing::Frame;
 use crate::protocol::jsonrpc::{self, Code, ErrorObject, Id, Message};
 use crate::protocol::mcp::{LogLevel, Request, Version};
@@ -48,11 +49,14 @@ pub struct Reply {
     pub modern: bool,
 }
 
-/// How one request is served: its revision and the log messages it wants.
+/// How one request is served: its revision, the log messages it wants, and
+/// the agent client it came from, when it said so on the request itself
+/// (the stateless era; a legacy session's client said it at `initialize`).
 #[derive(Debug, Clone, Copy)]
 struct Context {
     version: Version,
     log_level: Option<LogLevel>,
+    client: Option<Client>,
 }
 
 /// Where a request's notifications go (progress, log messages). Sending never
@@ -245,7 +249,10 @@ impl Session {
                 Err(error) => return reply(None, Err(error)),
             };
             match Request::parse(method, params, true) {
-                Ok(request) => (request, Context { version: Version::MODERN, log_level: envelope.log_level }),
+                Ok(request) => {
+                    let client = envelope.client.as_deref().map(Client::from_name);
+                    (request, Context { version: Version::MODERN, log_level: envelope.log_level, client })
+                }
                 Err(error) => return reply(None, Err(error)),
             }
         } else {
@@ -269,7 +276,7 @@ impl Session {
                 }
                 (_, Some(version)) => version,
             };
-            (request, Context { version, log_level: *self.log_level.lock().expect("log level lock") })
+            (request, Context { version, log_level: *self.log_level.lock().expect("log level lock"), client: None })
         };
         let done = |result: Result<Value, ErrorObject>, cacheable| reply(Some(ctx), stamped(ctx, result, cacheable));
         match request {
@@ -322,6 +329,7 @@ impl Session {
             None => CallSignal::new(),
         });
         let who = Who { era: Some(ctx.version.as_str()), ..self.who.lock().expect("who lock").clone() };
+        let client = ctx.client.or_else(|| who.client.as_deref().map(Client::from_name)).unwrap_or_default();
         if let Err(fault) = self.server.offered(&name) {
             self.server.refused(&who, &results::outcome::reason(&fault), Some(&name), fault.to_string());
             return Handled::Now(Some(self.respond(&id, Err(fault.into()), ctx.version.is_modern())));
@@ -363,6 +371,7 @@ impl Session {
                     signal: &signal,
                     for_model: true,
                     who,
+                    client,
                 })
             })
             .await;
