@@ -101,6 +101,7 @@ fn lateness(server: &Arc<Server>, behaviour: &str, wall_time: Duration) -> Durat
         signal: &signal,
         for_model: false,
         who: cordon::audit::Who::new("bench"),
+        client: cordon::clients::Client::Other,
     };
     let answer = server.call(request).unwrap();
     let answered = started.elapsed();
