@@ -297,7 +297,7 @@ fn codex_tool_search_finds_cordon_tools_first_then_calls_them() {
     let fx = fixture();
     let root = fx.root();
     let script: Script = Box::new(|seen: &[Seen]| match SEARCHES.get(seen.len()) {
-        Some((query, _)) => Some(Move::Search(*query)),
+        Some((query, _)) => Some(Move::Search(query)),
         None => (seen.len() == SEARCHES.len()).then(|| Move::Call("read", json!({"path": "hello.txt"}))),
     });
     let ran = run_codex(&Setup { model: CATALOG_MODEL, root: &root }, script);
