@@ -2,13 +2,11 @@
 //! benchmark's agent section and the end-to-end tests both need to drive the
 //! real CLI. The environment that makes a run hermetic (no account, no
 //! telemetry, no setting inherited from the machine), and the model's answers
-//! as the API writes them: one message, or its server-sent events.
+//! as the API writes them: one message, or its server-sent events. The HTTP
+//! side of a stand-in is `standin`.
 
-use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::Path;
 use std::process::Command;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::{Value, json};
 
@@ -92,47 +90,6 @@ pub fn stream_events(message: &Value) -> Vec<Value> {
 /// `events` as the text of a server-sent event stream.
 pub fn sse(events: &[Value]) -> String {
     events.iter().map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap_or_default())).collect()
-}
-
-/// A loopback listener that serves each connection on a thread of its own,
-/// until it is dropped: where a stand-in for the Messages API listens.
-pub struct Loopback {
-    addr: SocketAddr,
-    stop: Arc<AtomicBool>,
-}
-
-impl Loopback {
-    /// Listens on a free loopback port and hands each connection to `serve`.
-    pub fn start(serve: impl Fn(TcpStream) + Send + Sync + 'static) -> std::io::Result<Loopback> {
-        let listener = TcpListener::bind("127.0.0.1:0")?;
-        let addr = listener.local_addr()?;
-        let stop = Arc::new(AtomicBool::new(false));
-        let (stopped, serve) = (Arc::clone(&stop), Arc::new(serve));
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                if stopped.load(Ordering::SeqCst) {
-                    break;
-                }
-                let Ok(stream) = stream else { continue };
-                let serve = Arc::clone(&serve);
-                std::thread::spawn(move || serve(stream));
-            }
-        });
-        Ok(Loopback { addr, stop })
-    }
-
-    /// Its base URL (for `ANTHROPIC_BASE_URL`).
-    pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
-    }
-}
-
-impl Drop for Loopback {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        // Wake the accept loop so that it sees the flag.
-        let _ = TcpStream::connect(self.addr);
-    }
 }
 
 #[cfg(test)]

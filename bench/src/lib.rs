@@ -19,6 +19,7 @@ pub mod claude;
 mod http;
 mod read;
 mod search;
+pub mod standin;
 mod startup;
 mod throughput;
 mod tokens;

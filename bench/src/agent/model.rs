@@ -5,9 +5,10 @@
 //! Claude Code forwards it. Requests without tools (titles and the like) get a
 //! short text. One HTTP request per connection, `Connection: close`.
 
-use crate::claude::{Loopback, message, sse, stream_events};
+use crate::claude::{message, sse, stream_events};
+use crate::standin::{Loopback, read_request, write_reply};
 use std::collections::{HashMap, HashSet};
-use std::io::{BufRead, BufReader, Write};
+use std::io::BufReader;
 use std::net::TcpStream;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -109,60 +110,17 @@ impl State {
     }
 }
 
-/// Reads one HTTP/1.1 request: method, path and body (by `Content-Length`, or chunked).
-fn read_request(reader: &mut impl BufRead) -> std::io::Result<(String, String, Vec<u8>)> {
-    let mut line = String::new();
-    reader.read_line(&mut line)?;
-    let mut words = line.split_whitespace().map(str::to_string);
-    let (Some(method), Some(path)) = (words.next(), words.next()) else {
-        return Err(std::io::Error::other("not an HTTP request"));
-    };
-    let (mut length, mut chunked) = (0usize, false);
-    loop {
-        line.clear();
-        if reader.read_line(&mut line)? == 0 || line.trim().is_empty() {
-            break;
-        }
-        if let Some((name, value)) = line.split_once(':') {
-            match name.trim().to_ascii_lowercase().as_str() {
-                "content-length" => length = value.trim().parse().unwrap_or(0),
-                "transfer-encoding" => chunked = value.contains("chunked"),
-                _ => {}
-            }
-        }
-    }
-    let mut body = Vec::new();
-    if !chunked {
-        body.resize(length, 0);
-        reader.read_exact(&mut body)?;
-        return Ok((method, path, body));
-    }
-    loop {
-        line.clear();
-        reader.read_line(&mut line)?;
-        let size = usize::from_str_radix(line.split(';').next().unwrap_or("0").trim(), 16).unwrap_or(0);
-        if size == 0 {
-            return Ok((method, path, body));
-        }
-        let start = body.len();
-        body.resize(start + size, 0);
-        reader.read_exact(&mut body[start..])?;
-        line.clear();
-        reader.read_line(&mut line)?;
-    }
-}
-
 /// Answers one connection: one request, one reply, then close.
 fn serve(stream: TcpStream, state: &Mutex<State>) -> std::io::Result<()> {
     stream.set_read_timeout(Some(Duration::from_secs(60)))?;
     let mut reader = BufReader::new(stream.try_clone()?);
-    let (method, path, body) = read_request(&mut reader)?;
-    let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    let path = path.split('?').next().unwrap_or_default().to_string();
+    let asked = read_request(&mut reader)?;
+    let (method, path, body) = (asked.method.as_str(), asked.route(), &asked.body);
+    let request: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
     let (status, kind, text) = {
         let mut state = state.lock().unwrap_or_else(|e| e.into_inner());
         state.transcript.requests.push(format!("{method} {path} stream={}", request["stream"]));
-        match (method.as_str(), path.as_str()) {
+        match (method, path) {
             ("POST", "/v1/messages") => {
                 let message = state.reply_to(&request);
                 if request["stream"] == true {
@@ -180,10 +138,7 @@ fn serve(stream: TcpStream, state: &Mutex<State>) -> std::io::Result<()> {
             }
         }
     };
-    let mut out = &stream;
-    write!(out, "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\n", text.len())?;
-    write!(out, "Connection: close\r\n\r\n{text}")?;
-    out.flush()
+    write_reply(&mut &stream, status, kind, &text)
 }
 
 /// The stand-in: a loopback listener and a thread per connection; stops when dropped.

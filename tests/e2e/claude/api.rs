@@ -1,9 +1,10 @@
 //! A stand-in for the Anthropic Messages API on loopback: it plays the model from a script and
 //! records every `tool_result` Claude Code sends back.
 
-use cordon_bench::claude::{Loopback, message, stream_events};
+use cordon_bench::claude::{message, stream_events};
+use cordon_bench::standin::{Loopback, Request, read_request};
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufReader, Write};
 use std::net::TcpStream;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -114,67 +115,10 @@ impl Conversation {
     }
 }
 
-/// One HTTP request as the stand-in reads it.
-struct Request {
-    method: String,
-    path: String,
-    body: Vec<u8>,
-}
-
 /// An answer: a JSON body with its status, or a stream of events.
 pub(super) enum Reply {
     Json(u16, Value),
     Events(Vec<Value>),
-}
-
-/// Reads one HTTP/1.1 request: the head, then a `Content-Length` or chunked body.
-fn read_request(reader: &mut impl BufRead) -> std::io::Result<Request> {
-    let mut line = String::new();
-    reader.read_line(&mut line)?;
-    let mut start = line.split_whitespace().map(str::to_string);
-    let (Some(method), Some(path)) = (start.next(), start.next()) else {
-        return Err(std::io::Error::other(format!("not an HTTP request: {line:?}")));
-    };
-    let (mut length, mut chunked) = (0, false);
-    loop {
-        line.clear();
-        if reader.read_line(&mut line)? == 0 || line.trim().is_empty() {
-            break;
-        }
-        let Some((name, value)) = line.split_once(':') else { continue };
-        match name.trim().to_ascii_lowercase().as_str() {
-            "content-length" => length = value.trim().parse().unwrap_or(0),
-            "transfer-encoding" => chunked = value.contains("chunked"),
-            _ => {}
-        }
-    }
-    let body = if chunked { read_chunked(reader)? } else { read_exactly(reader, length)? };
-    Ok(Request { method, path, body })
-}
-
-/// Reads `length` bytes.
-fn read_exactly(reader: &mut impl BufRead, length: usize) -> std::io::Result<Vec<u8>> {
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body)?;
-    Ok(body)
-}
-
-/// Reads a chunked body to its last chunk (trailers skipped).
-fn read_chunked(reader: &mut impl BufRead) -> std::io::Result<Vec<u8>> {
-    let (mut body, mut line) = (Vec::new(), String::new());
-    loop {
-        line.clear();
-        reader.read_line(&mut line)?;
-        let size = line.split(';').next().and_then(|s| usize::from_str_radix(s.trim(), 16).ok()).unwrap_or(0);
-        if size == 0 {
-            while reader.read_line(&mut line)? > 0 && !line.trim().is_empty() {
-                line.clear();
-            }
-            return Ok(body);
-        }
-        body.extend(read_exactly(reader, size)?);
-        reader.read_line(&mut line)?;
-    }
 }
 
 /// Writes a reply and closes the exchange (`Connection: close`).
@@ -208,7 +152,7 @@ fn answer(conversation: &Mutex<Conversation>, request: &Request) -> Reply {
         .filter(|t| t["name"].as_str().is_some_and(|n| n.starts_with("mcp__")));
     let line = format!("{} {} stream={} mcp_tools={}", request.method, request.path, body["stream"], mcp_tools.count());
     conversation.requests.push(line);
-    match (request.method.as_str(), request.path.split('?').next().unwrap_or_default()) {
+    match (request.method.as_str(), request.route()) {
         ("POST", "/v1/messages") => {
             let message = conversation.reply_to(&body);
             if body["stream"] == true { Reply::Events(stream_events(&message)) } else { Reply::Json(200, message) }

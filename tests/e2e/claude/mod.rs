@@ -66,7 +66,7 @@ const CLAUDE_TRUNCATION_MARKS: [&str; 2] = ["[OUTPUT TRUNCATED - exceeded", "exc
 /// Tokens per page of the paged read: `big.txt` spans several such pages.
 const PAGE_TOKENS: u64 = 200;
 
-const HELLO: &str = "Hello from the first line\nand the second line: ünïcödé ✓\n";
+pub(crate) const HELLO: &str = "Hello from the first line\nand the second line: ünïcödé ✓\n";
 const NEW_FILE: &str = "written by Claude Code through Cordon\n";
 const EDIT_BEFORE: &str = "colour: red\nsize: large\n";
 const EDIT_AFTER: &str = "colour: blue\nsize: large\n";
@@ -75,7 +75,7 @@ const EDIT_AFTER: &str = "colour: blue\nsize: large\n";
 const MARKERS: [(&str, u64, &str); 2] = [("notes.txt", 1, "MARKER in the notes"), ("src/a.txt", 2, "MARKER in a")];
 
 /// The grep for `MARKER` as the model must read it: `rg -n` from the root (one match a file).
-const MARKERS_SHOWN: &str = "notes.txt:1:MARKER in the notes\nsrc/a.txt:2:MARKER in a\n";
+pub(crate) const MARKERS_SHOWN: &str = "notes.txt:1:MARKER in the notes\nsrc/a.txt:2:MARKER in a\n";
 
 /// The `*.txt` files in the fixture before the conversation writes `new.txt`, as the model
 /// must read them: one path per line (`rg --files` style), relative to the root.
@@ -121,14 +121,20 @@ fn big_text() -> String {
 fn conversation_fixture() -> Fixture {
     warm_cache();
     let fx = Fixture::new();
-    std::fs::create_dir_all(fx.root().join("src")).unwrap();
-    fx.write("hello.txt", HELLO);
-    fx.write("notes.txt", "MARKER in the notes\nnothing here\n");
-    fx.write("src/a.txt", "first\nMARKER in a\nlast\n");
+    marker_tree(&fx);
     fx.write("edit.txt", EDIT_BEFORE);
     fx.write("big.txt", big_text());
     fx.write("long.py", long_text());
     fx
+}
+
+/// The files every agent conversation reads and searches: `hello.txt` (`HELLO`), and `MARKER`
+/// in `notes.txt` line 1 and `src/a.txt` line 2 (`MARKERS_SHOWN`).
+pub(crate) fn marker_tree(fx: &Fixture) {
+    std::fs::create_dir_all(fx.root().join("src")).unwrap();
+    fx.write("hello.txt", HELLO);
+    fx.write("notes.txt", "MARKER in the notes\nnothing here\n");
+    fx.write("src/a.txt", "first\nMARKER in a\nlast\n");
 }
 
 /// A call to one of Cordon's tools, as the model makes it.
@@ -243,7 +249,7 @@ fn check_files_with_matches(checks: &mut Checks, seen: &[ToolResultSeen]) {
 }
 
 /// `text`'s lines as the model must read a file: the number, a tab, the line.
-fn numbered(text: &str) -> String {
+pub(crate) fn numbered(text: &str) -> String {
     text.lines().enumerate().map(|(i, line)| format!("{}\t{line}\n", i + 1)).collect()
 }
 

@@ -2,11 +2,12 @@
 //! records every tool output Codex sends back (`function_call_output`, `tool_search_output`).
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Write};
+use std::io::BufReader;
 use std::net::TcpStream;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use cordon_bench::claude::{Loopback, sse};
+use cordon_bench::claude::sse;
+use cordon_bench::standin::{Loopback, read_request, write_reply};
 use serde_json::{Value, json};
 
 use crate::support::REPLY_TIMEOUT;
@@ -160,61 +161,6 @@ fn response_events(item: &Value) -> Vec<Value> {
     ]
 }
 
-/// One HTTP request as the stand-in reads it.
-struct Request {
-    method: String,
-    path: String,
-    body: Vec<u8>,
-}
-
-/// Reads one HTTP/1.1 request: the head, then a `Content-Length` or chunked body.
-fn read_request(reader: &mut impl BufRead) -> std::io::Result<Request> {
-    let mut line = String::new();
-    reader.read_line(&mut line)?;
-    let mut start = line.split_whitespace().map(str::to_string);
-    let (Some(method), Some(path)) = (start.next(), start.next()) else {
-        return Err(std::io::Error::other(format!("not an HTTP request: {line:?}")));
-    };
-    let (mut length, mut chunked) = (0, false);
-    loop {
-        line.clear();
-        if reader.read_line(&mut line)? == 0 || line.trim().is_empty() {
-            break;
-        }
-        let Some((name, value)) = line.split_once(':') else { continue };
-        match name.trim().to_ascii_lowercase().as_str() {
-            "content-length" => length = value.trim().parse().unwrap_or(0),
-            "transfer-encoding" => chunked = value.contains("chunked"),
-            _ => {}
-        }
-    }
-    let mut body = Vec::new();
-    if !chunked {
-        body.resize(length, 0);
-        reader.read_exact(&mut body)?;
-        return Ok(Request { method, path, body });
-    }
-    loop {
-        line.clear();
-        reader.read_line(&mut line)?;
-        let size = line.split(';').next().and_then(|s| usize::from_str_radix(s.trim(), 16).ok()).unwrap_or(0);
-        if size == 0 {
-            return Ok(Request { method, path, body });
-        }
-        let mut chunk = vec![0; size];
-        reader.read_exact(&mut chunk)?;
-        body.extend(chunk);
-        reader.read_line(&mut line)?;
-    }
-}
-
-/// Writes a reply of `status` with `body` of `content_type` and closes the exchange.
-fn write_reply(out: &mut impl Write, status: &str, content_type: &str, body: &str) -> std::io::Result<()> {
-    write!(out, "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nCache-Control: no-cache\r\n")?;
-    write!(out, "Content-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len())?;
-    out.flush()
-}
-
 /// Answers one connection: `POST /v1/responses` plays the model; anything else is a 404.
 fn serve(stream: TcpStream, conversation: &Mutex<Conversation>) {
     let _ = stream.set_read_timeout(Some(REPLY_TIMEOUT));
@@ -226,7 +172,7 @@ fn serve(stream: TcpStream, conversation: &Mutex<Conversation>) {
     let tools = body["tools"].as_array().map_or(0, Vec::len);
     let line = format!("{} {} stream={} tools={tools}", request.method, request.path, body["stream"]);
     conversation.requests.push(line);
-    let path = request.path.split('?').next().unwrap_or_default();
+    let path = request.route();
     let _ = if request.method == "POST" && path == "/v1/responses" {
         if body["stream"] != true {
             conversation.problems.push(format!("a request not streamed: stream={}", body["stream"]));

@@ -32,6 +32,7 @@ mod run;
 use base64::Engine as _;
 use serde_json::{Value, json};
 
+use crate::claude::{HELLO, MARKERS_SHOWN, marker_tree, numbered};
 use crate::clients::warm_cache;
 use crate::support::Fixture;
 use api::{Move, NAMESPACE, Script, Seen, TOOL_SEARCH};
@@ -46,13 +47,8 @@ const CATALOG_MODEL: &str = "gpt-5.5";
 /// Tokens per page of the paged read: `big.txt` spans several such pages.
 const PAGE_TOKENS: u64 = 200;
 
-const HELLO: &str = "Hello from the first line\nand the second line: ünïcödé ✓\n";
-
 /// A valid 1x1 PNG.
 const PNG_1X1: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=";
-
-/// The grep for `MARKER` as the model must read it: `rg -n` from the root (one match a file).
-const MARKERS_SHOWN: &str = "notes.txt:1:MARKER in the notes\nsrc/a.txt:2:MARKER in a\n";
 
 /// The `*.txt` files in the fixture (with its own `sub/inner.txt`) as the model must read them:
 /// one path per line.
@@ -74,19 +70,11 @@ fn big_text() -> String {
     (0..100).map(|i| format!("{i:03}: paged through Codex, ünïcödé ✓\n")).collect()
 }
 
-/// `text`'s lines as the model must read a file: the number, a tab, the line.
-fn numbered(text: &str) -> String {
-    text.lines().enumerate().map(|(i, line)| format!("{}\t{line}\n", i + 1)).collect()
-}
-
 /// The fixture's root with the files the conversation reads, after warming the compile cache.
 fn fixture() -> Fixture {
     warm_cache();
     let fx = Fixture::new();
-    std::fs::create_dir_all(fx.root().join("src")).unwrap();
-    fx.write("hello.txt", HELLO);
-    fx.write("notes.txt", "MARKER in the notes\nnothing here\n");
-    fx.write("src/a.txt", "first\nMARKER in a\nlast\n");
+    marker_tree(&fx);
     fx.write("big.txt", big_text());
     fx.write("pixel.png", base64::engine::general_purpose::STANDARD.decode(PNG_1X1).unwrap());
     fx
