@@ -247,18 +247,28 @@ pub fn tool_error(result: &Value) -> String {
     text.chars().take(200).collect()
 }
 
-/// A page's payload: its content blocks but Cordon's footer (the first
-/// `_meta["cordon/page"].blocks` blocks), text only.
-/// The cursor that continues a result: the structured content's (the JSON
-/// form), else the short handle in `_meta` that the text form's footer names.
+/// The cursor that continues a result: the JSON's `next_cursor` in the JSON
+/// form, else the short handle in `_meta` that the text form's footer names.
 pub fn next_cursor(result: &Value) -> Option<String> {
     let meta = &result["_meta"]["cordon/page"];
     let structured = result["structuredContent"]["next_cursor"].as_str();
     structured.or_else(|| meta["handle"].as_str()).or_else(|| meta["cursor"].as_str()).map(str::to_owned)
 }
 
+/// A page's payload as text: in the JSON form its structured content's
+/// `text`, or each of its `items` on a line; in the text form its content
+/// blocks but Cordon's footer (the first `_meta["cordon/page"].blocks`).
 pub fn payload_text(result: &Value) -> String {
-    let blocks = result["_meta"]["cordon/page"]["blocks"].as_u64().unwrap_or(0) as usize;
+    let meta = &result["_meta"]["cordon/page"];
+    if meta["form"] == "json" {
+        let shown = &result["structuredContent"];
+        if let Some(text) = shown["text"].as_str() {
+            return text.to_owned();
+        }
+        let items = shown["items"].as_array().into_iter().flatten();
+        return items.map(|item| format!("{item}\n")).collect();
+    }
+    let blocks = meta["blocks"].as_u64().unwrap_or(0) as usize;
     let mut out = String::new();
     for block in result["content"].as_array().into_iter().flatten().take(blocks) {
         if let Some(text) = block["text"].as_str() {

@@ -38,6 +38,14 @@ pub enum Form {
     Json,
 }
 
+impl Form {
+    /// The form a call's `arguments` ask for: JSON only when `format` says
+    /// so (a continuation keeps its first page's form, which the page knows).
+    pub fn asked(arguments: &Value) -> Form {
+        if arguments.get("format").and_then(Value::as_str) == Some("json") { Form::Json } else { Form::Text }
+    }
+}
+
 /// The paging options of one call.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Paging {
@@ -171,13 +179,34 @@ pub fn pages(manifest: &Manifest) -> bool {
 /// for them.
 pub fn advertise(manifest: &Manifest) -> Value {
     let mut schema = manifest.input_schema.clone();
+    // A cursor alone continues a result, so what a paging tool requires is
+    // said in words, not in `required`: clients that check arguments against
+    // the schema (Gemini CLI) would refuse the continuation the footer
+    // offers. The tool still refuses a first call without them.
+    let required = match pages(manifest) {
+        true => schema.as_object_mut().and_then(|s| s.remove("required")),
+        false => None,
+    };
     let Some(props) =
         schema.as_object_mut().and_then(|s| s.entry("properties").or_insert_with(|| json!({})).as_object_mut())
     else {
         return schema;
     };
+    let names: Vec<String> = required
+        .iter()
+        .flat_map(Value::as_array)
+        .flatten()
+        .map(|n| format!("`{}`", n.as_str().unwrap_or_default()))
+        .collect();
+    let cursor = match names.as_slice() {
+        [] => "Continue a result: the cursor its last page gave.".to_string(),
+        [one] => format!("Continue a result: the cursor its last page gave. Without it, {one} is required."),
+        many => {
+            format!("Continue a result: the cursor its last page gave. Without it, {} are required.", many.join(", "))
+        }
+    };
     let paging = [
-        ("cursor", json!({ "type": "string", "description": "Continue a result: the cursor its last page gave." })),
+        ("cursor", json!({ "type": "string", "description": cursor })),
         ("max_tokens", json!({ "type": "integer", "minimum": 1, "description": "Page size in tokens." })),
         ("page_size", json!({ "type": "integer", "minimum": 1, "description": "Most items (or lines) per page." })),
     ];
@@ -278,5 +307,17 @@ mod tests {
         assert_eq!(props.keys().collect::<Vec<_>>(), ["format"], "one item: no paging options");
         assert_eq!(reserved_argument(&manifest(json!({ "page_size": {} }))), Some("page_size"));
         assert_eq!(reserved_argument(&writer), None);
+    }
+
+    #[test]
+    fn a_paging_tool_says_what_it_requires_in_words_so_a_cursor_alone_passes_a_schema_check() {
+        let mut reader = manifest(json!({ "path": { "type": "string" } }));
+        reader.input_schema["required"] = json!(["path"]);
+        let shown = advertise(&reader);
+        assert!(shown.get("required").is_none(), "{shown}");
+        let said = shown["properties"]["cursor"]["description"].as_str().unwrap();
+        assert!(said.ends_with("Without it, `path` is required."), "{said}");
+        reader.output_schema = json!({ "type": "object", PAGES_KEYWORD: false });
+        assert_eq!(advertise(&reader)["required"], json!(["path"]), "a tool that does not page keeps it");
     }
 }

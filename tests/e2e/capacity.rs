@@ -168,7 +168,7 @@ fn many_http_sessions_leaving_unfinished_pages_never_trap_or_hang() {
 
 /// The `busy` tool error a call gets when no slot came free in time.
 fn assert_busy(reply: &Value, limit: &str) {
-    let error = &reply["result"]["structuredContent"]["error"];
+    let error = &reply["result"]["_meta"]["cordon/error"];
     assert_eq!(reply["result"]["isError"], true, "{reply}");
     assert_eq!(error["code"], "busy", "{reply}");
     assert_eq!(error["limit"], limit, "{reply}");
@@ -199,7 +199,7 @@ fn a_call_past_the_calls_in_flight_waits_until_its_deadline_then_is_answered_bus
     assert!(started.elapsed().as_secs_f64() >= 1.5, "it waited for a slot until its deadline");
     let stuck = server.recv();
     assert_eq!(stuck["id"], 1, "{stuck}");
-    assert_eq!(stuck["result"]["structuredContent"]["error"]["code"], "timeout", "{stuck}");
+    assert_eq!(stuck["result"]["_meta"]["cordon/error"]["code"], "timeout", "{stuck}");
     // Answered, the blocked guest holds an instance slot, not a call in flight.
     read_small(&mut server, 3);
 }
@@ -226,7 +226,7 @@ fn guests_blocked_past_their_deadline_take_parked_streams_slots_then_calls_are_a
     let firsts: Vec<Value> = (0..2).map(|n| server.call(n as i64 + 1, "grep", grep_args(n))).collect();
     let stuck = |server: &mut Server, id: i64| {
         let reply = server.call(id, "hostile", json!({ "behaviour": "sleep-in-host" }));
-        assert_eq!(reply["structuredContent"]["error"]["code"], "timeout", "{reply}");
+        assert_eq!(reply["_meta"]["cordon/error"]["code"], "timeout", "{reply}");
     };
     // Three guests left blocked: the two free slots, then a parked stream's.
     for id in 10..13 {

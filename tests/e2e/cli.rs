@@ -26,7 +26,7 @@ fn call_prints_the_mcp_result_and_exits_by_outcome() {
 
     let denied = cordon(&["call", "read", "--root", root, "--json", r#"{"path":"../outside.txt"}"#]);
     assert_eq!(denied.status.code(), Some(1), "a tool error exits 1");
-    assert_eq!(stdout_json(&denied)["structuredContent"]["error"]["code"], "permission_denied");
+    assert_eq!(stdout_json(&denied)["_meta"]["cordon/error"]["code"], "permission_denied");
     assert!(!String::from_utf8_lossy(&denied.stdout).contains(CANARY));
 
     let unknown = cordon(&["call", "nope", "--root", root]);

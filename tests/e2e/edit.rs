@@ -18,7 +18,7 @@ fn hex(bytes: &[u8]) -> String {
 
 fn error_code(result: &Value) -> &str {
     assert_eq!(result["isError"], true, "{result}");
-    result["structuredContent"]["error"]["code"].as_str().unwrap_or_else(|| panic!("no error code: {result}"))
+    result["_meta"]["cordon/error"]["code"].as_str().unwrap_or_else(|| panic!("no error code: {result}"))
 }
 
 #[test]

@@ -28,7 +28,7 @@ fn attempt(server: &mut Server, id: &mut i64, what: &str, tool: &str, args: &Val
 }
 
 fn code(result: &Value) -> &str {
-    result["structuredContent"]["error"]["code"].as_str().unwrap_or("(no error)")
+    result["_meta"]["cordon/error"]["code"].as_str().unwrap_or("(no error)")
 }
 
 /// Asserts a refusal whose code is one of `codes`.

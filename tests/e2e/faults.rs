@@ -15,7 +15,7 @@ use sha2::{Digest, Sha256};
 use crate::support::{Fixture, Server, next_cursor, payload, read_all, text};
 
 fn code(result: &Value) -> &str {
-    result["structuredContent"]["error"]["code"].as_str().unwrap_or_else(|| panic!("not a tool error: {result}"))
+    result["_meta"]["cordon/error"]["code"].as_str().unwrap_or_else(|| panic!("not a tool error: {result}"))
 }
 
 fn cursor(result: &Value) -> String {
@@ -335,7 +335,7 @@ fn the_file_size_limit_signal_does_not_kill_the_server() {
         "tools/call",
         json!({"name": "write", "arguments": {"path": "target.txt", "content": "y".repeat(200_000)}}),
     );
-    assert_eq!(reply["result"]["structuredContent"]["error"]["code"], "io", "{reply}");
+    assert_eq!(reply["result"]["_meta"]["cordon/error"]["code"], "io", "{reply}");
     assert_unchanged_and_clean(&target, &old);
     set_file_size_limit(server.pid(), None);
     assert_eq!(text(&server.call(2, "read", json!({"format": "json", "path": "hello.txt"}))), "hello\nworld\n");

@@ -254,13 +254,13 @@ fn replaying_a_cursor_after_the_file_was_replaced_is_stale_never_shifted() {
     assert_eq!(fs::metadata(&path).unwrap().modified().unwrap(), mtime);
     let replayed = server.call(4, "read", json!({"format": "json", "cursor": cursor, "max_tokens": 50}));
     assert_eq!(
-        replayed["structuredContent"]["error"]["code"], "stale",
+        replayed["_meta"]["cordon/error"]["code"], "stale",
         "replaced under the same size and mtime: {replayed}"
     );
     // And from another server with the same key (the stream is not parked there).
     let mut replica = Server::initialized(&fx.root(), &["--cursor-key", KEY_HEX]);
     let replayed = replica.call(5, "read", json!({"format": "json", "cursor": cursor, "max_tokens": 50}));
-    assert_eq!(replayed["structuredContent"]["error"]["code"], "stale", "on a replica: {replayed}");
+    assert_eq!(replayed["_meta"]["cordon/error"]["code"], "stale", "on a replica: {replayed}");
 
     // Rewritten in place, same size, one second later: stale too.
     let first = server.call(6, "read", json!({"format": "json", "path": "a.txt", "max_tokens": 50}));
@@ -269,7 +269,7 @@ fn replaying_a_cursor_after_the_file_was_replaced_is_stale_never_shifted() {
     let later = SystemTime::now() + Duration::from_secs(1);
     fs::File::options().write(true).open(&path).unwrap().set_modified(later).unwrap();
     let replayed = server.call(7, "read", json!({"format": "json", "cursor": cursor, "max_tokens": 50}));
-    assert_eq!(replayed["structuredContent"]["error"]["code"], "stale", "rewritten in place: {replayed}");
+    assert_eq!(replayed["_meta"]["cordon/error"]["code"], "stale", "rewritten in place: {replayed}");
 }
 
 #[test]

@@ -188,7 +188,7 @@ fn glob_include_dirs_info_and_errors() {
     let code = |server: &mut Server, args: Value| {
         let result = server.call(2, "glob", args);
         assert_eq!(result["isError"], true, "{result}");
-        result["structuredContent"]["error"]["code"].as_str().unwrap().to_string()
+        result["_meta"]["cordon/error"]["code"].as_str().unwrap().to_string()
     };
     assert_eq!(code(&mut server, json!({"pattern": "a[b"})), "invalid_argument");
     assert_eq!(code(&mut server, json!({"pattern": "*", "path": "hello.txt"})), "invalid_argument");

@@ -62,7 +62,7 @@ fn provoke(server: &mut Server, id: i64, arguments: Value) -> Value {
 fn assert_fired(reply: &Value, fired: Fired, what: &str) {
     match fired {
         Fired::Timeout { in_host } => {
-            let error = &reply["result"]["structuredContent"]["error"];
+            let error = &reply["result"]["_meta"]["cordon/error"];
             assert_eq!(reply["result"]["isError"], true, "{what}: {reply}");
             assert_eq!(error["code"], "timeout", "{what}: {reply}");
             assert_eq!(error["limit"], "wall_time", "{what}: {reply}");
@@ -218,12 +218,14 @@ fn a_tool_that_checkpoints_gets_pages_ended_on_time_and_one_that_never_does_is_s
         let structured = &result["structuredContent"];
         assert_eq!((&structured["ended"], &structured["complete"]), (&json!("time"), &json!(false)), "{result}");
         assert_eq!(payload(&result), b"", "page {page}: a checkpoint puts nothing on the page");
-        let footer = result["content"][1]["text"].as_str().unwrap();
-        assert!(footer.contains("ended at its time limit") && footer.contains("no item"), "{footer}");
         assert_eq!(crate::support::page_meta(&result)["ended"], "time", "{result}");
         let cursor = structured["next_cursor"].as_str().expect("the work goes on");
         args = json!({ "cursor": cursor });
     }
+    // The text form says so in its footer.
+    let shown = server.call(5, "hostile", json!({"behaviour": "checkpoints"}));
+    let footer = shown["content"][1]["text"].as_str().unwrap();
+    assert!(footer.contains("ended at its time limit") && footer.contains("no item"), "{footer}");
     // One item, then a loop inside `next`: the page cannot end on time there.
     let reply = provoke(&mut server, 10, json!({"behaviour": "stall"}));
     assert_fired(&reply, Fired::Timeout { in_host: false }, "stall");

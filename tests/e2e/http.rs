@@ -129,6 +129,6 @@ fn stateless_requests_get_the_status_of_their_error() {
     let messages = read.messages();
     let answer: Value = serde_json::from_str(messages.last().unwrap()).unwrap();
     assert_eq!(answer["id"], 5);
-    assert_eq!(answer["result"]["content"][0]["text"], "hello\nworld\n");
+    assert_eq!(crate::support::text(&answer["result"]), "hello\nworld\n");
     assert_eq!(answer["result"]["resultType"], "complete");
 }

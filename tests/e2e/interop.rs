@@ -40,10 +40,12 @@ fn python_sdk_client_lists_tools_and_reads_a_file() {
     assert_eq!(seen["text"], numbered, "the text form: numbered lines, as cat -n");
     assert_eq!(seen["text_structured"], Value::Null, "the text form has no structured content");
     assert_eq!(seen["exact_text"], content, "the JSON form: the bytes exactly");
+    assert_eq!(seen["exact_mirrored"], true, "the JSON form's one text block is its structured content: {seen}");
     assert_eq!(seen["is_error"], false);
     assert_eq!(seen["structured"]["size"], content.len());
     assert_eq!(seen["denied_is_error"], true);
-    assert_eq!(seen["denied_structured"]["error"]["code"], "permission_denied");
+    assert_eq!(seen["denied_structured"], Value::Null, "a failure in the text form is text: {seen}");
+    assert_eq!(seen["denied_meta"]["cordon/error"]["code"], "permission_denied", "and its code in _meta");
     assert!(!seen.to_string().contains(CANARY));
     assert!(seen["paged_pages"].as_u64().unwrap() > 10, "{seen}");
     let sha: String = sha2::Sha256::digest(big.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();

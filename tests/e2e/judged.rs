@@ -19,8 +19,8 @@ fn put(fx: &Fixture, rel: &str, text: &str) {
 
 fn refused(result: &Value, what: &str) -> String {
     assert_eq!(result["isError"], true, "{what} went through: {result}");
-    assert_eq!(result["structuredContent"]["error"]["code"], "permission_denied", "{what}: {result}");
-    result["structuredContent"]["error"]["message"].as_str().unwrap().to_string()
+    assert_eq!(result["_meta"]["cordon/error"]["code"], "permission_denied", "{what}: {result}");
+    result["_meta"]["cordon/error"]["message"].as_str().unwrap().to_string()
 }
 
 fn ok(result: &Value, what: &str) {

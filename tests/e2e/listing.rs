@@ -123,7 +123,7 @@ fn listing_reports_symlinks_without_following_them() {
 fn error_code(result: &Value) -> &str {
     assert_eq!(result["isError"], true, "{result}");
     assert!(!result.to_string().contains(CANARY), "leaked the canary: {result}");
-    result["structuredContent"]["error"]["code"].as_str().unwrap()
+    result["_meta"]["cordon/error"]["code"].as_str().unwrap()
 }
 
 #[test]

@@ -22,7 +22,7 @@ fn item(result: &Value) -> Value {
 /// The error code of a failed call, checking the message mentions each of `says`.
 fn error(result: &Value, says: &[&str]) -> String {
     assert_eq!(result["isError"], true, "{result}");
-    let err = &result["structuredContent"]["error"];
+    let err = &result["_meta"]["cordon/error"];
     let message = err["message"].as_str().unwrap();
     for s in says {
         assert!(message.contains(s), "`{s}` not in: {message}");

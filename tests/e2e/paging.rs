@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::support::{
-    Fixture, Rng, Server, cordon_bin, next_cursor, page_meta, payload, read_all, shared_state_dir, text,
+    Fixture, Rng, Server, cordon_bin, json_form, next_cursor, page_meta, payload, read_all, shared_state_dir, text,
 };
 
 /// Generated files that stress the edges: unicode, CRLF, no final newline,
@@ -85,19 +85,23 @@ fn a_multi_page_result_carries_a_footer_a_summary_and_a_cursor() {
     assert_eq!(page_meta(&first)["index"], 0);
     assert!(page_meta(&first)["bytes"].as_u64().unwrap() <= 400);
     assert_eq!(meta["summary"]["totals"]["bytes"], lines.len());
-    assert_eq!(meta["text"], text(&first), "the structured content carries the page's text too");
+    assert_eq!(json_form(&first), *meta, "the one text block is the structured content's JSON");
     let left = lines.len() as u64 - page_meta(&first)["bytes"].as_u64().unwrap();
     assert_eq!(meta["remaining"]["bytes"], left, "{meta}");
     assert!(!meta["summary"]["suggestions"].as_array().unwrap().is_empty());
-    let blocks = first["content"].as_array().unwrap();
-    assert_eq!(blocks.len(), 2, "the payload, then the footer");
-    assert!(lines.starts_with(text(&first)), "the first block is the payload, exactly");
-    let footer = blocks[1]["text"].as_str().unwrap();
+    assert!(lines.starts_with(text(&first)), "the structured text is the payload, exactly");
     let cursor = meta["next_cursor"].as_str().unwrap();
-    assert!(footer.contains(cursor) && footer.contains("`read`") && footer.contains("more bytes"), "{footer}");
     assert!(cursor.starts_with("h1_") && cursor.len() <= 64, "the model copies a short handle: {cursor}");
     let signed = page_meta(&first)["cursor"].as_str().unwrap();
-    assert!(!footer.contains(signed), "the signed cursor is for programs, in _meta: {footer}");
+    // The text form: the payload, then a footer naming the handle.
+    let shown = server.call(10, "read", json!({"path": "lines.txt", "max_tokens": 100, "line_numbers": false}));
+    let blocks = shown["content"].as_array().unwrap();
+    assert_eq!(blocks.len(), 2, "the payload, then the footer: {shown}");
+    assert!(lines.starts_with(blocks[0]["text"].as_str().unwrap()), "the first block is the payload, exactly");
+    let footer = blocks[1]["text"].as_str().unwrap();
+    let handle = page_meta(&shown)["handle"].as_str().unwrap();
+    assert!(footer.contains(handle) && footer.contains("`read`") && footer.contains("more bytes"), "{footer}");
+    assert!(!footer.contains(page_meta(&shown)["cursor"].as_str().unwrap()), "the signed cursor is in _meta: {footer}");
     let second = server.call(2, "read", json!({"format": "json", "cursor": cursor, "max_tokens": 100}));
     assert_eq!(page_meta(&second)["index"], 1);
     let by_cursor = server.call(20, "read", json!({"format": "json", "cursor": signed, "max_tokens": 100}));
@@ -196,14 +200,14 @@ fn a_file_changed_between_pages_is_stale_never_shifted() {
     std::fs::write(&path, "y\n".repeat(6000)).unwrap();
     let next = server.call(2, "read", json!({"format": "json", "cursor": cursor}));
     assert_eq!(next["isError"], true);
-    assert_eq!(next["structuredContent"]["error"]["code"], "stale", "{next}");
+    assert_eq!(next["_meta"]["cordon/error"]["code"], "stale", "{next}");
     assert!(text(&next).contains("start again"), "{next}");
 
     let first = server.call(3, "read", json!({"format": "json", "path": "changing.txt", "max_tokens": 100}));
     let cursor = next_cursor(&first).unwrap().to_string();
     std::fs::remove_file(&path).unwrap();
     let gone = server.call(4, "read", json!({"format": "json", "cursor": cursor}));
-    assert_eq!(gone["structuredContent"]["error"]["code"], "stale", "{gone}");
+    assert_eq!(gone["_meta"]["cordon/error"]["code"], "stale", "{gone}");
 }
 
 #[test]
@@ -313,9 +317,12 @@ fn byte_ranges_page_exactly_and_the_footer_counts_what_remains() {
     assert!(pages.len() > 5);
     let first = &pages[0];
     assert!(first["structuredContent"].get("start_line").is_none(), "lines are unknown mid-file");
-    let footer = first["content"].as_array().unwrap().last().unwrap()["text"].as_str().unwrap().to_string();
     let end = first["structuredContent"]["end_byte"].as_u64().unwrap();
-    assert!(footer.contains(&format!("about {} more bytes", 20001 - end)), "{footer}");
+    assert_eq!(first["structuredContent"]["remaining"]["bytes"], 20001 - end, "{first}");
+    let shown =
+        server.call(9, "read", json!({"path": "range.txt", "start_byte": 1001, "end_byte": 20001, "max_tokens": 500}));
+    let footer = shown["content"].as_array().unwrap().last().unwrap()["text"].as_str().unwrap().to_string();
+    assert!(footer.contains(&format!("about {} more bytes", 20001 - end)), "the text form's footer: {footer}");
 }
 
 #[test]

@@ -18,11 +18,11 @@ fn names(listed: &Value) -> Vec<String> {
 }
 
 fn error_code(result: &Value) -> &Value {
-    &result["structuredContent"]["error"]["code"]
+    &result["_meta"]["cordon/error"]["code"]
 }
 
 fn message(result: &Value) -> &str {
-    result["structuredContent"]["error"]["message"].as_str().unwrap_or_default()
+    result["_meta"]["cordon/error"]["message"].as_str().unwrap_or_default()
 }
 
 /// A root holding a repository's usual secrets, and links to them.

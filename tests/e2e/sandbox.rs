@@ -9,7 +9,7 @@ use crate::support::{CANARY, Fixture, Server, text};
 
 fn assert_denied(result: &Value, what: &str) {
     assert_eq!(result["isError"], true, "{what}: {result}");
-    assert_eq!(result["structuredContent"]["error"]["code"], "permission_denied", "{what}: {result}");
+    assert_eq!(result["_meta"]["cordon/error"]["code"], "permission_denied", "{what}: {result}");
     assert!(!result.to_string().contains(CANARY), "{what} leaked the canary: {result}");
 }
 
@@ -56,5 +56,5 @@ fn a_fifo_inside_a_root_is_refused_without_hanging() {
     assert!(made.success());
     let mut server = Server::initialized(&fx.root(), &[]);
     let result = server.call(1, "read", json!({"format": "json", "path": "pipe"}));
-    assert_eq!(result["structuredContent"]["error"]["code"], "unsupported", "{result}");
+    assert_eq!(result["_meta"]["cordon/error"]["code"], "unsupported", "{result}");
 }

@@ -174,7 +174,7 @@ fn long_search_root(fx: &Fixture, copies: usize) {
 
 fn read_small(server: &mut Server, id: i64) {
     let reply = server.call(id, "read", json!({"format": "json", "path": "hello.txt"}));
-    assert_eq!(reply["content"][0]["text"], "hello\nworld\n", "{reply}");
+    assert_eq!(crate::support::text(&reply), "hello\nworld\n", "{reply}");
 }
 
 #[test]

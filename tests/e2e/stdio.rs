@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::support::{Fixture, Server, initialize_params, text};
+use crate::support::{Fixture, Server, initialize_params, json_form, payload, text};
 
 #[test]
 fn initialize_list_and_read_returns_the_files_exact_bytes() {
@@ -15,7 +15,11 @@ fn initialize_list_and_read_returns_the_files_exact_bytes() {
     let listed = server.request(1, "tools/list", json!({}));
     let tools = listed["result"]["tools"].as_array().unwrap();
     let read = tools.iter().find(|t| t["name"] == "read").expect("read is listed");
-    assert_eq!(read["inputSchema"]["required"], json!(["path"]));
+    assert!(read["inputSchema"].get("required").is_none(), "a cursor alone continues: {read}");
+    let cursor = read["inputSchema"]["properties"]["cursor"]["description"].as_str().unwrap();
+    assert!(cursor.ends_with("Without it, `path` is required."), "{cursor}");
+    let without = server.call(9, "read", json!({}));
+    assert_eq!(without["_meta"]["cordon/error"]["code"], "invalid_argument", "still required: {without}");
     assert!(read.get("outputSchema").is_none(), "no outputSchema: clients would hand their model JSON");
     assert_eq!(read["annotations"]["readOnlyHint"], true);
 
@@ -49,7 +53,7 @@ fn line_ranges_return_just_those_lines_with_their_numbers() {
     assert_eq!(result["structuredContent"]["end_line"], 12);
     let past = server.call(2, "read", json!({"format": "json", "path": "lines.txt", "start_line": 101}));
     assert_eq!(past["isError"], true);
-    assert_eq!(past["structuredContent"]["error"]["code"], "invalid_argument");
+    assert_eq!(past["_meta"]["cordon/error"]["code"], "invalid_argument");
     assert!(text(&past).contains("has 100 lines"), "{past}");
 }
 
@@ -116,8 +120,8 @@ fn older_protocol_versions_are_negotiated_without_structured_content() {
     let listed = server.request(2, "tools/list", json!({}));
     assert!(listed["result"]["tools"][0].get("outputSchema").is_none());
     let result = server.call(3, "read", json!({"format": "json", "path": "hello.txt"}));
-    assert_eq!(text(&result), "hello\nworld\n");
     assert!(result.get("structuredContent").is_none());
+    assert_eq!(json_form(&result)["text"], "hello\nworld\n", "the JSON, as text only: {result}");
 
     let mut newer = Server::start(&fx.root(), &[]);
     let init = newer.request(1, "initialize", initialize_params("2099-01-01"));
@@ -146,10 +150,8 @@ fn non_utf8_bytes_come_back_losslessly_as_a_blob_in_the_json_form() {
     fx.write("mixed.bin", b"text\n\xff\xfe\x00raw");
     let mut server = Server::initialized(&fx.root(), &[]);
     let result = server.call(1, "read", json!({"format": "json", "path": "mixed.bin"}));
-    let blocks = result["content"].as_array().unwrap();
-    assert_eq!(blocks.len(), 1, "a binary file's bytes in one blob, not runs: {result}");
-    assert_eq!(blocks[0]["resource"]["blob"], "dGV4dAr//gByYXc=", "every byte, base64");
-    assert_eq!(result["structuredContent"]["base64"], "dGV4dAr//gByYXc=");
+    assert_eq!(json_form(&result)["base64"], "dGV4dAr//gByYXc=", "every byte, base64, in one field: {result}");
+    assert_eq!(payload(&result), b"text\n\xff\xfe\x00raw");
     let shown = server.call(2, "read", json!({"path": "mixed.bin"}));
     assert!(text(&shown).starts_with("mixed.bin is a binary file"), "the text form describes it: {shown}");
 }
@@ -160,7 +162,7 @@ fn schema_violations_are_tool_errors_and_unknown_tools_protocol_errors() {
     let mut server = Server::initialized(&fx.root(), &[]);
     let bad = server.call(1, "read", json!({"format": "json", "path": 5}));
     assert_eq!(bad["isError"], true);
-    assert_eq!(bad["structuredContent"]["error"]["code"], "invalid_argument");
+    assert_eq!(bad["_meta"]["cordon/error"]["code"], "invalid_argument");
     let missing = server.call(2, "read", json!({"format": "json"}));
     assert!(text(&missing).contains("path"), "{missing}");
     let unknown = server.request(3, "tools/call", json!({"name": "nope", "arguments": {}}));
@@ -186,7 +188,7 @@ fn a_call_past_its_time_limit_is_stopped_and_the_session_goes_on() {
     let mut server = Server::initialized(&fx.root(), &huge_pages);
     let result = server.call(1, "read", json!({"format": "json", "path": "large.txt"}));
     assert_eq!(result["isError"], true, "{}", &result.to_string()[..200.min(result.to_string().len())]);
-    assert_eq!(result["structuredContent"]["error"]["code"], "timeout");
+    assert_eq!(result["_meta"]["cordon/error"]["code"], "timeout");
     assert_eq!(server.request(2, "ping", json!({}))["result"], json!({}));
 }
 

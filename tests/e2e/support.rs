@@ -611,16 +611,28 @@ pub fn initialize_params(version: &str) -> Value {
     })
 }
 
-/// A result's payload: its content blocks but the footer, text as is and base64
-/// blobs decoded.
-/// What programs check a page with: `_meta["cordon/page"]` (index, bytes,
-/// payload blocks, chunks, and on the last page `payload_sha256`).
+/// What programs check a page with: `_meta["cordon/page"]` (form, index,
+/// bytes, payload blocks, chunks, and on the last page `payload_sha256`).
 pub fn page_meta(result: &Value) -> &Value {
     &result["_meta"]["cordon/page"]
 }
 
+/// A page's payload, every byte: in the JSON form from its JSON (`text`,
+/// `base64` decoded, or each of `items` and a line end); in the text form
+/// its content blocks but the footer, text as is and base64 blobs decoded.
 pub fn payload(result: &Value) -> Vec<u8> {
     use base64::Engine as _;
+    if page_meta(result)["form"] == "json" {
+        let shown = json_form(result);
+        if let Some(text) = shown["text"].as_str() {
+            return text.as_bytes().to_vec();
+        }
+        if let Some(raw) = shown["base64"].as_str() {
+            return base64::engine::general_purpose::STANDARD.decode(raw).unwrap();
+        }
+        let items = shown["items"].as_array().map(Vec::as_slice).unwrap_or_default();
+        return items.iter().flat_map(|item| format!("{item}\n").into_bytes()).collect();
+    }
     let blocks = page_meta(result)["blocks"].as_u64().expect("the page's blocks") as usize;
     let mut out = Vec::new();
     for block in result["content"].as_array().unwrap().iter().take(blocks) {
@@ -634,45 +646,66 @@ pub fn payload(result: &Value) -> Vec<u8> {
     out
 }
 
-/// The cursor that continues a result as a model continues it: the
-/// structured content's in the JSON form; in the text form (no structured
-/// content) the short handle its footer names, which `_meta` carries too
-/// (else the signed cursor).
-pub fn next_cursor(result: &Value) -> Option<String> {
-    let meta = &result["_meta"]["cordon/page"];
-    let structured = result["structuredContent"]["next_cursor"].as_str();
-    structured.or_else(|| meta["handle"].as_str()).or_else(|| meta["cursor"].as_str()).map(str::to_owned)
+/// A JSON-form result's JSON: its one text block parsed, checked to be the
+/// structured content where the protocol version has it.
+pub fn json_form(result: &Value) -> Value {
+    let content = result["content"].as_array().expect("content");
+    assert_eq!(content.len(), 1, "the JSON form is one text block: {result}");
+    let text = content[0]["text"].as_str().expect("a text block");
+    let shown: Value = serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {result}"));
+    if let Some(structured) = result.get("structuredContent") {
+        assert_eq!(&shown, structured, "the text is the structured content's JSON");
+        assert_eq!(text, structured.to_string(), "written the same way");
+    }
+    shown
 }
 
-/// The payload a program reads in a page's structured content (the JSON
-/// form), checked against the content's: exactly the same bytes for `text`
-/// and `base64`, the same items for `items`. A page in the text form has
-/// none: the model reads its content.
+/// The cursor that continues a result as a model continues it: the
+/// JSON's `next_cursor` in the JSON form; in the text form the short handle
+/// its footer names, which `_meta` carries too (else the signed cursor).
+pub fn next_cursor(result: &Value) -> Option<String> {
+    let meta = page_meta(result);
+    if meta["form"] == "json" {
+        return json_form(result)["next_cursor"].as_str().map(str::to_owned);
+    }
+    meta["handle"].as_str().or_else(|| meta["cursor"].as_str()).map(str::to_owned)
+}
+
+/// A JSON-form page checked: its text is its structured content's JSON, and
+/// the payload it gives is every byte the page's chunks say: each of its
+/// `items` written back is its chunk (same SHA-256); a page of text or bytes
+/// has the page's size and, in one chunk, its hash. A page in the text form
+/// has no JSON.
 pub fn check_structured_payload(result: &Value) {
-    use base64::Engine as _;
-    let exact = payload(result);
-    let structured = &result["structuredContent"];
-    if structured.is_null() {
+    use sha2::{Digest as _, Sha256};
+    let meta = page_meta(result);
+    if meta["form"] != "json" {
+        assert!(result.get("structuredContent").is_none(), "the text form has no structured content: {result}");
         return;
     }
-    if exact.is_empty() && structured["ended"] == "time" {
-        // A page that ended on time with nothing on it shows no payload field.
-        assert!(["text", "items", "base64"].iter().all(|k| structured.get(*k).is_none()), "{result}");
-    } else if let Some(text) = structured["text"].as_str() {
-        assert_eq!(text.as_bytes(), exact, "the structured text is the payload: {result}");
-    } else if let Some(raw) = structured["base64"].as_str() {
-        assert_eq!(base64::engine::general_purpose::STANDARD.decode(raw).unwrap(), exact, "{result}");
-    } else {
-        let lines: Vec<Value> =
-            String::from_utf8(exact).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-        match structured["items"].as_array() {
-            Some(items) => assert_eq!(items, &lines, "the structured items are the payload's"),
-            None => {
-                // One item the tool's own fields hold whole.
-                let [Value::Object(item)] = lines.as_slice() else { panic!("no payload field: {result}") };
-                assert!(item.iter().all(|(k, v)| structured[k] == *v), "{result}");
+    let shown = json_form(result);
+    let chunks = meta["chunks"].as_array().unwrap();
+    if let Some(items) = shown["items"].as_array() {
+        assert_eq!(items.len(), chunks.len(), "one item a chunk: {result}");
+        for (item, chunk) in items.iter().zip(chunks) {
+            let written = item.to_string();
+            if written.contains(" items truncated]") {
+                continue; // Cut where nested too deep: the hash is of the tool's whole item.
             }
+            let sha = hex::encode(Sha256::digest(written));
+            assert_eq!(chunk["sha256"].as_str(), Some(sha.as_str()), "the item is its chunk's bytes: {item}");
         }
+        return;
+    }
+    let exact = payload(result);
+    if chunks.iter().all(|c| c["encoding"] != "json") {
+        assert_eq!(exact.len() as u64, meta["bytes"].as_u64().unwrap(), "the payload's size: {result}");
+    }
+    if let [chunk] = chunks.as_slice() {
+        let sha = hex::encode(Sha256::digest(&exact));
+        let line_ended = hex::encode(Sha256::digest(exact.strip_suffix(b"\n").unwrap_or(&exact)));
+        let said = chunk["sha256"].as_str().unwrap();
+        assert!(said == sha || said == line_ended, "one chunk's hash is the payload's: {result}");
     }
 }
 
@@ -749,8 +782,12 @@ impl Rng {
     }
 }
 
-/// The text of a tool result's first content block.
+/// The text of a tool result: in the JSON form its structured content's
+/// `text` (the payload, exactly), else its first content block's.
 pub fn text(result: &Value) -> &str {
+    if let Some(text) = result["structuredContent"]["text"].as_str().filter(|_| page_meta(result)["form"] == "json") {
+        return text;
+    }
     result["content"][0]["text"].as_str().unwrap_or_else(|| panic!("no text content: {result}"))
 }
 

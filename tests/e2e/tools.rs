@@ -117,8 +117,8 @@ fn an_ungranted_tool_is_denied_file_access_with_a_message_naming_the_grant() {
     let mut server = serve(&fx.root(), &tools);
     let denied = server.call(1, "todos", json!({ "path": src.to_str().unwrap() }));
     assert_eq!(denied["isError"], true, "{denied}");
-    assert_eq!(denied["structuredContent"]["error"]["code"], "permission_denied");
-    let message = denied["structuredContent"]["error"]["message"].as_str().unwrap();
+    assert_eq!(denied["_meta"]["cordon/error"]["code"], "permission_denied");
+    let message = denied["_meta"]["cordon/error"]["message"].as_str().unwrap();
     assert!(message.contains("`todos` is granted no directories"), "{message}");
     assert!(message.contains("--grant ro:DIR") && message.contains("cordon-tools.lock"), "{message}");
     drop(server);
@@ -128,7 +128,7 @@ fn an_ungranted_tool_is_denied_file_access_with_a_message_naming_the_grant() {
     ok(&tool_cmd(&tools, &["tool", "add", RUST_EXAMPLE, "--grant", &grant]));
     let mut server = serve(&fx.root(), &tools);
     let denied = server.call(2, "todos", json!({ "path": fx.root().join("notes.txt").to_str().unwrap() }));
-    let message = denied["structuredContent"]["error"]["message"].as_str().unwrap();
+    let message = denied["_meta"]["cordon/error"]["message"].as_str().unwrap();
     assert!(message.contains(&format!("is granted {grant}")), "{message}");
     let fine = server.call(3, "todos", json!({ "path": src.to_str().unwrap() }));
     assert_eq!(fine["isError"], false, "{fine}");
@@ -218,7 +218,7 @@ fn a_tool_changed_while_serving_is_refused_and_the_previous_set_kept() {
     std::thread::sleep(Duration::from_millis(1500));
     assert!(tool_names(&mut server, 2).contains(&"todos".to_string()), "the verified tool stays");
     let called = server.call(3, "todos", json!({}));
-    assert_eq!(called["structuredContent"]["error"]["code"], "permission_denied", "{called}");
+    assert_eq!(called["_meta"]["cordon/error"]["code"], "permission_denied", "{called}");
 }
 
 #[test]
@@ -361,7 +361,7 @@ fn the_python_example_reads_a_granted_csv_in_pages_exactly() {
     );
     assert_eq!(narrow[1499], json!({ "id": "1499" }));
     let denied = server.call(2, "csv_rows", json!({ "path": fx.root().join("hello.txt").to_str().unwrap() }));
-    assert_eq!(denied["structuredContent"]["error"]["code"], "permission_denied", "{denied}");
+    assert_eq!(denied["_meta"]["cordon/error"]["code"], "permission_denied", "{denied}");
 }
 
 #[test]

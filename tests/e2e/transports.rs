@@ -47,7 +47,7 @@ fn a_tool_error_is_a_result_and_an_unknown_tool_a_protocol_error(start: Start) {
     let fx = Fixture::new();
     let mut server = start(&fx.root(), &[]);
     let denied = server.call(1, "read", json!({"format": "json", "path": "../outside.txt"}));
-    assert_eq!(denied["structuredContent"]["error"]["code"], "permission_denied");
+    assert_eq!(denied["_meta"]["cordon/error"]["code"], "permission_denied");
     let unknown = server.request(2, "tools/call", json!({"name": "nope", "arguments": {}}));
     assert_eq!(unknown["error"]["code"], -32602);
     let page = server.call(3, "read", json!({"format": "json", "path": "hello.txt"}));

@@ -38,7 +38,7 @@ fn writes_are_atomic_conditional_and_keep_permissions() {
         "write",
         json!({"format": "json", "path": "script.sh", "content": "x", "expected_sha256": "ab".repeat(32)}),
     );
-    assert_eq!(stale["structuredContent"]["error"]["code"], "conflict");
+    assert_eq!(stale["_meta"]["cordon/error"]["code"], "conflict");
     assert!(text(&stale).contains(&old_hash), "the conflict names the current hash: {stale}");
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "#!/bin/sh\necho old\n");
 
@@ -81,7 +81,7 @@ fn hard_links_are_refused_unless_allowed_and_roots_are_enforced() {
     std::fs::hard_link(&path, fx.root().join("other-name.txt")).unwrap();
     let mut server = Server::initialized(&fx.root(), &[]);
     let refused = server.call(1, "write", json!({"format": "json", "path": "linked.txt", "content": "changed"}));
-    assert_eq!(refused["structuredContent"]["error"]["code"], "permission_denied", "{refused}");
+    assert_eq!(refused["_meta"]["cordon/error"]["code"], "permission_denied", "{refused}");
     assert_eq!(std::fs::read_to_string(fx.root().join("other-name.txt")).unwrap(), "shared");
     let allowed = server.call(
         2,
@@ -96,7 +96,7 @@ fn hard_links_are_refused_unless_allowed_and_roots_are_enforced() {
     );
 
     let outside = server.call(3, "write", json!({"format": "json", "path": "../outside.txt", "content": "pwned"}));
-    assert_eq!(outside["structuredContent"]["error"]["code"], "permission_denied");
+    assert_eq!(outside["_meta"]["cordon/error"]["code"], "permission_denied");
     assert_eq!(std::fs::read_to_string(fx.outside()).unwrap(), crate::support::CANARY);
     std::os::unix::fs::symlink(fx.outside(), fx.root().join("link-out")).unwrap();
     let through = server.call(4, "write", json!({"format": "json", "path": "link-out", "content": "pwned"}));
@@ -112,7 +112,7 @@ fn a_read_only_root_refuses_writes() {
     let ro_file = ro.canonicalize().unwrap().join("f.txt");
     let mut server = Server::initialized(&fx.root(), &["--root", &format!("{}:ro", ro.display())]);
     let result = server.call(1, "write", json!({"format": "json", "path": ro_file, "content": "x"}));
-    assert_eq!(result["structuredContent"]["error"]["code"], "permission_denied", "{result}");
+    assert_eq!(result["_meta"]["cordon/error"]["code"], "permission_denied", "{result}");
     assert!(!ro_file.exists());
 }
 
@@ -159,7 +159,7 @@ fn a_200_mb_staged_upload_writes_the_exact_file() {
         "write",
         json!({"format": "json", "path": "big.bin", "upload_id": upload_id, "size": bytes.len(), "sha256": "00".repeat(32)}),
     );
-    assert_eq!(wrong["structuredContent"]["error"]["code"], "conflict", "a wrong hash is refused: {wrong}");
+    assert_eq!(wrong["_meta"]["cordon/error"]["code"], "conflict", "a wrong hash is refused: {wrong}");
     let done = server.call(
         901,
         "write",
@@ -190,7 +190,7 @@ fn a_commit_after_the_target_changed_conflicts_and_aborted_or_expired_uploads_le
     let sha = hex(&Sha256::digest(&content));
     let args = json!({"path": "target.txt", "upload_id": upload_id, "size": content.len(), "sha256": sha, "expected_sha256": v1});
     let conflict = server.call(100, "write", args);
-    assert_eq!(conflict["structuredContent"]["error"]["code"], "conflict", "{conflict}");
+    assert_eq!(conflict["_meta"]["cordon/error"]["code"], "conflict", "{conflict}");
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "changed meanwhile", "the target is untouched");
 
     let aborted = server.call(101, "upload", json!({"action": "abort", "upload_id": upload_id}));
@@ -201,7 +201,7 @@ fn a_commit_after_the_target_changed_conflicts_and_aborted_or_expired_uploads_le
     assert_eq!(std::fs::read_dir(state.path().join("uploads")).unwrap().count(), 1);
     std::thread::sleep(std::time::Duration::from_millis(2200));
     let gone = server.call(102, "upload", json!({"action": "chunk", "upload_id": expiring, "index": 3, "data": "x"}));
-    assert_eq!(gone["structuredContent"]["error"]["code"], "not_found", "{gone}");
+    assert_eq!(gone["_meta"]["cordon/error"]["code"], "not_found", "{gone}");
     assert_eq!(std::fs::read_dir(state.path().join("uploads")).unwrap().count(), 0, "the expired upload was deleted");
     assert!(temp_files(&fx.root()).is_empty());
 }
@@ -221,15 +221,15 @@ fn upload_arguments_are_checked() {
         "write",
         json!({"format": "json", "path": "x", "upload_id": "nope", "size": 1, "sha256": "00".repeat(32)}),
     );
-    assert_eq!(unknown["structuredContent"]["error"]["code"], "not_found");
+    assert_eq!(unknown["_meta"]["cordon/error"]["code"], "not_found");
     let wrong_order = server.call(4, "upload", json!({"action": "start"}));
     let upload_id = wrong_order["structuredContent"]["upload_id"].as_str().unwrap();
     let skipped = server.call(5, "upload", json!({"action": "chunk", "upload_id": upload_id, "index": 1, "data": "x"}));
-    assert_eq!(skipped["structuredContent"]["error"]["code"], "invalid_argument");
+    assert_eq!(skipped["_meta"]["cordon/error"]["code"], "invalid_argument");
     let stray = server.call(7, "upload", json!({"action": "start", "path": "x"}));
-    assert_eq!(stray["structuredContent"]["error"]["code"], "invalid_argument", "{stray}");
+    assert_eq!(stray["_meta"]["cordon/error"]["code"], "invalid_argument", "{stray}");
     let no_action = server.call(8, "upload", json!({}));
-    assert_eq!(no_action["structuredContent"]["error"]["code"], "invalid_argument");
+    assert_eq!(no_action["_meta"]["cordon/error"]["code"], "invalid_argument");
     let listed = server.request(6, "tools/list", json!({}));
     let write = listed["result"]["tools"].as_array().unwrap().iter().find(|t| t["name"] == "write").unwrap().clone();
     assert!(write["inputSchema"]["properties"].get("staged").is_none());
@@ -267,17 +267,17 @@ fn upload_limits_fail_closed_with_too_large() {
         server.call(2, "upload", json!({"action": "chunk", "upload_id": upload_id, "index": 0, "data": "0123456789"}));
     assert_eq!(fits["structuredContent"]["bytes"], 10);
     let over = server.call(3, "upload", json!({"action": "chunk", "upload_id": upload_id, "index": 1, "data": "x"}));
-    assert_eq!(over["structuredContent"]["error"]["code"], "too_large", "{over}");
+    assert_eq!(over["_meta"]["cordon/error"]["code"], "too_large", "{over}");
     let big_chunk = base64::engine::general_purpose::STANDARD.encode(vec![0u8; (4 << 20) + 1]);
     let too_big = server.call(
         4,
         "upload",
         json!({"action": "chunk", "upload_id": upload_id, "index": 1, "data": big_chunk, "encoding": "base64"}),
     );
-    assert_eq!(too_big["structuredContent"]["error"]["code"], "too_large", "a chunk over 4 MiB");
+    assert_eq!(too_big["_meta"]["cordon/error"]["code"], "too_large", "a chunk over 4 MiB");
     for i in 0..15 {
         assert_eq!(server.call(10 + i, "upload", json!({"action": "start"}))["isError"], false);
     }
     let seventeenth = server.call(40, "upload", json!({"action": "start"}));
-    assert_eq!(seventeenth["structuredContent"]["error"]["code"], "too_large", "at most 16 open uploads");
+    assert_eq!(seventeenth["_meta"]["cordon/error"]["code"], "too_large", "at most 16 open uploads");
 }

@@ -14,6 +14,13 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 
+def payload(structured: dict) -> bytes:
+    """A JSON-form page's payload, every byte: its text, or its bytes in base64."""
+    if "base64" in structured:
+        return base64.b64decode(structured["base64"])
+    return structured["text"].encode()
+
+
 async def main() -> None:
     binary, root, state_dir, file, outside, big = sys.argv[1:7]
     image, blob = (sys.argv[7:9] + [None, None])[:2]
@@ -31,8 +38,7 @@ async def main() -> None:
             while True:
                 page = await session.call_tool("read", args)
                 meta, checks = page.structured_content, page.meta["cordon/page"]
-                for block in page.content[: checks["blocks"]]:
-                    data += block.text.encode() if block.type == "text" else base64.b64decode(block.resource.blob)
+                data += payload(meta)
                 pages += 1
                 if meta["next_cursor"] is None:
                     break
@@ -46,11 +52,14 @@ async def main() -> None:
                 "read_has_output_schema": listed.tools[0].output_schema is not None,
                 "text": "".join(c.text for c in ok.content if c.type == "text"),
                 "text_structured": ok.structured_content,
-                "exact_text": "".join(c.text for c in exact.content if c.type == "text"),
+                "exact_text": exact.structured_content["text"],
+                "exact_mirrored": [c.type for c in exact.content] == ["text"]
+                and json.loads(exact.content[0].text) == exact.structured_content,
                 "structured": exact.structured_content,
                 "is_error": ok.is_error,
                 "denied_is_error": denied.is_error,
                 "denied_structured": denied.structured_content,
+                "denied_meta": denied.meta,
                 "denied_text": "".join(c.text for c in denied.content if c.type == "text"),
                 "paged_pages": pages,
                 "paged_sha256": hashlib.sha256(data).hexdigest(),
@@ -69,8 +78,7 @@ async def media(session: ClientSession, image: str, blob: str) -> dict:
         page = await session.call_tool("read", args)
         checks = page.meta["cordon/page"]
         start = len(data)
-        for block in page.content[: checks["blocks"]]:
-            data += block.text.encode() if block.type == "text" else base64.b64decode(block.resource.blob)
+        data += payload(page.structured_content)
         for chunk in checks["chunks"]:
             piece = data[start : start + chunk["bytes"]]
             chunks_ok &= hashlib.sha256(piece).hexdigest() == chunk["sha256"]

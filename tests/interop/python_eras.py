@@ -22,14 +22,13 @@ TIMEOUT = 120.0  # seconds per request: the suite must pass on a slow, busy mach
 
 
 def payload(result) -> bytes:
-    """The page's payload: its content blocks but the footer, text as is and blobs decoded."""
-    out = b""
-    for block in result.content[: result.meta["cordon/page"]["blocks"]]:
-        if block.type == "text":
-            out += block.text.encode()
-        else:
-            out += base64.b64decode(block.resource.blob)
-    return out
+    """A JSON-form page's payload, every byte: its text, or its bytes in base64
+    (in the structured content, and as the one text block's JSON)."""
+    shown = json.loads(result.content[0].text)
+    assert shown == result.structured_content, "the text block is the structured content's JSON"
+    if "base64" in shown:
+        return base64.b64decode(shown["base64"])
+    return shown["text"].encode()
 
 
 async def main() -> None:

@@ -441,7 +441,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             };
             let answer = server.call(request).map_err(ErrorObject::from);
             let failed = matches!(answer, Ok(Answer::Failed(_)));
-            match answer.and_then(|answer| crate::results::answer(answer, Version::LATEST)) {
+            match answer.and_then(|answer| crate::results::answer(answer, Version::LATEST, crate::args::Form::asked(&arguments))) {
                 Ok(result) => {
                     println!("{}", serde_json::to_string_pretty(&result)?);
                     Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })

@@ -147,8 +147,8 @@ pub struct Rejected {
 }
 
 /// Parses one framed message.
-pub fn parse(line: &[u8]) -> Result<Message, Rejected> {
-    let reject = |id, code, message: String| Rejected { id, error: ErrorObject::new(code, message) };
+pub fn parse(line: &[u8]) -> Result<Message, Box<Rejected>> {
+    let reject = |id, code, message: String| Box::new(Rejected { id, error: ErrorObject::new(code, message) });
     let text = std::str::from_utf8(line)
         .map_err(|e| reject(None, Code::ParseError, format!("Parse error: the message is not valid UTF-8 ({e})")))?;
     let value: Value =
@@ -348,9 +348,9 @@ mod tests {
 
     #[test]
     fn responses_echo_the_id_type() {
-        assert_eq!(success(&Id::String("x".into()), json!({})), r#"{"id":"x","jsonrpc":"2.0","result":{}}"#);
+        assert_eq!(success(&Id::String("x".into()), json!({})), r#"{"jsonrpc":"2.0","id":"x","result":{}}"#);
         let e = ErrorObject::new(Code::ParseError, "bad");
-        assert_eq!(failure(None, &e), r#"{"error":{"code":-32700,"message":"bad"},"id":null,"jsonrpc":"2.0"}"#);
+        assert_eq!(failure(None, &e), r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"bad"}}"#);
     }
 
     #[test]

@@ -8,7 +8,20 @@ use serde_json::{Map, Value, json};
 use super::base64_encode;
 use super::footer::remaining;
 use crate::pager::page::{Block, Ended, Page};
+use crate::protocol::mcp::Version;
 use crate::tool::Manifest;
+
+/// A structured answer as a result: the JSON as the one text block (for
+/// clients that show only `content`, as the specification asks) and, where
+/// the protocol version has it, as the structured content.
+pub(super) fn mirrored(structured: Value, version: Version, is_error: bool) -> Value {
+    let text = structured.to_string();
+    let mut result = json!({ "content": [{ "type": "text", "text": text }], "isError": is_error });
+    if version.structured() {
+        result["structuredContent"] = structured;
+    }
+    result
+}
 
 /// The fields the host adds to every result's structured content.
 fn page_properties() -> Value {
@@ -88,7 +101,7 @@ pub(super) fn structured(page: Page) -> Value {
     }
     // A page that ended on time with nothing on it has no payload to show.
     let nothing = page.ended == Ended::Time && page.chunks.is_empty();
-    if !held_by(&payload, &out) && !nothing {
+    if !nothing {
         out.insert(field.into(), payload);
     }
     out.insert("complete".into(), page.next_cursor.is_none().into());
@@ -121,10 +134,11 @@ pub(super) fn structured(page: Page) -> Value {
     Value::Object(out)
 }
 
-/// The page's payload inside the structured content, for a model whose client
-/// forwards only that: `items`, the JSON values, when the page holds whole
-/// items (lines of text that each parse); `base64` of every payload byte when
-/// it holds bytes that are not UTF-8; else `text`, exactly.
+/// The page's payload inside the structured content, every byte of it:
+/// `items`, the JSON values, when the page holds whole items (lines of text
+/// that each parse, and write back as the same bytes: each item then a line
+/// end is the payload); `base64` of every payload byte when it holds bytes
+/// that are not UTF-8; else `text`, exactly.
 fn payload_field(page: &Page) -> (&'static str, Value) {
     let mut text = String::new();
     for block in &page.blocks {
@@ -135,22 +149,16 @@ fn payload_field(page: &Page) -> (&'static str, Value) {
     }
     let all_items = !page.chunks.is_empty() && page.chunks.iter().all(|c| c.encoding == "json");
     if all_items && text.ends_with('\n') {
-        let items: Option<Vec<Value>> = text.lines().map(|line| serde_json::from_str(line).ok()).collect();
+        let exact = |line: &str| {
+            let item = serde_json::from_str::<Value>(line).ok()?;
+            serde_json::to_string(&item).is_ok_and(|written| written == line).then_some(item)
+        };
+        let items: Option<Vec<Value>> = text.split_terminator('\n').map(exact).collect();
         if let Some(items) = items {
             return ("items", Value::Array(items));
         }
     }
     ("text", text.into())
-}
-
-/// Whether `payload` is one item whose every field the tool's own fields
-/// (`info`) already hold, as `write`, `edit` and `move` answer: the model reads
-/// it there once, not twice.
-fn held_by(payload: &Value, info: &Map<String, Value>) -> bool {
-    match payload.as_array().map(Vec::as_slice) {
-        Some([Value::Object(item)]) => item.iter().all(|(k, v)| info.get(k) == Some(v)),
-        _ => false,
-    }
 }
 
 /// Every payload byte of a page, in order.
@@ -204,13 +212,14 @@ mod tests {
     }
 
     #[test]
-    fn one_item_the_tools_own_fields_hold_is_not_repeated() {
-        let answer = json!({"path": "f", "replacements": 1});
-        let held = structured_of(page(vec![(Payload::Item(answer.to_string()), false)], answer.clone()));
-        assert!(held.get("items").is_none(), "{held}");
-        assert_eq!(held["replacements"], 1);
-        let more = structured_of(page(vec![(Payload::Item(answer.to_string()), false)], json!({"path": "f"})));
-        assert_eq!(more["items"], json!([answer]), "an item with fields the info lacks is kept");
+    fn items_are_kept_only_where_they_write_back_as_the_same_bytes() {
+        let answer = r#"{"path":"f","replacements":1}"#;
+        let kept = structured_of(page(vec![(Payload::Item(answer.into()), false)], json!({"path": "f"})));
+        assert_eq!(kept["items"], json!([{"path": "f", "replacements": 1}]), "{kept}");
+        assert_eq!(serde_json::to_string(&kept["items"][0]).unwrap(), answer, "the item keeps its fields' order");
+        let spaced = "{ \"path\": \"f\" }";
+        let text = structured_of(page(vec![(Payload::Item(spaced.into()), false)], json!({})));
+        assert_eq!(text["text"], format!("{spaced}\n"), "an item written another way stays text: {text}");
     }
 
     #[test]

@@ -15,6 +15,7 @@ mod text;
 pub use faults::Fault;
 pub use loading::Loading;
 
+use crate::args::Form;
 use crate::pager::BYTES_PER_TOKEN;
 use crate::pager::page::{Block, Page, View};
 use crate::policy::{Mode, Root};
@@ -113,23 +114,22 @@ pub enum Answer {
 }
 
 /// A call's answer as an MCP result, or, for a failure that is the server's
-/// and not the call's, a JSON-RPC error (see `call_failure`).
-pub fn answer(answer: Answer, version: Version) -> Result<Value, ErrorObject> {
+/// and not the call's, a JSON-RPC error (see `call_failure`). A page renders
+/// in its own form, a failure in the form the call's arguments ask for
+/// (`asked`).
+pub fn answer(answer: Answer, version: Version, asked: Form) -> Result<Value, ErrorObject> {
     match answer {
         Answer::Page(page) => Ok(call_result(*page, version)),
         Answer::Host(value) => Ok(host_tool_result(value, version)),
-        Answer::Failed(failure) => call_failure(failure, version),
+        Answer::Failed(failure) => call_failure(failure, version, asked),
     }
 }
 
-/// The result of a tool the host serves itself: its small JSON answer as text
-/// and as structured content.
+/// The result of a tool the host serves itself (the upload steps): its
+/// small JSON answer, which is all it has to say, in either form as text and
+/// as structured content (clients that prefer the latter show the same JSON).
 fn host_tool_result(answer: Value, version: Version) -> Value {
-    let mut result = json!({ "content": [{ "type": "text", "text": answer.to_string() }], "isError": false });
-    if version.structured() {
-        result["structuredContent"] = answer;
-    }
-    result
+    json::mirrored(answer, version, false)
 }
 
 /// A tool's input and output schemas as clients see them: a component's with
@@ -179,51 +179,37 @@ pub const PAGE_META: &str = "cordon/page";
 /// In the text form (`View::Text`, `View::Numbered`), what a model reads:
 /// the content blocks only, the payload as text (see `text`) then, when more
 /// remains, a short footer saying how to continue. No structured content,
-/// since clients that find it (Claude Code, Codex) hand their model its JSON
-/// instead of the text.
+/// since clients that find it (Claude Code, Codex, VS Code) hand their model
+/// its JSON instead of the text.
 ///
-/// In the JSON form, what programs read: the payload exactly (text blocks,
-/// and raw bytes as base64 blobs) with the footer, and the structured
-/// content: the same payload (`items`, `text` or `base64`, see
-/// `payload_field`), the tool's `info`, the span, what remains and the
-/// cursor.
+/// In the JSON form, what programs read (see `json`): the structured
+/// content, and the same JSON as the one text block, as the specification
+/// asks of a structured result, for clients that show only `content`.
 ///
-/// In both, what programs check pages with (the page's size and payload
-/// blocks, each chunk's span and SHA-256, the whole payload's SHA-256, the
-/// signed cursor) is in `_meta` (`PAGE_META`), which clients do not show
-/// their model.
+/// In both, what programs check pages with (the form, the page's size and
+/// payload blocks, each chunk's span and SHA-256, the whole payload's
+/// SHA-256, the signed cursor) is in `_meta` (`PAGE_META`), which clients
+/// do not show their model.
 pub fn call_result(page: Page, version: Version) -> Value {
+    let mut meta = page_meta(&page);
+    if page.view == View::Json {
+        meta["form"] = "json".into();
+        let mut result = json::mirrored(structured(page), version, false);
+        result["_meta"] = json!({ PAGE_META: meta });
+        return result;
+    }
+    meta["form"] = "text".into();
     let footer = footer(&page);
-    let mut content: Vec<Value> = match media::content(&page) {
-        Some(shown) => shown,
-        None => match page.view {
-            View::Json => page.blocks.iter().map(content_block).collect(),
-            View::Text | View::Numbered => text::blocks(&page),
-        },
-    };
+    let mut content = text::in_parts(media::content(&page).unwrap_or_else(|| text::blocks(&page)));
     if content.is_empty() {
         content.push(json!({ "type": "text", "text": "" }));
     }
-    if page.view != View::Json {
-        content = text::in_parts(content);
-    }
-    let mut meta = page_meta(&page);
     // The content blocks the payload took, before the footer.
     meta["blocks"] = content.len().into();
     if let Some(footer) = footer {
         content.push(json!({ "type": "text", "text": footer }));
     }
-    let mut result = json!({ "content": content, "isError": false, "_meta": { PAGE_META: meta } });
-    if version.structured() && page.view == View::Json {
-        result["structuredContent"] = structured(page);
-    }
-    result
-}
-
-/// The content blocks a page's payload takes: one per block, and one empty
-/// text block for an empty page.
-fn payload_blocks(page: &Page) -> usize {
-    page.blocks.len().max(1)
+    json!({ "content": content, "isError": false, "_meta": { PAGE_META: meta } })
 }
 
 /// What a program checks a page with.
@@ -250,7 +236,6 @@ pub fn page_log(page: &Page) -> Value {
         "items": page.items,
         "bytes": page.bytes,
         "estimated_tokens": page.bytes.div_ceil(u64::from(BYTES_PER_TOKEN)),
-        "blocks": payload_blocks(page),
         "continued": page.continued,
         "max_tokens": page.budget.bytes / BYTES_PER_TOKEN,
         "page_size": page.budget.items,
@@ -340,21 +325,25 @@ pub fn tool_failure(failure: CallFailure) -> Result<ToolFailure, ErrorObject> {
     Ok(ToolFailure { code, message, limit })
 }
 
-/// A failed call, as a result the model can read (`isError`; a timeout or a
-/// busy server names the limit in `structuredContent.error.limit`), or a
+/// The `_meta` key of a failed call's error for programs, in either form:
+/// its code, sentence and, for a timeout or a busy server, the limit's name.
+pub const ERROR_META: &str = "cordon/error";
+
+/// A failed call, as a result the model can read (`isError`, the code and
+/// the sentence as text), in the JSON form as structured content (`error`)
+/// mirrored as text; the error is in `_meta` (`ERROR_META`) in both. Or a
 /// JSON-RPC error (see `tool_failure`).
-fn call_failure(failure: CallFailure, version: Version) -> Result<Value, ErrorObject> {
+fn call_failure(failure: CallFailure, version: Version, asked: Form) -> Result<Value, ErrorObject> {
     let failure = tool_failure(failure)?;
-    let mut result = json!({
-        "content": [{ "type": "text", "text": failure.to_string() }],
-        "isError": true,
-    });
-    if version.structured() {
-        result["structuredContent"] = json!({ "error": { "code": failure.code, "message": failure.message } });
-        if let Some(limit) = failure.limit {
-            result["structuredContent"]["error"]["limit"] = limit.into();
-        }
+    let mut error = json!({ "code": failure.code, "message": failure.message });
+    if let Some(limit) = failure.limit {
+        error["limit"] = limit.into();
     }
+    let mut result = match asked {
+        Form::Text => json!({ "content": [{ "type": "text", "text": failure.to_string() }], "isError": true }),
+        Form::Json => json::mirrored(json!({ "error": error.clone() }), version, true),
+    };
+    result["_meta"] = json!({ ERROR_META: error });
     Ok(result)
 }
 
@@ -399,7 +388,7 @@ mod tests {
         last.sha256 = Some("whole".into());
         let result = call_result(last, Version::LATEST);
         let meta = &result["_meta"][PAGE_META];
-        assert_eq!((&meta["index"], &meta["bytes"], &meta["blocks"]), (&json!(0), &json!(3), &json!(1)));
+        assert_eq!((&meta["index"], &meta["bytes"], &meta["form"]), (&json!(0), &json!(3), &json!("json")));
         assert_eq!(meta["chunks"][0]["bytes"], 3);
         assert_eq!(meta["chunks"][0]["sha256"], "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
         assert_eq!(meta["payload_sha256"], "whole");
@@ -408,6 +397,35 @@ mod tests {
         assert_eq!(
             (&model["text"], &model["complete"], &model["next_cursor"]),
             (&json!("abc"), &json!(true), &Value::Null)
+        );
+        let mirrored: Value = serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
+        assert_eq!(&mirrored, model, "the one text block is the structured content's JSON");
+        assert_eq!(result["content"].as_array().map(Vec::len), Some(1));
+    }
+
+    #[test]
+    fn a_failure_is_text_unless_the_call_asked_for_json_then_mirrored() {
+        use crate::tool::{ErrorCode, ToolError};
+        let slow = || Answer::Failed(CallFailure::Timeout { wall_time: std::time::Duration::from_secs(1) });
+        let text = answer(slow(), Version::LATEST, Form::Text).unwrap();
+        assert!(text.get("structuredContent").is_none(), "{text}");
+        assert_eq!(text["_meta"][ERROR_META]["limit"], "wall_time", "programs read the error in `_meta`");
+        assert!(text["content"][0]["text"].as_str().unwrap().starts_with("timeout: "), "{text}");
+        let json = answer(slow(), Version::LATEST, Form::Json).unwrap();
+        let error = &json["structuredContent"]["error"];
+        assert_eq!(
+            (&error["code"], &error["limit"], &json["isError"]),
+            (&json!("timeout"), &json!("wall_time"), &json!(true))
+        );
+        assert_eq!(json["content"][0]["text"], json["structuredContent"].to_string());
+        let missing = Answer::Failed(CallFailure::Tool(ToolError::new(ErrorCode::NotFound, "no")));
+        let old = answer(missing, Version::negotiate("2025-03-26"), Form::Json).unwrap();
+        assert!(old.get("structuredContent").is_none(), "a version without structured content: {old}");
+        assert_eq!(old["content"][0]["text"], r#"{"error":{"code":"not_found","message":"no"}}"#);
+        let host = answer(Answer::Host(json!({"ok": true})), Version::LATEST, Form::Text).unwrap();
+        assert_eq!(
+            (&host["structuredContent"], &host["content"][0]["text"]),
+            (&json!({"ok": true}), &json!(r#"{"ok":true}"#))
         );
     }
 }

@@ -361,6 +361,7 @@ impl Session {
                 },
             };
             let started = Instant::now();
+            let asked = crate::args::Form::asked(&arguments);
             let (server, signal) = (Arc::clone(&guard.session.server), Arc::clone(&guard.signal));
             let joined = tokio::task::spawn_blocking(move || {
                 let client_roots = client_roots.as_deref().map(Vec::as_slice);
@@ -387,7 +388,8 @@ impl Session {
                 Err(Fault::CallThread)
             });
             log_outcome(&out, ctx.log_level, &guard.id, &answer, elapsed);
-            let result = answer.map_err(ErrorObject::from).and_then(|answer| results::answer(answer, ctx.version));
+            let result =
+                answer.map_err(ErrorObject::from).and_then(|answer| results::answer(answer, ctx.version, asked));
             Some(guard.session.respond(&guard.id, stamped(ctx, result, false), ctx.version.is_modern()))
         }))
     }
