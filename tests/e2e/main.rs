@@ -21,6 +21,7 @@ mod escapes;
 mod faults;
 mod findable;
 mod forgery;
+mod gemini;
 mod glob;
 mod grep;
 mod handles;

@@ -3,14 +3,15 @@
 # target/interop/node (never committed): Node 22 (the conformance suite needs
 # it; the machine may have an older Node), the official conformance suite, the
 # Inspector CLI, Claude Code (`claude`, driven headless against a stand-in
-# for the Messages API by tests/e2e/claude) and Codex CLI (`codex`, driven the
-# same way against a stand-in for the Responses API by tests/e2e/codex), at
-# pinned versions.
+# for the Messages API by tests/e2e/claude), Codex CLI (`codex`, driven the
+# same way against a stand-in for the Responses API by tests/e2e/codex) and
+# Gemini CLI (`gemini`, driven the same way against a stand-in for the Gemini
+# API by tests/e2e/gemini), at pinned versions.
 # Idempotent (the stamp names the set of packages); prints the folder.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 dir=target/interop/node
-stamp="$dir/.installed-v3"
+stamp="$dir/.installed-v4"
 if [ ! -f "$stamp" ]; then
     mkdir -p "$dir"
     [ -f "$dir/package.json" ] || echo '{"private":true}' > "$dir/package.json"
@@ -19,7 +20,8 @@ if [ ! -f "$stamp" ]; then
         @modelcontextprotocol/conformance@0.2.0-alpha.12 \
         @modelcontextprotocol/inspector@0.21.2 \
         @anthropic-ai/claude-code@2.1.328 \
-        @openai/codex@0.169.0 >&2)
+        @openai/codex@0.169.0 \
+        @google/gemini-cli@0.61.0 >&2)
     touch "$stamp"
 fi
 echo "$PWD/$dir"
