@@ -62,6 +62,10 @@ pub struct FileConfig {
     pub limits: Settings,
     #[serde(default)]
     pub serve: FileServe,
+    /// `[clients.NAME]`: the page a client whose `clientInfo.name` starts
+    /// with NAME gets when a call does not ask (see `clients`).
+    #[serde(default)]
+    pub clients: std::collections::BTreeMap<String, crate::clients::ClientTable>,
     /// Refused: secrets come from the environment.
     #[serde(default, deserialize_with = "secret")]
     pub token: Option<()>,
@@ -202,6 +206,14 @@ mod tests {
         assert!(file.deny.is_some_and(|d| d.iter().any(|r| r == "**/.git/**")));
         assert_eq!(file.limits.max_line_bytes, Bytes(8 << 20));
         assert_eq!((file.limits.max_parked_streams, file.limits.max_calls_in_flight), (64, 16));
+    }
+
+    #[test]
+    fn client_tables_set_a_page_size_by_name_and_nothing_else() {
+        let file = parse("[clients.codex]\nmax-tokens = 6000\n[clients.\"my-agent\"]\n").unwrap();
+        assert_eq!(file.clients["codex"].max_tokens, Some(6000));
+        assert_eq!(file.clients["my-agent"].max_tokens, None);
+        assert!(parse("[clients.codex]\nmax_tokens = 1\n").is_err(), "keys are kebab-case, as everywhere");
     }
 
     #[test]

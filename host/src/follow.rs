@@ -45,7 +45,7 @@ pub fn follow(
             signal: &signal,
             for_model: false,
             who,
-            client: crate::clients::Client::Other,
+            client: crate::clients::Client::default(),
         };
         let page = match server.call(request) {
             Ok(Answer::Page(page)) => page,

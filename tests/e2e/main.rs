@@ -14,6 +14,7 @@ mod codex;
 mod compact;
 mod conformance;
 mod corpus;
+mod cuts;
 mod deadline;
 mod durability;
 mod edit;

@@ -162,6 +162,9 @@ struct Common {
     /// Log at debug level (to stderr; RUST_LOG overrides).
     #[arg(long)]
     debug: bool,
+    /// The configuration file's `[clients.NAME]` tables (no flag).
+    #[arg(skip)]
+    clients: std::collections::BTreeMap<String, crate::clients::ClientTable>,
 }
 
 impl Common {
@@ -190,8 +193,10 @@ impl Common {
             audit_keep,
             trusted_keys,
             require_signatures,
+            clients,
             ..
         } = &loaded.file;
+        self.clients = clients.clone();
         if let (false, Some(roots)) = (given("roots"), roots) {
             self.roots = roots.iter().map(|r| r.resolve(&loaded.base)).collect();
         }
@@ -251,6 +256,7 @@ impl Common {
             trusted_keys: self.trusted_keys.clone(),
             require_signatures: self.require_signatures,
             defer_tools: self.defer_tools,
+            clients: crate::clients::Clients::new(&self.clients),
             audit: AuditSettings {
                 path: match self.no_audit {
                     true => None,
@@ -437,11 +443,13 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
                 signal: &signal,
                 for_model: true,
                 who: Who::new("cli"),
-                client: crate::clients::Client::Other,
+                client: crate::clients::Client::default(),
             };
             let answer = server.call(request).map_err(ErrorObject::from);
             let failed = matches!(answer, Ok(Answer::Failed(_)));
-            match answer.and_then(|answer| crate::results::answer(answer, Version::LATEST, crate::args::Form::asked(&arguments))) {
+            match answer.and_then(|answer| {
+                crate::results::answer(answer, Version::LATEST, crate::args::Form::asked(&arguments))
+            }) {
                 Ok(result) => {
                     println!("{}", serde_json::to_string_pretty(&result)?);
                     Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })

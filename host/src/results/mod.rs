@@ -169,9 +169,9 @@ fn describe_tool(entry: &Entry, version: Version, loading: Loading) -> Value {
     Value::Object(tool)
 }
 
-/// The `_meta` key of a page's metadata for programs: its index, size,
-/// payload blocks, each chunk's span and SHA-256, and on the last page the
-/// SHA-256 of the whole payload.
+/// The `_meta` key of a page's metadata for programs: its form, index and
+/// size, the cursor, on the last page the SHA-256 of the whole payload, and
+/// in the JSON form each chunk's span and SHA-256 (see `call_result`).
 pub const PAGE_META: &str = "cordon/page";
 
 /// A page as a `tools/call` result.
@@ -186,18 +186,23 @@ pub const PAGE_META: &str = "cordon/page";
 /// content, and the same JSON as the one text block, as the specification
 /// asks of a structured result, for clients that show only `content`.
 ///
-/// In both, what programs check pages with (the form, the page's size and
-/// payload blocks, each chunk's span and SHA-256, the whole payload's
-/// SHA-256, the signed cursor) is in `_meta` (`PAGE_META`), which clients
-/// do not show their model.
+/// In both, what programs continue and check pages with (the form, the
+/// page's size, the whole payload's SHA-256, the signed cursor; in the JSON
+/// form each chunk's span and SHA-256, in the text form the payload's
+/// content blocks) is in `_meta` (`PAGE_META`), which most clients do not
+/// show their model.
 pub fn call_result(page: Page, version: Version) -> Value {
     let mut meta = page_meta(&page);
     if page.view == View::Json {
         meta["form"] = "json".into();
+        meta["chunks"] = chunks(&page);
         let mut result = json::mirrored(structured(page), version, false);
         result["_meta"] = json!({ PAGE_META: meta });
         return result;
     }
+    // No chunks: their hashes are of bytes the text form does not show as
+    // they are, and a client that passes the whole result on (Cline) would
+    // give its model more of them than of the text.
     meta["form"] = "text".into();
     let footer = footer(&page);
     let mut content = text::in_parts(media::content(&page).unwrap_or_else(|| text::blocks(&page)));
@@ -212,10 +217,10 @@ pub fn call_result(page: Page, version: Version) -> Value {
     json!({ "content": content, "isError": false, "_meta": { PAGE_META: meta } })
 }
 
-/// What a program checks a page with.
+/// What a program continues and checks a page with: its place and size, the
+/// whole payload's SHA-256 on the last page, and the cursor and its handle.
 fn page_meta(page: &Page) -> Value {
     let mut meta = page_log(page);
-    meta["chunks"] = chunks(page);
     if let Some(cursor) = &page.next_cursor {
         // The self-contained signed cursor, for programs; `next_cursor` in the
         // structured content is the handle that maps to it.

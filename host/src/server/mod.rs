@@ -60,6 +60,8 @@ pub struct Config {
     /// Mark no tool to be loaded up front: a client that defers tools (Claude
     /// Code's tool search) defers Cordon's too.
     pub defer_tools: bool,
+    /// The agent clients known by name, and the page each gets (`clients`).
+    pub clients: crate::clients::Clients,
 }
 
 impl Config {
@@ -157,6 +159,8 @@ pub struct Server {
     recorded: AtomicU64,
     /// Whether `tools/list` marks the everyday tools to be loaded up front.
     loading: results::Loading,
+    /// The agent clients known by name (`clients`).
+    clients: crate::clients::Clients,
 }
 
 impl Server {
@@ -231,6 +235,7 @@ impl Server {
             audit,
             recorded: AtomicU64::new(0),
             loading: if config.defer_tools { results::Loading::Deferred } else { results::Loading::UpFront },
+            clients: config.clients.clone(),
         }))
     }
 
@@ -265,6 +270,12 @@ impl Server {
     /// read-only, those that do not write.
     pub fn tools(&self) -> Vec<Entry> {
         self.registry().entries().iter().filter(|e| self.may_call(e.manifest())).cloned().collect()
+    }
+
+    /// The agent client that gave `name` (`clientInfo.name`), as the server
+    /// pages for it.
+    pub fn client(&self, name: &str) -> crate::clients::Client {
+        self.clients.known(name)
     }
 
     /// The tool `name`, if clients may call it; else why not.

@@ -250,7 +250,7 @@ impl Session {
             };
             match Request::parse(method, params, true) {
                 Ok(request) => {
-                    let client = envelope.client.as_deref().map(Client::from_name);
+                    let client = envelope.client.as_deref().map(|name| self.server.client(name));
                     (request, Context { version: Version::MODERN, log_level: envelope.log_level, client })
                 }
                 Err(error) => return reply(None, Err(error)),
@@ -329,7 +329,8 @@ impl Session {
             None => CallSignal::new(),
         });
         let who = Who { era: Some(ctx.version.as_str()), ..self.who.lock().expect("who lock").clone() };
-        let client = ctx.client.or_else(|| who.client.as_deref().map(Client::from_name)).unwrap_or_default();
+        let client =
+            ctx.client.or_else(|| who.client.as_deref().map(|name| self.server.client(name))).unwrap_or_default();
         if let Err(fault) = self.server.offered(&name) {
             self.server.refused(&who, &results::outcome::reason(&fault), Some(&name), fault.to_string());
             return Handled::Now(Some(self.respond(&id, Err(fault.into()), ctx.version.is_modern())));
