@@ -5,8 +5,8 @@
 
 use std::io::{BufRead, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// A loopback listener that serves each connection on a thread of its own,
 /// until it is dropped: where a stand-in for the Messages API listens.
@@ -38,6 +38,34 @@ impl Loopback {
     /// Its base URL (for `ANTHROPIC_BASE_URL`).
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
+    }
+}
+
+/// A stand-in: a [`Loopback`] listener whose connections share one state
+/// (the conversation it plays and records); stops when dropped.
+pub struct StandIn<S> {
+    listener: Loopback,
+    state: Arc<Mutex<S>>,
+}
+
+impl<S: Send + 'static> StandIn<S> {
+    /// Listens on a free loopback port and hands each connection to `serve`
+    /// with the shared state.
+    pub fn start(state: S, serve: fn(TcpStream, &Mutex<S>)) -> std::io::Result<StandIn<S>> {
+        let state = Arc::new(Mutex::new(state));
+        let shared = Arc::clone(&state);
+        let listener = Loopback::start(move |stream| serve(stream, &shared))?;
+        Ok(StandIn { listener, state })
+    }
+
+    /// Its base URL.
+    pub fn url(&self) -> String {
+        self.listener.url()
+    }
+
+    /// The shared state (also after a connection's thread panicked holding it).
+    pub fn state(&self) -> MutexGuard<'_, S> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 

@@ -2,6 +2,7 @@
 
 mod support;
 
+mod agents;
 mod audit;
 mod bench;
 mod cache;

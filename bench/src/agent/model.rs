@@ -6,11 +6,11 @@
 //! short text. One HTTP request per connection, `Connection: close`.
 
 use crate::claude::{message, sse, stream_events};
-use crate::standin::{Loopback, read_request, write_reply};
+use crate::standin::{StandIn, read_request, write_reply};
 use std::collections::{HashMap, HashSet};
 use std::io::BufReader;
 use std::net::TcpStream;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -142,32 +142,27 @@ fn serve(stream: TcpStream, state: &Mutex<State>) -> std::io::Result<()> {
 }
 
 /// The stand-in: a loopback listener and a thread per connection; stops when dropped.
-pub struct MessagesApi {
-    listener: Loopback,
-    state: Arc<Mutex<State>>,
-}
+pub struct MessagesApi(StandIn<State>);
 
 impl MessagesApi {
     pub fn start(script: Script) -> std::io::Result<MessagesApi> {
         let state =
             State { script, calls: HashMap::new(), recorded: HashSet::new(), transcript: Transcript::default() };
-        let state = Arc::new(Mutex::new(state));
-        let shared = Arc::clone(&state);
         // A connection that fails mid-answer is Claude Code's to retry.
-        let listener = Loopback::start(move |stream| {
-            let _ = serve(stream, &shared);
-        })?;
-        Ok(MessagesApi { listener, state })
+        let serve_quietly = |stream, state: &Mutex<State>| {
+            let _ = serve(stream, state);
+        };
+        Ok(MessagesApi(StandIn::start(state, serve_quietly)?))
     }
 
     /// The base URL for `ANTHROPIC_BASE_URL`.
     pub fn url(&self) -> String {
-        self.listener.url()
+        self.0.url()
     }
 
     /// What the stand-in saw so far (taken: the stand-in keeps an empty transcript).
     pub fn take(&self) -> Transcript {
-        std::mem::take(&mut self.state.lock().unwrap_or_else(|e| e.into_inner()).transcript)
+        std::mem::take(&mut self.0.state().transcript)
     }
 }
 

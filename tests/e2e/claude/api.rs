@@ -2,11 +2,11 @@
 //! records every `tool_result` Claude Code sends back.
 
 use cordon_bench::claude::{message, stream_events};
-use cordon_bench::standin::{Loopback, Request, read_request};
+use cordon_bench::standin::{Request, StandIn, read_request};
 use std::collections::HashMap;
 use std::io::{BufReader, Write};
 use std::net::TcpStream;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Mutex;
 
 use serde_json::{Value, json};
 
@@ -175,27 +175,11 @@ fn serve(stream: TcpStream, conversation: &Mutex<Conversation>) {
     }
 }
 
-/// The stand-in for the Messages API: a loopback listener, a thread per connection; stops on drop.
-pub(super) struct MessagesApi {
-    listener: Loopback,
-    conversation: Arc<Mutex<Conversation>>,
-}
+/// The stand-in for the Messages API: a loopback listener, a thread per connection, the
+/// conversation they share; stops on drop.
+pub(super) type MessagesApi = StandIn<Conversation>;
 
-impl MessagesApi {
-    pub(super) fn start(script: Script) -> MessagesApi {
-        let conversation = Arc::new(Mutex::new(Conversation::new(script)));
-        let shared = Arc::clone(&conversation);
-        let listener =
-            Loopback::start(move |stream| serve(stream, &shared)).expect("a loopback port for the Messages API");
-        MessagesApi { listener, conversation }
-    }
-
-    /// The base URL Claude Code is given (`ANTHROPIC_BASE_URL`).
-    pub(super) fn url(&self) -> String {
-        self.listener.url()
-    }
-
-    pub(super) fn conversation(&self) -> MutexGuard<'_, Conversation> {
-        self.conversation.lock().unwrap()
-    }
+/// Starts the stand-in for the Messages API, playing `script`.
+pub(super) fn start(script: Script) -> MessagesApi {
+    StandIn::start(Conversation::new(script), serve).expect("a loopback port for the Messages API")
 }

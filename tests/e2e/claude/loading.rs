@@ -9,8 +9,9 @@
 use serde_json::{Value, json};
 
 use super::api::ToolResultSeen;
-use super::run::{run_claude_with_tool_search, trimmed};
+use super::run::run_claude_with_tool_search;
 use super::seen::model_text;
+use crate::agents::trimmed;
 use crate::support::{Fixture, cordon_bin, shared_state_dir};
 
 #[test]

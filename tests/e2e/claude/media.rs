@@ -6,8 +6,9 @@ use base64::Engine as _;
 use serde_json::{Value, json};
 
 use super::api::ToolResultSeen;
-use super::run::{run_claude, trimmed};
+use super::run::run_claude;
 use super::seen::model_text;
+use crate::agents::trimmed;
 use crate::support::{Fixture, Rng, cordon_bin, shared_state_dir};
 
 /// A valid 1x1 PNG.

@@ -51,10 +51,11 @@ mod timed;
 
 use serde_json::{Value, json};
 
+use crate::agents::{tail, trimmed};
 use crate::clients::warm_cache;
 use crate::support::{Fixture, HttpServer, cordon_bin, shared_state_dir};
 use api::ToolResultSeen;
-use run::{run_claude, tail, trimmed};
+use run::run_claude;
 use seen::{Match, continuation, model_text, names, saw_match, saw_number, strings_in};
 
 /// Claude Code's default limit on one MCP tool result, in its estimated tokens (characters / 4).

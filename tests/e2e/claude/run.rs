@@ -1,12 +1,13 @@
 //! Running the `claude` CLI against the stand-in, bounded in time, in a scratch home.
 
+use crate::agents::tail;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::api::{MessagesApi, Script, ToolResultSeen};
+use super::api::{Script, ToolResultSeen};
 use crate::support::{node_dir, run_bounded};
 
 /// How long one Claude Code run may take (a run of this script takes a few seconds).
@@ -22,23 +23,6 @@ fn claude_bin() -> PathBuf {
         bin.display()
     );
     bin
-}
-
-/// The end of a text: about its last `max` bytes, from a character boundary.
-pub(super) fn tail(text: &str, max: usize) -> &str {
-    let mut at = text.len().saturating_sub(max);
-    while !text.is_char_boundary(at) {
-        at += 1;
-    }
-    &text[at..]
-}
-
-/// The first `max` characters of a text (whole characters), marked when cut.
-pub(super) fn trimmed(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((at, _)) => format!("{}… ({} bytes in all)", &text[..at], text.len()),
-        None => text.to_string(),
-    }
 }
 
 /// The end of Claude Code's MCP logs under `home` (what it says about connecting to Cordon).
@@ -92,7 +76,7 @@ fn run(
     std::fs::create_dir_all(&home).unwrap();
     std::fs::create_dir_all(&tmp).unwrap();
     std::fs::write(&config, mcp_config.to_string()).unwrap();
-    let api = MessagesApi::start(script);
+    let api = super::api::start(script);
 
     let mut command = Command::new(claude);
     command.args(["-p", "go", "--mcp-config"]).arg(&config).args(["--strict-mcp-config", "--allowedTools"]);
@@ -109,7 +93,7 @@ fn run(
         (String::from_utf8_lossy(&stdout).into_owned(), String::from_utf8_lossy(&stderr).into_owned());
     let elapsed = started.elapsed();
 
-    let conversation = api.conversation();
+    let conversation = api.state();
     let context = || {
         format!(
             "requests to the stand-in:\n{}\nproblems: {:?}\nstderr (end):\n{}\nstdout (end):\n{}\nMCP logs (end):\n{}",

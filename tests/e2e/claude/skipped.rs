@@ -7,8 +7,9 @@ use serde_json::{Value, json};
 
 use super::api::ToolResultSeen;
 use super::payload_text;
-use super::run::{run_claude, trimmed};
+use super::run::run_claude;
 use super::seen::{Match, model_text, saw_match};
+use crate::agents::trimmed;
 use crate::support::{Fixture, cordon_bin, shared_state_dir};
 
 /// What the model must read for the long line.

@@ -5,8 +5,9 @@
 use serde_json::{Value, json};
 
 use super::api::ToolResultSeen;
-use super::run::{run_claude, trimmed};
+use super::run::run_claude;
 use super::seen::{Match, continuation, model_text, saw_match};
+use crate::agents::trimmed;
 use crate::support::{Fixture, cordon_bin, shared_state_dir};
 
 /// The files searched: many that never match, and a match early and late.

@@ -4,10 +4,10 @@
 use std::collections::HashMap;
 use std::io::BufReader;
 use std::net::TcpStream;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Mutex;
 
 use cordon_bench::claude::sse;
-use cordon_bench::standin::{Loopback, read_request, write_reply};
+use cordon_bench::standin::{StandIn, read_request, write_reply};
 use serde_json::{Value, json};
 
 use crate::support::REPLY_TIMEOUT;
@@ -187,27 +187,11 @@ fn serve(stream: TcpStream, conversation: &Mutex<Conversation>) {
     };
 }
 
-/// The stand-in for the Responses API: a loopback listener, a thread per connection; stops on drop.
-pub(super) struct ResponsesApi {
-    listener: Loopback,
-    conversation: Arc<Mutex<Conversation>>,
-}
+/// The stand-in for the Responses API: a loopback listener, a thread per connection, the
+/// conversation they share; stops on drop.
+pub(super) type ResponsesApi = StandIn<Conversation>;
 
-impl ResponsesApi {
-    pub(super) fn start(script: Script) -> ResponsesApi {
-        let conversation = Arc::new(Mutex::new(Conversation::new(script)));
-        let shared = Arc::clone(&conversation);
-        let listener =
-            Loopback::start(move |stream| serve(stream, &shared)).expect("a loopback port for the Responses API");
-        ResponsesApi { listener, conversation }
-    }
-
-    /// The provider's `base_url` Codex is given.
-    pub(super) fn base_url(&self) -> String {
-        format!("{}/v1", self.listener.url())
-    }
-
-    pub(super) fn conversation(&self) -> MutexGuard<'_, Conversation> {
-        self.conversation.lock().unwrap()
-    }
+/// Starts the stand-in for the Responses API, playing `script`.
+pub(super) fn start(script: Script) -> ResponsesApi {
+    StandIn::start(Conversation::new(script), serve).expect("a loopback port for the Responses API")
 }

@@ -32,11 +32,12 @@ mod run;
 use base64::Engine as _;
 use serde_json::{Value, json};
 
+use crate::agents::{self, tail, trimmed};
 use crate::claude::{HELLO, MARKERS_SHOWN, marker_tree, numbered};
 use crate::clients::warm_cache;
 use crate::support::Fixture;
 use api::{Move, NAMESPACE, Script, Seen, TOOL_SEARCH};
-use run::{Setup, run_codex, tail};
+use run::{Setup, run_codex};
 
 /// A model name not in Codex's catalog: MCP tools are listed up front, not deferred.
 const UNKNOWN_MODEL: &str = "cordon-e2e-model";
@@ -53,9 +54,6 @@ const PNG_1X1: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42
 /// The `*.txt` files in the fixture (with its own `sub/inner.txt`) as the model must read them:
 /// one path per line.
 const TXT_FILES_SHOWN: &str = "big.txt\nhello.txt\nnotes.txt\nsrc/a.txt\nsub/inner.txt\n";
-
-/// What a footer offers the model to continue a page.
-const CONTINUE_WITH: &str = "continue with `read` ";
 
 /// The searches of the second test, and the tool each must rank first (issue 38, item 3).
 const SEARCHES: [(&str, &str); 4] = [
@@ -119,25 +117,14 @@ fn model_text(seen: &Seen) -> String {
     items.iter().map(part).collect::<Vec<_>>().join("\n")
 }
 
-/// The payload the model read: its texts but the footer (`[Page …]`), put together.
+/// The payload the model read: its texts but the footer, put together.
 fn payload(seen: &Seen) -> String {
-    texts(seen).into_iter().filter(|t| !t.starts_with("[Page ")).collect()
-}
-
-/// The first `max` characters of a text (whole characters), marked when cut.
-fn trimmed(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((at, _)) => format!("{}… ({} bytes in all)", &text[..at], text.len()),
-        None => text.to_string(),
-    }
+    agents::payload(&texts(seen))
 }
 
 /// The arguments a page's footer told the model to send to continue, if it offered any.
 fn continuation(seen: &Seen) -> Option<Value> {
-    texts(seen).iter().find_map(|text| {
-        let (_, rest) = text.split_once(CONTINUE_WITH)?;
-        serde_json::Deserializer::from_str(rest).into_iter::<Value>().next()?.ok().filter(Value::is_object)
-    })
+    agents::continuation(&texts(seen))
 }
 
 /// Whether an output is a page of the read of `path` (a conversation pages through one file).

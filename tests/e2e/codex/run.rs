@@ -1,6 +1,7 @@
 //! Running `codex exec` against the stand-in, bounded in time, in a scratch home, with every
 //! process it starts (Cordon among them) ended however the run goes.
 
+use crate::agents::tail;
 use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -9,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::api::{ResponsesApi, Script, Seen};
+use super::api::{Script, Seen};
 use crate::support::{cordon_bin, node_dir, shared_state_dir};
 
 /// How long one Codex run may take (a run of these scripts takes a few seconds).
@@ -162,15 +163,6 @@ fn run_group(mut command: Command, timeout: Duration) -> (Option<ExitStatus>, St
     (status, stdout.join().unwrap(), stderr.join().unwrap())
 }
 
-/// The end of a text: about its last `max` bytes, from a character boundary.
-pub(super) fn tail(text: &str, max: usize) -> &str {
-    let mut at = text.len().saturating_sub(max);
-    while !text.is_char_boundary(at) {
-        at += 1;
-    }
-    &text[at..]
-}
-
 /// Runs `codex exec go` in `setup.root` against a stand-in for the Responses API driven by
 /// `script`, and returns what the model was given. Codex writes only into a scratch HOME,
 /// CODEX_HOME and TMPDIR. Panics, with the ends of its output and the stand-in's log, if it
@@ -182,8 +174,8 @@ pub(super) fn run_codex(setup: &Setup<'_>, script: Script) -> Ran {
     let codex_home = home.join(".codex");
     std::fs::create_dir_all(&codex_home).unwrap();
     std::fs::create_dir_all(&tmp).unwrap();
-    let api = ResponsesApi::start(script);
-    std::fs::write(codex_home.join("config.toml"), config_toml(setup, &api.base_url())).unwrap();
+    let api = super::api::start(script);
+    std::fs::write(codex_home.join("config.toml"), config_toml(setup, &format!("{}/v1", api.url()))).unwrap();
 
     let mut command = Command::new(codex);
     command.args(["exec", "--strict-config", "--skip-git-repo-check", "--json", "go"]);
@@ -194,7 +186,7 @@ pub(super) fn run_codex(setup: &Setup<'_>, script: Script) -> Ran {
     let (status, stdout, stderr) = run_group(command, CODEX_TIMEOUT);
     let elapsed = started.elapsed();
 
-    let conversation = api.conversation();
+    let conversation = api.state();
     let context = || {
         format!(
             "requests to the stand-in:\n{}\nproblems: {:?}\nstderr (end):\n{}\nstdout (end):\n{}",

@@ -5,9 +5,9 @@
 use std::collections::HashMap;
 use std::io::BufReader;
 use std::net::TcpStream;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Mutex;
 
-use cordon_bench::standin::{Loopback, read_request, write_reply};
+use cordon_bench::standin::{StandIn, read_request, write_reply};
 use serde_json::{Value, json};
 
 use crate::support::REPLY_TIMEOUT;
@@ -196,27 +196,11 @@ fn serve(stream: TcpStream, conversation: &Mutex<Conversation>) {
     };
 }
 
-/// The stand-in for the Gemini API: a loopback listener, a thread per connection; stops on drop.
-pub(super) struct GeminiApi {
-    listener: Loopback,
-    conversation: Arc<Mutex<Conversation>>,
-}
+/// The stand-in for the Gemini API: a loopback listener, a thread per connection, the
+/// conversation they share; stops on drop.
+pub(super) type GeminiApi = StandIn<Conversation>;
 
-impl GeminiApi {
-    pub(super) fn start(script: Script) -> GeminiApi {
-        let conversation = Arc::new(Mutex::new(Conversation::new(script)));
-        let shared = Arc::clone(&conversation);
-        let listener =
-            Loopback::start(move |stream| serve(stream, &shared)).expect("a loopback port for the Gemini API");
-        GeminiApi { listener, conversation }
-    }
-
-    /// The base URL Gemini CLI is given (`GOOGLE_GEMINI_BASE_URL`).
-    pub(super) fn base_url(&self) -> String {
-        self.listener.url()
-    }
-
-    pub(super) fn conversation(&self) -> MutexGuard<'_, Conversation> {
-        self.conversation.lock().unwrap()
-    }
+/// Starts the stand-in for the Gemini API, playing `script`.
+pub(super) fn start(script: Script) -> GeminiApi {
+    StandIn::start(Conversation::new(script), serve).expect("a loopback port for the Gemini API")
 }

