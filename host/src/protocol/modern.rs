@@ -36,6 +36,15 @@ pub struct Headers {
     pub malformed: bool,
 }
 
+impl Headers {
+    /// Whether `MCP-Protocol-Version` names the stateless era (any revision
+    /// but the legacy ones, blanks around it ignored), when the header is
+    /// there: the one place a request's era is read from HTTP.
+    pub fn era_named(&self) -> Option<bool> {
+        self.protocol_version.as_deref().map(|v| !LEGACY_VERSIONS.contains(&v.trim()))
+    }
+}
+
 /// What a stateless request says about itself.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Envelope {
@@ -48,8 +57,8 @@ pub struct Envelope {
 /// Whether a request belongs to the stateless era: by its HTTP version header
 /// when there is one, else by the revision in its `_meta`.
 pub fn is_modern(method: &str, params: Option<&Value>, headers: Option<&Headers>) -> bool {
-    match headers.and_then(|h| h.protocol_version.as_deref()) {
-        Some(version) => !LEGACY_VERSIONS.contains(&version),
+    match headers.and_then(Headers::era_named) {
+        Some(modern) => modern,
         None => method != "initialize" && meta(params).is_some_and(|m| m.contains_key(PROTOCOL_VERSION)),
     }
 }

@@ -30,11 +30,13 @@ use tokio::sync::mpsc;
 
 use crate::audit::Who;
 use crate::framing::Frame;
-use crate::protocol::jsonrpc::{self, Code, ErrorObject};
-use crate::protocol::mcp::LEGACY_VERSIONS;
+use crate::protocol::jsonrpc::Code;
 use crate::protocol::modern::Headers;
 use crate::server::Server;
 use crate::session::{Handled, Outbox, Reply, Session};
+
+mod refusal;
+use refusal::Refusal;
 
 /// The header naming a legacy session.
 const SESSION_ID: &str = "mcp-session-id";
@@ -86,12 +88,6 @@ fn answering_at_once(listener: tokio::net::TcpListener) -> TapIo<tokio::net::Tcp
     listener.tap_io(|stream| super::no_delay(stream))
 }
 
-/// A JSON-RPC error with no id, as the body of a refusal.
-fn refuse(status: StatusCode, code: Code, message: &str) -> Response {
-    let body = jsonrpc::failure(None, &ErrorObject::new(code, message));
-    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
-}
-
 impl Endpoint {
     /// Who sent a request: the peer, and the id of the token when one is
     /// required (the request gets past `admit` only with it).
@@ -102,30 +98,25 @@ impl Endpoint {
 
     /// Origin, Host and token, before anything else is looked at.
     /// A refusal is recorded in the audit trail with who sent it.
-    fn admit(&self, headers: &HeaderMap, who: &Who) -> Result<(), Box<Response>> {
-        let refused = |reason: &str, message: &str| self.server.refused(who, reason, None, message.to_string());
+    fn admit(&self, headers: &HeaderMap, who: &Who) -> Result<(), Refusal> {
+        let refused = |refusal: Refusal, detail: String| {
+            if let Some(reason) = refusal.audit_reason() {
+                self.server.refused(who, reason, None, detail);
+            }
+            Err(refusal)
+        };
         if let Some(origin) = headers.get(header::ORIGIN) {
             let allowed = origin.to_str().ok().and_then(origin_host).is_some_and(is_loopback_name);
             if !allowed {
                 tracing::warn!(?origin, "refused a request from a foreign origin");
-                refused("bad_origin", &format!("the Origin {origin:?} is not allowed"));
-                return Err(Box::new(refuse(
-                    StatusCode::FORBIDDEN,
-                    Code::InvalidRequest,
-                    "Forbidden: this Origin is not allowed",
-                )));
+                return refused(Refusal::ForeignOrigin, format!("the Origin {origin:?} is not allowed"));
             }
         }
         if self.loopback {
             let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).map(host_name);
             if !host.is_some_and(is_loopback_name) {
                 tracing::warn!(?host, "refused a request for a foreign Host (DNS rebinding?)");
-                refused("bad_host", &format!("the Host {host:?} is not allowed"));
-                return Err(Box::new(refuse(
-                    StatusCode::FORBIDDEN,
-                    Code::InvalidRequest,
-                    "Forbidden: this Host is not allowed",
-                )));
+                return refused(Refusal::ForeignHost, format!("the Host {host:?} is not allowed"));
             }
         }
         if let Some(token) = &self.token {
@@ -135,14 +126,7 @@ impl Endpoint {
                 .and_then(|v| v.strip_prefix("Bearer "))
                 .map(str::trim);
             if !given.is_some_and(|g| super::tcp::constant_time_eq(g.as_bytes(), token.as_bytes())) {
-                refused("bad_token", "no bearer token, or not the server's");
-                let mut response = refuse(
-                    StatusCode::UNAUTHORIZED,
-                    Code::Unauthorized,
-                    "Unauthorized: send `Authorization: Bearer <token>` (see `cordon serve --http`)",
-                );
-                response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-                return Err(Box::new(response));
+                return refused(Refusal::BadToken, "no bearer token, or not the server's".into());
             }
         }
         Ok(())
@@ -216,9 +200,9 @@ fn mcp_headers(headers: &HeaderMap) -> Headers {
     Headers { protocol_version, method, name, malformed }
 }
 
-/// Whether the request names the stateless revision (or one this server does not know).
+/// Whether the request's `MCP-Protocol-Version` names the stateless era.
 fn modern_header(headers: &Headers) -> bool {
-    headers.protocol_version.as_deref().is_some_and(|v| !LEGACY_VERSIONS.contains(&v.trim()))
+    headers.era_named() == Some(true)
 }
 
 /// The status of an answered request: 2xx unless it is an error HTTP knows about.
@@ -246,24 +230,16 @@ async fn on_post(State(endpoint): State<Arc<Endpoint>>, request: Request) -> Res
     let (parts, body) = request.into_parts();
     let who = endpoint.who(parts.extensions.get::<ConnectInfo<Peer>>().map(|p| p.0));
     if let Err(refusal) = endpoint.admit(&parts.headers, &who) {
-        return *refusal;
+        return refusal.into_response();
     }
     let content_type = parts.headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
     if !content_type.to_ascii_lowercase().starts_with("application/json") {
-        return refuse(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            Code::InvalidRequest,
-            "Content-Type must be application/json",
-        );
+        return Refusal::NotJson.into_response();
     }
     let accept = parts.headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("*/*").to_string();
     let sse = accept.contains("text/event-stream") || accept.contains("*/*");
     if !sse && !accept.contains("application/json") {
-        return refuse(
-            StatusCode::NOT_ACCEPTABLE,
-            Code::InvalidRequest,
-            "Accept must include application/json and text/event-stream",
-        );
+        return Refusal::AcceptsNeither.into_response();
     }
     let headers = mcp_headers(&parts.headers);
     let modern = modern_header(&headers);
@@ -272,7 +248,7 @@ async fn on_post(State(endpoint): State<Arc<Endpoint>>, request: Request) -> Res
     let (session, known) = match (&session_header, modern) {
         (Some(id), false) => match endpoint.session(id) {
             Some(session) => (session, true),
-            None => return refuse(StatusCode::NOT_FOUND, Code::InvalidRequest, "Session not found: initialize again"),
+            None => return Refusal::UnknownSession.into_response(),
         },
         _ => (Session::new(Arc::clone(&endpoint.server), who), false),
     };
@@ -362,25 +338,18 @@ async fn on_get(
     headers: HeaderMap,
 ) -> Response {
     if let Err(refusal) = endpoint.admit(&headers, &endpoint.who(Some(peer))) {
-        return *refusal;
+        return refusal.into_response();
     }
     let session_id = headers.get(SESSION_ID).and_then(|v| v.to_str().ok());
     let (true, Some(id)) = (!modern_header(&mcp_headers(&headers)), session_id) else {
-        let mut response = refuse(
-            StatusCode::METHOD_NOT_ALLOWED,
-            Code::InvalidRequest,
-            "Method Not Allowed: GET opens a legacy session's stream and needs its Mcp-Session-Id; 2026-07-28 has \
-             no sessions",
-        );
-        response.headers_mut().insert(header::ALLOW, HeaderValue::from_static("POST, DELETE"));
-        return response;
+        return Refusal::GetWithoutSession.into_response();
     };
     let Some(session) = endpoint.session(id) else {
-        return refuse(StatusCode::NOT_FOUND, Code::InvalidRequest, "Session not found: initialize again");
+        return Refusal::UnknownSession.into_response();
     };
     let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
     if !accept.contains("text/event-stream") {
-        return refuse(StatusCode::NOT_ACCEPTABLE, Code::InvalidRequest, "Accept must include text/event-stream");
+        return Refusal::AcceptsNoStream.into_response();
     }
     let events = session
         .unsolicited()
@@ -396,25 +365,17 @@ async fn on_delete(
     headers: HeaderMap,
 ) -> Response {
     if let Err(refusal) = endpoint.admit(&headers, &endpoint.who(Some(peer))) {
-        return *refusal;
+        return refusal.into_response();
     }
     if modern_header(&mcp_headers(&headers)) {
-        return refuse(
-            StatusCode::METHOD_NOT_ALLOWED,
-            Code::InvalidRequest,
-            "Method Not Allowed: 2026-07-28 has no sessions",
-        );
+        return Refusal::DeleteStateless.into_response();
     }
     let Some(id) = headers.get(SESSION_ID).and_then(|v| v.to_str().ok()) else {
-        return refuse(
-            StatusCode::BAD_REQUEST,
-            Code::InvalidRequest,
-            "Bad Request: DELETE needs the Mcp-Session-Id header",
-        );
+        return Refusal::DeleteWithoutSession.into_response();
     };
     match endpoint.sessions.lock().expect("sessions lock").remove(id) {
         Some(_) => StatusCode::NO_CONTENT.into_response(),
-        None => refuse(StatusCode::NOT_FOUND, Code::InvalidRequest, "Session not found"),
+        None => Refusal::UnknownSession.into_response(),
     }
 }
 
