@@ -62,34 +62,6 @@ impl Serialize for Code {
     }
 }
 
-/// What went wrong, for programs: the `data.error` of an error object.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Kind {
-    /// A message over the line limit (or an HTTP body over it).
-    PayloadTooLarge,
-    /// A cursor that was altered, foreign, expired or given elsewhere.
-    InvalidCursor,
-    /// A tool that writes, on a server that runs read-only.
-    ReadOnly,
-    /// The client never answered the server's `roots/list`.
-    RootsUnanswered,
-    /// A tool stopped by one of the call's limits.
-    LimitExceeded,
-    /// A tool whose earlier calls are still blocked past their deadlines.
-    ToolStuck,
-    /// A tool that trapped.
-    Trapped,
-    /// A tool that broke the contract.
-    ContractViolation,
-    /// The host could not set a call up.
-    Host,
-    /// No such tool.
-    NotFound,
-    /// The audit trail cannot be written and the server fails closed.
-    AuditUnavailable,
-}
-
 /// A request id: a string or a number, never null.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 #[serde(untagged)]
@@ -127,14 +99,6 @@ impl ErrorObject {
     pub fn with_data(mut self, data: Value) -> Self {
         self.data = Some(data);
         self
-    }
-
-    /// Sets `data` to `fields` (an object) with `error` naming the kind.
-    pub fn with_kind(self, kind: Kind, mut fields: Value) -> Self {
-        if let Value::Object(map) = &mut fields {
-            map.insert("error".into(), serde_json::to_value(kind).expect("a kind serializes"));
-        }
-        self.with_data(fields)
     }
 }
 
@@ -354,22 +318,10 @@ mod tests {
     }
 
     #[test]
-    fn codes_and_kinds_go_on_the_wire_as_numbers_and_snake_case_names() {
-        let e =
-            ErrorObject::new(Code::InvalidParams, "bad").with_kind(Kind::InvalidCursor, json!({ "reason": "expired" }));
+    fn codes_go_on_the_wire_as_numbers() {
+        let e = ErrorObject::new(Code::InvalidParams, "bad").with_data(json!({ "reason": "expired" }));
         let wire = serde_json::to_value(&e).unwrap();
-        assert_eq!(
-            wire,
-            json!({ "code": -32602, "message": "bad", "data": { "error": "invalid_cursor", "reason": "expired" } })
-        );
-        let kinds = [
-            (Kind::PayloadTooLarge, "payload_too_large"),
-            (Kind::RootsUnanswered, "roots_unanswered"),
-            (Kind::NotFound, "not_found"),
-        ];
-        for (kind, name) in kinds {
-            assert_eq!(serde_json::to_value(kind).unwrap(), json!(name));
-        }
+        assert_eq!(wire, json!({ "code": -32602, "message": "bad", "data": { "reason": "expired" } }));
         assert!(Code::HeaderMismatch.is_server_error() && !Code::InvalidParams.is_server_error());
     }
 }

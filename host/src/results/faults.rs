@@ -4,12 +4,58 @@
 
 use std::fmt;
 
-use serde_json::json;
+use serde::Serialize;
+use serde_json::{Value, json};
 
 use crate::args::ArgumentError;
 use crate::pager::BYTES_PER_TOKEN;
 use crate::pager::cursor::CursorError;
-use crate::protocol::jsonrpc::{Code, ErrorObject, Kind};
+use crate::protocol::jsonrpc::{Code, ErrorObject};
+
+/// What went wrong, for programs: the `data.error` of an error object, in
+/// Cordon's own words (JSON-RPC's are its `Code`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// A message over the line limit (or an HTTP body over it).
+    PayloadTooLarge,
+    /// A cursor that was altered, foreign, expired or given elsewhere.
+    InvalidCursor,
+    /// A tool that writes, on a server that runs read-only.
+    ReadOnly,
+    /// The client never answered the server's `roots/list`.
+    RootsUnanswered,
+    /// A tool stopped by one of the call's limits.
+    LimitExceeded,
+    /// A tool whose earlier calls are still blocked past their deadlines.
+    ToolStuck,
+    /// A tool that trapped.
+    Trapped,
+    /// A tool that broke the contract.
+    ContractViolation,
+    /// The host could not set a call up.
+    Host,
+    /// No such tool.
+    NotFound,
+    /// The audit trail cannot be written and the server fails closed.
+    AuditUnavailable,
+}
+
+/// An error object with Cordon's kind of failure (`data.error`) beside its
+/// fields.
+pub trait WithKind {
+    /// Sets `data` to `fields` (an object) with `error` naming the kind.
+    fn with_kind(self, kind: Kind, fields: Value) -> ErrorObject;
+}
+
+impl WithKind for ErrorObject {
+    fn with_kind(self, kind: Kind, mut fields: Value) -> ErrorObject {
+        if let Value::Object(map) = &mut fields {
+            map.insert("error".into(), serde_json::to_value(kind).expect("a kind serializes"));
+        }
+        self.with_data(fields)
+    }
+}
 
 /// A request the server refuses, or could not answer.
 #[derive(Debug, Clone, PartialEq)]
@@ -164,5 +210,24 @@ mod tests {
             (Fault::tokens_that_fit(4 << 20, 25_000), Fault::tokens_that_fit(64 << 10, 25_000)),
             (25_000, 2_048)
         );
+    }
+
+    #[test]
+    fn kinds_go_on_the_wire_as_snake_case_names_beside_the_fields() {
+        let e =
+            ErrorObject::new(Code::InvalidParams, "bad").with_kind(Kind::InvalidCursor, json!({ "reason": "expired" }));
+        let wire = serde_json::to_value(&e).unwrap();
+        assert_eq!(
+            wire,
+            json!({ "code": -32602, "message": "bad", "data": { "error": "invalid_cursor", "reason": "expired" } })
+        );
+        let kinds = [
+            (Kind::PayloadTooLarge, "payload_too_large"),
+            (Kind::RootsUnanswered, "roots_unanswered"),
+            (Kind::NotFound, "not_found"),
+        ];
+        for (kind, name) in kinds {
+            assert_eq!(serde_json::to_value(kind).unwrap(), json!(name));
+        }
     }
 }

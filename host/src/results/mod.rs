@@ -12,14 +12,14 @@ mod loading;
 mod media;
 pub mod outcome;
 mod text;
-pub use faults::Fault;
+pub use faults::{Fault, Kind, WithKind};
 pub use loading::Loading;
 
 use crate::args::Form;
 use crate::pager::BYTES_PER_TOKEN;
 use crate::pager::page::{Block, Page, View};
 use crate::policy::{Mode, Root};
-use crate::protocol::jsonrpc::{Code, ErrorObject, Kind};
+use crate::protocol::jsonrpc::{Code, ErrorObject};
 use crate::protocol::mcp::Version;
 use crate::protocol::modern;
 use crate::registry::Entry;
