@@ -9,7 +9,7 @@ use serde_json::Value;
 use crate::pager::page::Block;
 use crate::protocol::jsonrpc::ErrorObject;
 use crate::protocol::mcp::Version;
-use crate::results::{self, Answer};
+use crate::results::{self, Answer, Failed};
 use crate::server::{CallRequest, Server};
 
 /// Calls `tool` and every continuation. Without `jsonl` the payload is written
@@ -56,12 +56,12 @@ pub fn follow(
             }
             Ok(Answer::Failed(failure)) => {
                 out.flush()?;
-                return Ok(match results::tool_failure(failure) {
-                    Ok(failure) => {
+                return Ok(match failure {
+                    Failed::Tool(failure) => {
                         eprintln!("cordon: {failure}");
                         ExitCode::from(1)
                     }
-                    Err(error) => {
+                    Failed::Server(error) => {
                         eprintln!("cordon: {}", serde_json::to_string(&error)?);
                         ExitCode::from(2)
                     }

@@ -109,8 +109,26 @@ pub enum Answer {
     Page(Box<Page>),
     /// A host tool's small JSON answer.
     Host(Value),
-    /// The call failed.
-    Failed(CallFailure),
+    /// The call failed, mapped once (from a `CallFailure`) into what the
+    /// answer, the audit record and the log all read.
+    Failed(Failed),
+}
+
+/// A failed call: one the model reads about (`isError`), or one that is the
+/// server's and not the call's, answered with a JSON-RPC error.
+#[derive(Debug, Clone)]
+pub enum Failed {
+    Tool(ToolFailure),
+    Server(ErrorObject),
+}
+
+impl From<CallFailure> for Failed {
+    fn from(failure: CallFailure) -> Failed {
+        match tool_failure(failure) {
+            Ok(failure) => Failed::Tool(failure),
+            Err(error) => Failed::Server(error),
+        }
+    }
 }
 
 /// A call's answer as an MCP result, or, for a failure that is the server's
@@ -302,7 +320,7 @@ impl std::fmt::Display for ToolFailure {
 /// A failed call as the model reads it, or, for failures that are the
 /// server's and not the call's, a JSON-RPC error: an internal error says what
 /// kind of failure it was in `data.error`, and a limit's name and value.
-pub fn tool_failure(failure: CallFailure) -> Result<ToolFailure, ErrorObject> {
+fn tool_failure(failure: CallFailure) -> Result<ToolFailure, ErrorObject> {
     let limit = failure.limit_name();
     let internal = |kind: Kind, data: Value, message: String| {
         Err(ErrorObject::new(Code::InternalError, message).with_kind(kind, data))
@@ -338,8 +356,11 @@ pub const ERROR_META: &str = "cordon/error";
 /// the sentence as text), in the JSON form as structured content (`error`)
 /// mirrored as text; the error is in `_meta` (`ERROR_META`) in both. Or a
 /// JSON-RPC error (see `tool_failure`).
-fn call_failure(failure: CallFailure, version: Version, asked: Form) -> Result<Value, ErrorObject> {
-    let failure = tool_failure(failure)?;
+fn call_failure(failure: Failed, version: Version, asked: Form) -> Result<Value, ErrorObject> {
+    let failure = match failure {
+        Failed::Tool(failure) => failure,
+        Failed::Server(error) => return Err(error),
+    };
     let mut error = json!({ "code": failure.code, "message": failure.message });
     if let Some(limit) = failure.limit {
         error["limit"] = limit.into();
@@ -411,7 +432,7 @@ mod tests {
     #[test]
     fn a_failure_is_text_unless_the_call_asked_for_json_then_mirrored() {
         use crate::tool::{ErrorCode, ToolError};
-        let slow = || Answer::Failed(CallFailure::Timeout { wall_time: std::time::Duration::from_secs(1) });
+        let slow = || Answer::Failed(CallFailure::Timeout { wall_time: std::time::Duration::from_secs(1) }.into());
         let text = answer(slow(), Version::LATEST, Form::Text).unwrap();
         assert!(text.get("structuredContent").is_none(), "{text}");
         assert_eq!(text["_meta"][ERROR_META]["limit"], "wall_time", "programs read the error in `_meta`");
@@ -423,7 +444,7 @@ mod tests {
             (&json!("timeout"), &json!("wall_time"), &json!(true))
         );
         assert_eq!(json["content"][0]["text"], json["structuredContent"].to_string());
-        let missing = Answer::Failed(CallFailure::Tool(ToolError::new(ErrorCode::NotFound, "no")));
+        let missing = Answer::Failed(CallFailure::Tool(ToolError::new(ErrorCode::NotFound, "no")).into());
         let old = answer(missing, Version::negotiate("2025-03-26"), Form::Json).unwrap();
         assert!(old.get("structuredContent").is_none(), "a version without structured content: {old}");
         assert_eq!(old["content"][0]["text"], r#"{"error":{"code":"not_found","message":"no"}}"#);

@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::{Answer, Fault, tool_failure};
+use super::{Answer, Failed, Fault};
 
 /// The outcome of a call: `{"result": "page", "page", "bytes", "items",
 /// "last"}`, `{"result": "host"}`, `{"tool_error": CODE, "limit"?}` or
@@ -16,16 +16,14 @@ pub fn outcome(answer: &Result<Answer, Fault>) -> Value {
             "last": page.next_cursor.is_none(),
         }),
         Ok(Answer::Host(_)) => json!({ "result": "host" }),
-        Ok(Answer::Failed(failure)) => match tool_failure(failure.clone()) {
-            Ok(failure) => {
-                let mut out = json!({ "tool_error": failure.code });
-                if let Some(limit) = failure.limit {
-                    out["limit"] = limit.into();
-                }
-                out
+        Ok(Answer::Failed(Failed::Tool(failure))) => {
+            let mut out = json!({ "tool_error": failure.code });
+            if let Some(limit) = failure.limit {
+                out["limit"] = limit.into();
             }
-            Err(error) => refusal(&error),
-        },
+            out
+        }
+        Ok(Answer::Failed(Failed::Server(error))) => refusal(error),
         Err(fault) => refusal(&fault.to_error()),
     }
 }
@@ -56,11 +54,11 @@ mod tests {
 
     #[test]
     fn each_outcome_is_named_with_the_wires_code() {
-        let tool = Ok(Answer::Failed(CallFailure::Tool(ToolError::new(ErrorCode::NotFound, "no"))));
+        let tool = Ok(Answer::Failed(CallFailure::Tool(ToolError::new(ErrorCode::NotFound, "no")).into()));
         assert_eq!(outcome(&tool), json!({ "tool_error": "not_found" }));
-        let slow = Ok(Answer::Failed(CallFailure::Timeout { wall_time: std::time::Duration::from_secs(1) }));
+        let slow = Ok(Answer::Failed(CallFailure::Timeout { wall_time: std::time::Duration::from_secs(1) }.into()));
         assert_eq!(outcome(&slow), json!({ "tool_error": "timeout", "limit": "wall_time" }));
-        let hoard = Ok(Answer::Failed(CallFailure::Limit { tool: "t".into(), limit: Limit::Memory(1) }));
+        let hoard = Ok(Answer::Failed(CallFailure::Limit { tool: "t".into(), limit: Limit::Memory(1) }.into()));
         assert_eq!(outcome(&hoard), json!({ "error": "limit_exceeded", "limit": "memory_bytes" }));
         let unknown = Err(Fault::UnknownTool { name: "nope".into() });
         assert_eq!(outcome(&unknown), json!({ "error": "not_found" }));

@@ -404,7 +404,7 @@ impl Server {
             Entry::Host { tool: HostTool::Upload, .. } => {
                 return Ok(match staging::call_upload(&self.uploads, request.arguments) {
                     Ok(ack) => Answer::Host(ack),
-                    Err(e) => Answer::Failed(CallFailure::Tool(e)),
+                    Err(e) => Answer::Failed(CallFailure::Tool(e).into()),
                 });
             }
             Entry::Component(tool) => tool,
@@ -413,14 +413,14 @@ impl Server {
         // A built-in tool not compiled yet (a cold start) is compiled now, or
         // waited for, before the call's time starts.
         if let Err(failure) = tool.compiled(&self.runtime) {
-            return Ok(Answer::Failed(failure));
+            return Ok(Answer::Failed(failure.into()));
         }
         let deadline = Instant::now() + self.limits.call.wall_time;
         let (host, mut args) = crate::args::split(&tool.manifest, request.arguments).map_err(Fault::BadArgument)?;
         let attached = match host.upload.as_ref().map(|upload| staging::attach(&self.uploads, upload, &mut args)) {
             None => None,
             Some(Ok(attached)) => Some(attached),
-            Some(Err(e)) => return Ok(Answer::Failed(CallFailure::Tool(e))),
+            Some(Err(e)) => return Ok(Answer::Failed(CallFailure::Tool(e).into())),
         };
         let mut grants = match &tool.origin {
             Origin::Builtin => self.policy.grants(tool.manifest.access, request.client_roots),
@@ -437,7 +437,7 @@ impl Server {
         // deadline keeps only its instance slot).
         let _in_flight = match self.calls.acquire(deadline, request.signal) {
             Ok(slot) => slot,
-            Err(busy) => return Ok(Answer::Failed(busy)),
+            Err(busy) => return Ok(Answer::Failed(busy.into())),
         };
         let ctx = CallContext { grants, signal: Arc::clone(request.signal), deadline };
         let paging = request.client.fit(host.paging);
@@ -449,7 +449,7 @@ impl Server {
                 }
                 Ok(Answer::Page(Box::new(page)))
             }
-            Err(PageError::Call(failure)) => Ok(Answer::Failed(self.explain_denial(&tool, failure))),
+            Err(PageError::Call(failure)) => Ok(Answer::Failed(self.explain_denial(&tool, failure).into())),
             Err(PageError::Cursor(e)) => Err(Fault::Cursor(e)),
             Err(PageError::Store(e)) => Err(Fault::HandleStore { reason: e.to_string() }),
         }

@@ -28,7 +28,7 @@ use crate::framing::Frame;
 use crate::protocol::jsonrpc::{self, Code, ErrorObject, Id, Message};
 use crate::protocol::mcp::{LogLevel, Request, Version};
 use crate::protocol::modern::{self, Headers};
-use crate::results::{self, Answer, Fault};
+use crate::results::{self, Answer, Failed, Fault};
 use crate::runtime::CallSignal;
 use crate::server::{CallRequest, Server};
 use roots::ClientRoots;
@@ -451,15 +451,13 @@ fn log_outcome(
         log(out, wanted, level, json!({ "event": "failed", "request": id, "error": message, "ms": ms }));
     };
     match answer {
-        Ok(Answer::Failed(failure)) => match results::tool_failure(failure.clone()) {
-            Ok(failure) => log(
-                out,
-                wanted,
-                LogLevel::Warning,
-                json!({ "event": "tool_error", "request": id, "error": failure.to_string(), "ms": ms }),
-            ),
-            Err(error) => failed(LogLevel::Error, error.message),
-        },
+        Ok(Answer::Failed(Failed::Tool(failure))) => log(
+            out,
+            wanted,
+            LogLevel::Warning,
+            json!({ "event": "tool_error", "request": id, "error": failure.to_string(), "ms": ms }),
+        ),
+        Ok(Answer::Failed(Failed::Server(error))) => failed(LogLevel::Error, error.message.clone()),
         Ok(answer) => {
             let page = match answer {
                 Answer::Page(page) => results::page_log(page),
