@@ -11,15 +11,17 @@ use serde_json::{Value, json};
 
 use crate::support::{Fixture, Server, cordon_bin, page_meta, read_all, read_all_reopened};
 
-/// A root of `copies` hard links to one 1 MiB text file that never matches,
-/// with a few small files that do between them: a long search that costs
-/// no disk and finds little.
+/// A root of `copies` hard links to one 256 KiB text file that never
+/// matches, with a small file that does after every 400th: a long search that
+/// costs no disk and finds little. The files are small next to a page's
+/// margin (a quarter of its time), so that a page ends on time between two
+/// of them even on a slow, busy machine.
 fn sparse_search_root(fx: &Fixture, copies: usize) {
     let line = "alpha beta gamma delta epsilon zeta theta lambda sigma omega\n";
-    let first = fx.write("big-0000.txt", line.repeat((1 << 20) / line.len()));
+    let first = fx.write("big-0000.txt", line.repeat((256 << 10) / line.len()));
     for i in 1..copies {
         std::fs::hard_link(&first, fx.root().join(format!("big-{i:04}.txt"))).unwrap();
-        if i % 100 == 50 {
+        if i % 400 == 200 {
             fx.write(&format!("big-{i:04}-needle.txt"), format!("hay\nzqx needle {i}\n"));
         }
     }
@@ -53,7 +55,7 @@ fn ended_on_time(pages: &[Value]) -> usize {
 #[test]
 fn a_search_past_the_time_limit_is_answered_in_pages_that_end_on_time_and_add_up_exactly() {
     let fx = Fixture::new();
-    sparse_search_root(&fx, 600);
+    sparse_search_root(&fx, 2_400);
     let root = fx.root();
     let args = json!({"pattern": "zqx needle", "format": "json"});
     let unbounded = call_all(&root, "grep", &args, &[]);

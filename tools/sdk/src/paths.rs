@@ -155,13 +155,7 @@ pub fn kind(meta: &std::fs::Metadata) -> &'static str {
     }
 }
 
-/// The modification time in nanoseconds since the Unix epoch, 0 if unknown.
-pub fn mtime_ns(meta: &std::fs::Metadata) -> u64 {
-    meta.modified()
-        .ok()
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
-}
+pub use crate::scan::mtime_ns;
 
 /// A filesystem entry as the walking tools (`list`, `glob`) report it: the
 /// JSON object `{path, type, size, mtime_ns}`.

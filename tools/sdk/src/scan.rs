@@ -181,7 +181,7 @@ mod imp {
     pub fn stat(path: &Path) -> Result<Stat, Error> {
         let meta = std::fs::symlink_metadata(path).map_err(|e| Error::io(&format!("`{}`", path.display()), &e))?;
         let kind = kind_of(meta.file_type());
-        Ok(Stat { kind, size: meta.len(), mtime_ns: crate::paths::mtime_ns(&meta) })
+        Ok(Stat { kind, size: meta.len(), mtime_ns: super::mtime_ns(&meta) })
     }
 
     pub fn read_dir(dir: &Path, follow: bool) -> Result<Vec<DirEntry>, Error> {
@@ -200,4 +200,12 @@ mod imp {
         entries.sort_unstable_by(|a, b| a.name.cmp(&b.name));
         Ok(entries)
     }
+}
+
+/// The modification time in nanoseconds since the Unix epoch, 0 if unknown.
+pub fn mtime_ns(meta: &std::fs::Metadata) -> u64 {
+    meta.modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }

@@ -1,0 +1,37 @@
+//! Shared fixtures of the end-to-end suite, one module a concern; every name is
+//! re-exported here, so tests use `crate::support::NAME`.
+//!
+//! - [`env`]: the `cordon` binary, the workspace, the shared state directory,
+//!   and the interop clients' Python and Node.
+//! - [`fixture`]: a directory with a granted root and a canary outside it.
+//! - [`server`]: the `Server` client, over stdio, TCP or HTTP.
+//! - [`input`]: the stateless-era stdio and the HTTP inputs a `Server` writes to.
+//! - [`process`]: servers listening on sockets, bounded client runs, peak memory.
+//! - [`http`]: plain HTTP/1.1 requests to `/mcp`.
+//! - [`pages`]: a result's page, payload and cursor, and whole results paged through.
+//! - [`rng`]: a small deterministic PRNG.
+
+mod env;
+mod fixture;
+mod http;
+mod input;
+mod pages;
+mod process;
+mod rng;
+mod server;
+
+pub use env::{cordon_bin, node_dir, node_path, python_with_mcp, shared_state_dir, workspace};
+pub use fixture::{CANARY, Fixture};
+pub use http::{HttpResponse, http_post, http_request};
+pub use pages::{json_form, next_cursor, page_meta, payload, read_all, read_all_reopened, text};
+pub use process::{HttpServer, Listening, peak_rss_kib, run_bounded, spawn_listening};
+pub use rng::Rng;
+pub use server::{REPLY_TIMEOUT, Server, TOKEN, initialize_params};
+
+// Public names no test spells out today (the types of `Listening`'s fields, the
+// check `read_all` makes of each page), kept at `crate::support::NAME` too.
+#[allow(unused_imports)]
+pub use {
+    pages::check_structured_payload,
+    process::{Reaped, ServerLog},
+};
