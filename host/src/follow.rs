@@ -20,7 +20,7 @@ pub fn follow(
     tool: &str,
     mut arguments: Value,
     jsonl: bool,
-) -> anyhow::Result<ExitCode> {
+) -> std::io::Result<ExitCode> {
     // Continuations carry the cursor and the caller's page size, nothing else.
     let mut paging = serde_json::Map::new();
     for name in ["max_tokens", "page_size"] {

@@ -334,9 +334,9 @@ impl fmt::Display for Bytes {
 }
 
 impl FromStr for Bytes {
-    type Err = String;
+    type Err = SizeError;
 
-    fn from_str(text: &str) -> Result<Bytes, String> {
+    fn from_str(text: &str) -> Result<Bytes, SizeError> {
         parse_bytes(text).map(Bytes)
     }
 }
@@ -358,23 +358,53 @@ impl<'de> Deserialize<'de> for Bytes {
     }
 }
 
+/// Why a text is not a size.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SizeError {
+    text: String,
+    why: SizeWhy,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum SizeWhy {
+    /// It does not start with a whole number.
+    NoNumber,
+    /// Its unit is none of B, K, M, G, T (with or without `iB`/`B`).
+    Unit(String),
+    /// It is more than 64 bits hold.
+    TooLarge,
+}
+
+impl fmt::Display for SizeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let text = &self.text;
+        match &self.why {
+            SizeWhy::NoNumber => write!(f, "`{text}` is not a size: it must start with a whole number"),
+            SizeWhy::Unit(unit) => write!(f, "`{text}` has an unknown unit `{unit}` (use B, KiB, MiB, GiB or TiB)"),
+            SizeWhy::TooLarge => write!(f, "`{text}` is too large"),
+        }
+    }
+}
+
+impl std::error::Error for SizeError {}
+
 /// Reads a size: `1048576`, `"1 MiB"`, `"1MiB"`, `"1M"` (binary units: K,
 /// KiB, KB are all 1024).
-pub fn parse_bytes(text: &str) -> Result<u64, String> {
+pub fn parse_bytes(text: &str) -> Result<u64, SizeError> {
     let text = text.trim();
+    let fail = |why| SizeError { text: text.to_string(), why };
     let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
     let (digits, unit) = text.split_at(split);
-    let number: u64 =
-        digits.parse().map_err(|_| format!("`{text}` is not a size: it must start with a whole number"))?;
+    let number: u64 = digits.parse().map_err(|_| fail(SizeWhy::NoNumber))?;
     let shift = match unit.trim().to_ascii_lowercase().as_str() {
         "" | "b" => 0,
         "k" | "kb" | "kib" => 10,
         "m" | "mb" | "mib" => 20,
         "g" | "gb" | "gib" => 30,
         "t" | "tb" | "tib" => 40,
-        other => return Err(format!("`{text}` has an unknown unit `{other}` (use B, KiB, MiB, GiB or TiB)")),
+        other => return Err(fail(SizeWhy::Unit(other.to_string()))),
     };
-    number.checked_mul(1 << shift).ok_or_else(|| format!("`{text}` is too large"))
+    number.checked_mul(1 << shift).ok_or_else(|| fail(SizeWhy::TooLarge))
 }
 
 #[cfg(test)]

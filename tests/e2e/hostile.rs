@@ -159,7 +159,7 @@ fn memory_hoarding_is_stopped_by_the_memory_limit_and_the_servers_peak_rss_stays
     let mut cases = Vec::new();
     for place in ["open", "next", "info"] {
         for behaviour in ["memory", "memory-huge"] {
-            cases.push((json!({"behaviour": behaviour, "in": place}), Fired::Limit("memory_bytes")));
+            cases.push((json!({"behaviour": behaviour, "in": place}), Fired::Limit("memory_mib")));
         }
     }
     run_cases(&mut server, &cases);
@@ -193,7 +193,7 @@ fn oversized_output_is_refused_by_the_limit_it_breaks() {
     run_cases(
         &mut server,
         &[
-            (json!({"behaviour": "huge-chunk"}), Fired::Limit("max_chunk_bytes")),
+            (json!({"behaviour": "huge-chunk"}), Fired::Limit("max_output_chunk_bytes")),
             (json!({"behaviour": "huge-info"}), Fired::Limit("max_info_bytes")),
             (json!({"behaviour": "huge-error"}), Fired::Limit("max_info_bytes")),
             (json!({"behaviour": "big-chunk"}), Fired::Contract),

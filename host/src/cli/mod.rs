@@ -433,7 +433,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             }
             let server = Server::start(&common.config()?)?;
             if all {
-                return crate::follow::follow(&server, &tool, arguments, jsonl);
+                return Ok(crate::follow::follow(&server, &tool, arguments, jsonl)?);
             }
             let signal = std::sync::Arc::new(crate::runtime::CallSignal::new());
             let request = CallRequest {

@@ -48,30 +48,63 @@ pub struct Entry {
     pub signature: Option<Signed>,
 }
 
+/// Why a lockfile's text cannot be used.
+#[derive(Debug)]
+pub struct LockError(Why);
+
+#[derive(Debug)]
+enum Why {
+    /// Not JSON, or not the lockfile's shape.
+    Json(serde_json::Error),
+    /// A format this host does not read.
+    Format(u32),
+    /// An entry (1-based) whose name is not a tool name.
+    Name { index: usize, name: String },
+    /// An entry naming another file than its name's.
+    File { name: String, file: String },
+    /// An entry whose digest is not 64 hex digits.
+    Digest(String),
+    /// A tool listed twice.
+    Twice(String),
+}
+
+impl std::fmt::Display for LockError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            Why::Json(e) => e.fmt(f),
+            Why::Format(n) => write!(f, "format {n} is not one this Cordon reads (it reads format {FORMAT})"),
+            Why::Name { index, name } => write!(f, "tool {index} has the name `{name}`, which is not a tool name"),
+            Why::File { name, file } => {
+                write!(f, "tool `{name}` names the file `{file}`; it must be `{}`", file_name(name))
+            }
+            Why::Digest(name) => write!(f, "tool `{name}` has a sha256 that is not 64 hex digits"),
+            Why::Twice(name) => write!(f, "the tool `{name}` is listed twice"),
+        }
+    }
+}
+
+impl std::error::Error for LockError {}
+
 impl Lock {
     /// Reads a lockfile's text; the error says what is wrong and where.
-    pub fn parse(text: &str) -> Result<Lock, String> {
-        let lock: Lock = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    pub fn parse(text: &str) -> Result<Lock, LockError> {
+        let lock: Lock = serde_json::from_str(text).map_err(|e| LockError(Why::Json(e)))?;
         if lock.format != FORMAT {
-            return Err(format!("format {} is not one this Cordon reads (it reads format {FORMAT})", lock.format));
+            return Err(LockError(Why::Format(lock.format)));
         }
         for (i, entry) in lock.tools.iter().enumerate() {
+            let name = || entry.name.clone();
             if !valid_name(&entry.name) {
-                return Err(format!("tool {} has the name `{}`, which is not a tool name", i + 1, entry.name));
+                return Err(LockError(Why::Name { index: i + 1, name: name() }));
             }
             if entry.file != file_name(&entry.name) {
-                return Err(format!(
-                    "tool `{}` names the file `{}`; it must be `{}`",
-                    entry.name,
-                    entry.file,
-                    file_name(&entry.name)
-                ));
+                return Err(LockError(Why::File { name: name(), file: entry.file.clone() }));
             }
             if entry.sha256.len() != 64 || !entry.sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
-                return Err(format!("tool `{}` has a sha256 that is not 64 hex digits", entry.name));
+                return Err(LockError(Why::Digest(name())));
             }
             if lock.tools[..i].iter().any(|e| e.name == entry.name) {
-                return Err(format!("the tool `{}` is listed twice", entry.name));
+                return Err(LockError(Why::Twice(name())));
             }
         }
         Ok(lock)
@@ -135,7 +168,10 @@ mod tests {
             assert!(err.contains("ro:DIR"), "{bad}: {err}");
         }
         let unsaid = r#"{"format":1,"tools":[{"name":"a","version":"1","file":"a.wasm","sha256":"00","world":"w","grants":["/data"]}]}"#;
-        assert!(Lock::parse(unsaid).unwrap_err().contains("ro:DIR"), "a grant in the lockfile says its mode");
+        assert!(
+            Lock::parse(unsaid).unwrap_err().to_string().contains("ro:DIR"),
+            "a grant in the lockfile says its mode"
+        );
     }
 
     #[test]
@@ -154,10 +190,10 @@ mod tests {
             (&|l| l.tools.push(entry("a")), "listed twice"),
         ];
         for (change, expected) in cases {
-            let err = Lock::parse(&with(change)).unwrap_err();
+            let err = Lock::parse(&with(change)).unwrap_err().to_string();
             assert!(err.contains(expected), "{expected}: {err}");
         }
-        assert!(Lock::parse("{\"format\":1,\"tools\":[],\"extra\":1}").unwrap_err().contains("extra"));
+        assert!(Lock::parse("{\"format\":1,\"tools\":[],\"extra\":1}").unwrap_err().to_string().contains("extra"));
         assert!(
             valid_name("csv_rows") && valid_name("a-1") && !valid_name("-a") && !valid_name("A") && !valid_name("")
         );

@@ -51,7 +51,7 @@ enum ErrorKind {
     /// The filesystem refused an operation.
     Io { what: String, source: io::Error },
     /// The lockfile is not one this host can read.
-    BadLock { path: PathBuf, reason: String },
+    BadLock { path: PathBuf, reason: lock::LockError },
     /// A component's content differs from the digest the lockfile pins.
     Tampered { name: String, file: PathBuf, pinned: String, found: String },
     /// A component the lockfile lists is not in the directory.

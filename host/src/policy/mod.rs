@@ -106,6 +106,38 @@ impl fmt::Display for PolicyError {
 
 impl std::error::Error for PolicyError {}
 
+/// Why an installed tool's grant grants nothing here.
+#[derive(Debug)]
+pub struct GrantError {
+    grant: DirSpec,
+    why: GrantWhy,
+}
+
+#[derive(Debug)]
+enum GrantWhy {
+    /// The directory could not be resolved (usually: it no longer exists).
+    Unresolvable(std::io::Error),
+    /// The path is not a directory.
+    NotADirectory,
+    /// The directory is outside every configured root.
+    OutsideRoots,
+}
+
+impl fmt::Display for GrantError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let grant = &self.grant;
+        match &self.why {
+            GrantWhy::Unresolvable(e) => write!(f, "grant `{grant}` cannot be used: {e}"),
+            GrantWhy::NotADirectory => write!(f, "grant `{grant}` is not a directory"),
+            GrantWhy::OutsideRoots => {
+                write!(f, "grant `{grant}` lies outside every configured root, so it grants nothing")
+            }
+        }
+    }
+}
+
+impl std::error::Error for GrantError {}
+
 /// The configured roots, the deny rules, and the grants each tool gets.
 #[derive(Debug, Clone)]
 pub struct Policy {
@@ -201,14 +233,14 @@ impl Policy {
 
     /// An installed tool's grant as it applies here: its directory resolved
     /// (it must still exist), or why it grants nothing.
-    pub fn resolve_grant(&self, grant: &DirSpec) -> Result<DirSpec, String> {
-        let (canonical, is_dir) =
-            ambient::canonical_dir(&grant.path).map_err(|e| format!("grant `{grant}` cannot be used: {e}"))?;
+    pub fn resolve_grant(&self, grant: &DirSpec) -> Result<DirSpec, GrantError> {
+        let fail = |why| GrantError { grant: grant.clone(), why };
+        let (canonical, is_dir) = ambient::canonical_dir(&grant.path).map_err(|e| fail(GrantWhy::Unresolvable(e)))?;
         if !is_dir {
-            return Err(format!("grant `{grant}` is not a directory"));
+            return Err(fail(GrantWhy::NotADirectory));
         }
         if !self.roots.iter().any(|r| canonical.starts_with(&r.path) || Path::new(&r.path).starts_with(&canonical)) {
-            return Err(format!("grant `{grant}` lies outside every configured root, so it grants nothing"));
+            return Err(fail(GrantWhy::OutsideRoots));
         }
         Ok(DirSpec { mode: grant.mode, path: canonical })
     }
@@ -362,11 +394,16 @@ mod tests {
             policy
                 .resolve_grant(&grant(Mode::ReadOnly, Path::new("/usr")))
                 .unwrap_err()
+                .to_string()
                 .contains("outside every configured root")
         );
         assert_eq!(policy.resolve_grant(&grant(Mode::ReadOnly, &data.join("."))).unwrap().path, data);
         assert!(
-            policy.resolve_grant(&grant(Mode::ReadOnly, &base.join("nope"))).unwrap_err().contains("cannot be used")
+            policy
+                .resolve_grant(&grant(Mode::ReadOnly, &base.join("nope")))
+                .unwrap_err()
+                .to_string()
+                .contains("cannot be used")
         );
     }
 }

@@ -59,7 +59,7 @@ mod tests {
         let slow = Ok(Answer::Failed(CallFailure::Timeout { wall_time: std::time::Duration::from_secs(1) }.into()));
         assert_eq!(outcome(&slow), json!({ "tool_error": "timeout", "limit": "wall_time" }));
         let hoard = Ok(Answer::Failed(CallFailure::Limit { tool: "t".into(), limit: Limit::Memory(1) }.into()));
-        assert_eq!(outcome(&hoard), json!({ "error": "limit_exceeded", "limit": "memory_bytes" }));
+        assert_eq!(outcome(&hoard), json!({ "error": "limit_exceeded", "limit": "memory_mib" }));
         let unknown = Err(Fault::UnknownTool { name: "nope".into() });
         assert_eq!(outcome(&unknown), json!({ "error": "not_found" }));
         assert_eq!(reason(&Fault::ReadOnly { name: "write".into() }), "read_only");

@@ -76,14 +76,14 @@ impl CallLimits {
     /// everything) and a chunk limit above what a budget can carry.
     pub fn validate(&self) -> Result<(), LimitError> {
         let counts = [
-            ("memory_bytes", self.memory_bytes),
-            ("table_elements", self.table_elements),
-            ("instances", self.instances),
+            ("memory_mib", self.memory_bytes),
+            ("max_table_elements", self.table_elements),
+            ("max_instances", self.instances),
             ("max_handles", self.max_handles),
-            ("max_chunk_bytes", self.max_chunk_bytes),
+            ("max_output_chunk_bytes", self.max_chunk_bytes),
             ("max_info_bytes", self.max_info_bytes),
         ];
-        let times = [("wall_time", self.wall_time), ("host_grace", self.host_grace)];
+        let times = [("timeout_secs", self.wall_time), ("host_grace_ms", self.host_grace)];
         if let Some((name, _)) = counts.iter().find(|(_, n)| *n == 0) {
             return Err(LimitError::Zero(name));
         }
@@ -91,7 +91,7 @@ impl CallLimits {
             return Err(LimitError::Zero(name));
         }
         if self.max_chunk_bytes > u32::MAX as usize {
-            return Err(LimitError::AboveMaximum { name: "max_chunk_bytes", max: u64::from(u32::MAX) });
+            return Err(LimitError::AboveMaximum { name: "max_output_chunk_bytes", max: u64::from(u32::MAX) });
         }
         Ok(())
     }
@@ -104,16 +104,16 @@ impl CallLimits {
     }
 }
 
-/// A limit a call ran into, with its configured value.
+/// A limit a call ran into, with its configured value (memory in bytes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Limit {
-    /// Linear memory, summed over the call's memories (`memory_bytes`).
+    /// Linear memory, summed over the call's memories (`memory_mib`).
     Memory(usize),
-    /// Table elements, summed over the call's tables (`table_elements`).
+    /// Table elements, summed over the call's tables (`max_table_elements`).
     Tables(usize),
     /// Resources held at once (`max_handles`).
     Handles(usize),
-    /// Payload bytes of one chunk (`max_chunk_bytes`).
+    /// Payload bytes of one chunk (`max_output_chunk_bytes`).
     ChunkBytes(usize),
     /// Bytes of an `info`, summary, message or resume position (`max_info_bytes`).
     InfoBytes(usize),
@@ -125,24 +125,20 @@ impl Limit {
     /// The limit's name in the configuration.
     pub fn name(self) -> &'static str {
         match self {
-            Limit::Memory(_) => "memory_bytes",
-            Limit::Tables(_) => "table_elements",
+            Limit::Memory(_) => "memory_mib",
+            Limit::Tables(_) => "max_table_elements",
             Limit::Handles(_) => "max_handles",
-            Limit::ChunkBytes(_) => "max_chunk_bytes",
+            Limit::ChunkBytes(_) => "max_output_chunk_bytes",
             Limit::InfoBytes(_) => "max_info_bytes",
             Limit::ServerMemory(_) => "max_memory_mib",
         }
     }
 
-    /// The configured value.
+    /// The configured value, in the unit its name says (memory in MiB).
     pub fn max(self) -> usize {
         match self {
-            Limit::Memory(n)
-            | Limit::Tables(n)
-            | Limit::Handles(n)
-            | Limit::ChunkBytes(n)
-            | Limit::InfoBytes(n)
-            | Limit::ServerMemory(n) => n,
+            Limit::Memory(bytes) | Limit::ServerMemory(bytes) => bytes >> 20,
+            Limit::Tables(n) | Limit::Handles(n) | Limit::ChunkBytes(n) | Limit::InfoBytes(n) => n,
         }
     }
 }
@@ -151,7 +147,7 @@ impl fmt::Display for Limit {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let (max, name) = (self.max(), self.name());
         match self {
-            Limit::Memory(_) => write!(f, "asked for more than the {max} bytes of memory a call may use (`{name}`)"),
+            Limit::Memory(_) => write!(f, "asked for more than the {max} MiB of memory a call may use (`{name}`)"),
             Limit::Tables(_) => write!(f, "asked for more than the {max} table elements a call may use (`{name}`)"),
             Limit::Handles(_) => write!(f, "held more than the {max} open handles a call may hold (`{name}`)"),
             Limit::ChunkBytes(_) => write!(f, "returned a chunk over the {max} bytes a chunk may carry (`{name}`)"),
@@ -160,7 +156,7 @@ impl fmt::Display for Limit {
             }
             Limit::ServerMemory(_) => write!(
                 f,
-                "asked for memory while the server's tool instances together hold their budget of {max} bytes \
+                "asked for memory while the server's tool instances together hold their budget of {max} MiB \
                  (`{name}`) with nothing parked left to give up; try again when fewer calls run"
             ),
         }
@@ -277,14 +273,14 @@ mod tests {
         assert_eq!(crate::limits::Limits::default().call.validate(), Ok(()));
         type Zero = fn(&mut CallLimits);
         let zeroed: [(&str, Zero); 8] = [
-            ("memory_bytes", |l| l.memory_bytes = 0),
-            ("table_elements", |l| l.table_elements = 0),
-            ("instances", |l| l.instances = 0),
+            ("memory_mib", |l| l.memory_bytes = 0),
+            ("max_table_elements", |l| l.table_elements = 0),
+            ("max_instances", |l| l.instances = 0),
             ("max_handles", |l| l.max_handles = 0),
-            ("max_chunk_bytes", |l| l.max_chunk_bytes = 0),
+            ("max_output_chunk_bytes", |l| l.max_chunk_bytes = 0),
             ("max_info_bytes", |l| l.max_info_bytes = 0),
-            ("wall_time", |l| l.wall_time = Duration::ZERO),
-            ("host_grace", |l| l.host_grace = Duration::ZERO),
+            ("timeout_secs", |l| l.wall_time = Duration::ZERO),
+            ("host_grace_ms", |l| l.host_grace = Duration::ZERO),
         ];
         for (name, zero) in zeroed {
             let mut limits = crate::limits::Limits::default().call;
@@ -292,7 +288,7 @@ mod tests {
             assert_eq!(limits.validate(), Err(LimitError::Zero(name)));
         }
         let huge = CallLimits { max_chunk_bytes: u32::MAX as usize + 1, ..crate::limits::Limits::default().call };
-        assert!(matches!(huge.validate(), Err(LimitError::AboveMaximum { name: "max_chunk_bytes", .. })));
+        assert!(matches!(huge.validate(), Err(LimitError::AboveMaximum { name: "max_output_chunk_bytes", .. })));
     }
 
     #[test]

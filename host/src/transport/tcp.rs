@@ -53,7 +53,7 @@ pub(super) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 }
 
 /// Accepts connections on `addr` until the process ends.
-pub async fn serve(server: Arc<Server>, addr: SocketAddr, token: String) -> anyhow::Result<()> {
+pub async fn serve(server: Arc<Server>, addr: SocketAddr, token: String) -> std::io::Result<()> {
     let listener = TcpListener::bind(addr).await?;
     tracing::info!("listening on {}", listener.local_addr()?);
     let token: Arc<str> = token.into();

@@ -66,7 +66,7 @@ struct Endpoint {
 }
 
 /// Serves `/mcp` on `options.addr` until the process ends.
-pub async fn serve(server: Arc<Server>, options: HttpOptions) -> anyhow::Result<()> {
+pub async fn serve(server: Arc<Server>, options: HttpOptions) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind(options.addr).await?;
     let local = listener.local_addr()?;
     let listener = answering_at_once(listener);
