@@ -143,6 +143,19 @@ impl Parked {
     }
 }
 
+/// One page asked of a tool: the call it belongs to (grants, deadline,
+/// signal), the tool, its own arguments and the host's paging options, and
+/// whether a model reads the page (it then continues with a short handle and
+/// learns the whole result's size on a first page; a program following the
+/// signed cursor gets neither).
+pub struct PageRequest {
+    pub ctx: CallContext,
+    pub tool: Arc<Tool>,
+    pub args: Value,
+    pub paging: Paging,
+    pub for_model: bool,
+}
+
 /// The engine: signing key, parked streams, limits.
 pub struct Pager {
     key: CursorKey,
@@ -197,26 +210,14 @@ impl Pager {
         self.parked.len()
     }
 
-    /// Produces one page of `tool`'s output, called with `args` and
-    /// `paging`, for the request `ctx`: the guest work runs under the
-    /// runtime's host timeout (`Runtime::bounded`), so the answer comes by the
-    /// deadline plus the grace even from a guest blocked in a host call.
-    /// `for_model`: the page goes to a model, which continues with a short
-    /// handle and learns the whole result's size on a first page (neither is
-    /// done for a program following the signed cursor).
-    pub fn page(
-        self: &Arc<Self>,
-        ctx: CallContext,
-        tool: Arc<Tool>,
-        args: Value,
-        paging: Paging,
-        for_model: bool,
-    ) -> Result<Page, PageError> {
-        let (pager, signal) = (Arc::clone(self), Arc::clone(&ctx.signal));
-        let name = tool.manifest.name.clone();
-        let page = self
-            .runtime
-            .bounded(&name, ctx.deadline, &signal, move || pager.pull(&ctx, &tool, args, paging, for_model));
+    /// Produces one page of the tool's output for `request`: the guest work
+    /// runs under the runtime's host timeout (`Runtime::bounded`), so the
+    /// answer comes by the deadline plus the grace even from a guest blocked
+    /// in a host call.
+    pub fn page(self: &Arc<Self>, request: PageRequest) -> Result<Page, PageError> {
+        let (pager, signal) = (Arc::clone(self), Arc::clone(&request.ctx.signal));
+        let (name, deadline) = (request.tool.manifest.name.clone(), request.ctx.deadline);
+        let page = self.runtime.bounded(&name, deadline, &signal, move || pager.pull(&request));
         page.map_err(PageError::Call).and_then(|page| page)
     }
 
@@ -231,19 +232,14 @@ impl Pager {
     }
 
     /// Pulls one page's chunks from the tool.
-    fn pull(
-        &self,
-        ctx: &CallContext,
-        tool: &Arc<Tool>,
-        args: Value,
-        paging: Paging,
-        for_model: bool,
-    ) -> Result<Page, PageError> {
+    fn pull(&self, request: &PageRequest) -> Result<Page, PageError> {
+        let PageRequest { ctx, tool, args, paging, for_model } = request;
+        let for_model = *for_model;
         let lines = shows_lines(tool);
-        let budget = budget(&self.limits, &paging, for_model, lines);
+        let budget = budget(&self.limits, paging, for_model, lines);
         let mut start = match &paging.cursor {
             None => {
-                tool.validate(&args).map_err(CallFailure::Tool)?;
+                tool.validate(args).map_err(CallFailure::Tool)?;
                 let args = args.to_string();
                 let mut call = Stream::open(self.opener(tool, &args), ctx)?;
                 let fingerprint = call.fingerprint()?;
@@ -267,7 +263,7 @@ impl Pager {
                     items_before: 0,
                 }
             }
-            Some(text) => self.resume(ctx, tool, &args, (&paging, budget), text)?,
+            Some(text) => self.resume(request, budget, text)?,
         };
         start.call.arm(ctx, budget);
         let media = if for_model { self.media(&mut start, budget)? } else { None };
@@ -459,14 +455,8 @@ impl Pager {
     }
 
     /// Checks the cursor `text` and finds (or reopens) its stream.
-    fn resume(
-        &self,
-        ctx: &CallContext,
-        tool: &Arc<Tool>,
-        args: &Value,
-        (paging, budget): (&Paging, Budget),
-        text: &str,
-    ) -> Result<Start, PageError> {
+    fn resume(&self, request: &PageRequest, budget: Budget, text: &str) -> Result<Start, PageError> {
+        let PageRequest { ctx, tool, args, paging, .. } = request;
         let behind;
         let stream = handles::stream_of(text).map(str::to_owned);
         let text = match handles::is_handle(text) {

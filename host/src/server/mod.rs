@@ -9,24 +9,26 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::audit::{Audit, AuditError, AuditSettings, DigestKey, Event, Who};
-use crate::installed::signature::{SignatureError, Signing};
-use crate::installed::{InstallError, ToolsDir};
+use crate::audit::{Audit, AuditSettings, DigestKey, Event, Who};
+use crate::installed::ToolsDir;
+use crate::installed::signature::Signing;
 use crate::limits::Limits;
-use crate::pager::cursor::{CursorKey, KeyError};
-use crate::pager::handles::{HandleError, RedisStore, Store};
-use crate::pager::{PageError, Pager};
-use crate::policy::{DirSpec, Policy, PolicyError};
-use crate::private::{self, TooLoose};
+use crate::pager::cursor::CursorKey;
+use crate::pager::handles::{RedisStore, Store};
+use crate::pager::{PageError, PageRequest, Pager};
+use crate::policy::{DirSpec, Policy};
+use crate::private;
 use crate::protocol::mcp::Version;
-use crate::registry::{Entry, HostTool, LoadError, Origin, Registry, Source, Tool};
+use crate::registry::{Entry, HostTool, Origin, Registry, Source, Tool};
 use crate::results::{self, Answer, Fault};
-use crate::runtime::{CallContext, CallFailure, CallSignal, Capacity, LimitError, Runtime, RuntimeError, Slots};
+use crate::runtime::{CallContext, CallFailure, CallSignal, Capacity, Runtime, Slots};
 use crate::staging;
 use crate::tool::{Access, Manifest};
 use crate::uploads::Uploads;
+pub use error::StartError;
 use record::{Seen, tool_ref};
 
+mod error;
 mod record;
 
 /// Everything needed to start a server.
@@ -74,70 +76,6 @@ impl Config {
         hex::encode(Sha256::digest(said.as_bytes()))
     }
 }
-
-/// Why a server (or a runtime alone) cannot start, or its installed tools
-/// not be reloaded.
-#[derive(Debug)]
-pub enum StartError {
-    /// The limits cannot be used.
-    Limits(LimitError),
-    /// The roots or deny rules cannot be used.
-    Policy(PolicyError),
-    /// A directory the server keeps state in cannot be opened or created.
-    Dir { what: &'static str, path: PathBuf, source: std::io::Error },
-    /// A mode in the state directory lets other users in and cannot be tightened.
-    Private(TooLoose),
-    /// The cursor key given cannot be used.
-    CursorKey(KeyError),
-    /// The state directory's cursor key cannot be read or created.
-    CursorKeyFile(std::io::Error),
-    /// The wasm runtime cannot be built.
-    Runtime(RuntimeError),
-    /// A tool cannot be loaded.
-    Tools(LoadError),
-    /// The tools directory or its lockfile cannot be used.
-    Installed(InstallError),
-    /// An installed tool has a built-in tool's name.
-    BuiltinName(String),
-    /// The handle store (`--handle-store`) cannot be reached.
-    HandleStore(HandleError),
-    /// The audit log cannot be opened, and the server fails closed.
-    Audit(AuditError),
-    /// A trusted key cannot be used.
-    Keys(SignatureError),
-    /// An installed tool has no valid signature from a trusted key, and
-    /// signatures are required.
-    Unsigned { tool: String, why: SignatureError },
-}
-
-impl std::fmt::Display for StartError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            StartError::Limits(e) => e.fmt(f),
-            StartError::Policy(e) => e.fmt(f),
-            StartError::Dir { what, path, source } => write!(f, "{what} {}: {source}", path.display()),
-            StartError::Private(e) => write!(f, "the state directory is not private: {e}"),
-            StartError::CursorKey(e) => write!(f, "the cursor key is unusable: {e}"),
-            StartError::CursorKeyFile(e) => write!(f, "load the cursor key: {e}"),
-            StartError::Runtime(e) => e.fmt(f),
-            StartError::Keys(e) => e.fmt(f),
-            StartError::Unsigned { tool, why } => write!(f, "the installed tool `{tool}` is refused: {why}"),
-            StartError::Audit(e) => write!(
-                f,
-                "{e}; no call may run unrecorded (audit-on-failure = closed): fix the path, or give \
-                 --audit-log FILE, --audit-on-failure open or --no-audit"
-            ),
-            StartError::Tools(e) => e.fmt(f),
-            StartError::Installed(e) => e.fmt(f),
-            StartError::HandleStore(e) => write!(f, "the handle store (--handle-store) cannot be used: {e}"),
-            StartError::BuiltinName(name) => {
-                write!(f, "the installed tool `{name}` has the name of a built-in tool; remove it")
-            }
-        }
-    }
-}
-
-impl std::error::Error for StartError {}
 
 /// The state shared by every session: tools, policy, runtime.
 pub struct Server {
@@ -441,7 +379,14 @@ impl Server {
         };
         let ctx = CallContext { grants, signal: Arc::clone(request.signal), deadline };
         let paging = request.client.fit(host.paging);
-        let page = self.pager.page(ctx, Arc::clone(&tool), Value::Object(args), paging, request.for_model);
+        let asked = PageRequest {
+            ctx,
+            tool: Arc::clone(&tool),
+            args: Value::Object(args),
+            paging,
+            for_model: request.for_model,
+        };
+        let page = self.pager.page(asked);
         match page {
             Ok(page) => {
                 if let Some(attached) = attached {
