@@ -16,7 +16,7 @@ use super::shards::{Plan, Sharded};
 use super::totals::Base;
 use crate::policy::Grant;
 use crate::registry::Tool;
-use crate::runtime::{CallContext, CallFailure, LiveCall, Opening, Range, Runtime};
+use crate::runtime::{CallContext, CallFailure, LiveCall, Opening, Range, Runtime, SplitAt};
 use crate::tool::{Access, Budget, Chunk, Fingerprint, Summary};
 
 /// How many shards `split` is asked for per shard run at once: more, smaller
@@ -89,7 +89,8 @@ impl Opener {
 
     /// The boundaries after `start` (none when splitting failed).
     fn split(&self, ctx: &CallContext, start: Option<&str>) -> Result<Vec<String>, CallFailure> {
-        match self.runtime.split(self.tool.target(&self.runtime)?, ctx, &self.args, start, self.split_count()) {
+        let at = SplitAt { after: start, count: self.split_count() };
+        match self.runtime.split(self.tool.target(&self.runtime)?, ctx, &self.args, at) {
             Ok(boundaries) => Ok(boundaries),
             Err(failure) => self.split_failed(failure).map(|()| Vec::new()),
         }

@@ -52,6 +52,16 @@ impl Version {
     }
 }
 
+/// A `tools/call` as the client sent it, checked: the tool's name, its
+/// arguments (an object) and, when the client wants progress, its token.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    pub name: String,
+    pub arguments: Value,
+    /// `params._meta.progressToken`.
+    pub progress_token: Option<Value>,
+}
+
 /// A request the server understands, with its parameters checked.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Request {
@@ -64,12 +74,7 @@ pub enum Request {
     Discover,
     Ping,
     ListTools,
-    /// `progress_token` is `params._meta.progressToken`, when the client wants progress.
-    CallTool {
-        name: String,
-        arguments: Value,
-        progress_token: Option<Value>,
-    },
+    CallTool(ToolCall),
     SetLogLevel {
         level: LogLevel,
     },
@@ -202,7 +207,7 @@ impl Request {
                     }
                 };
                 let progress_token = p.meta.and_then(|m| m.progress_token).filter(|t| t.is_string() || t.is_number());
-                Ok(Request::CallTool { name: p.name, arguments, progress_token })
+                Ok(Request::CallTool(ToolCall { name: p.name, arguments, progress_token }))
             }
             "logging/setLevel" => {
                 let p: SetLevelParams = serde_json::from_value(params).map_err(bad)?;
@@ -256,10 +261,13 @@ mod tests {
         assert_eq!(Request::parse("nope", None, false).unwrap_err().code, Code::MethodNotFound);
         assert_eq!(Request::parse("initialize", Some(json!({})), false).unwrap_err().code, Code::InvalidParams);
         let call = Request::parse("tools/call", Some(json!({"name": "read"})), false).unwrap();
-        assert_eq!(call, Request::CallTool { name: "read".into(), arguments: json!({}), progress_token: None });
+        assert_eq!(
+            call,
+            Request::CallTool(ToolCall { name: "read".into(), arguments: json!({}), progress_token: None })
+        );
         let call =
             Request::parse("tools/call", Some(json!({"name": "read", "_meta": {"progressToken": 7}})), false).unwrap();
-        assert!(matches!(call, Request::CallTool { progress_token: Some(t), .. } if t == json!(7)));
+        assert!(matches!(call, Request::CallTool(ToolCall { progress_token: Some(t), .. }) if t == json!(7)));
         let level = Request::parse("logging/setLevel", Some(json!({"level": "warning"})), false).unwrap();
         assert_eq!(level, Request::SetLogLevel { level: LogLevel::Warning });
         let bad = Request::parse("logging/setLevel", Some(json!({"level": "loud"})), false);

@@ -30,7 +30,7 @@ pub use failure::{CallFailure, DescribeError, HostFault, RuntimeError, Violation
 pub use limits::{CallLimits, Limit, LimitError};
 use memory::MemoryBudget;
 pub use pool::{Capacity, CapacityError};
-pub use shards::{Opening, Range, Shardable};
+pub use shards::{Opening, Range, Shardable, SplitAt};
 pub use signal::{CallSignal, PROGRESS_INTERVAL, ProgressSink};
 pub use slots::{Reclaim, Slot, Slots};
 pub use watchdog::MAX_STUCK_PER_TOOL;

@@ -72,6 +72,14 @@ pub struct Range<'a> {
     pub ahead: bool,
 }
 
+/// Where a call's output is to be divided: after the resume position
+/// `after` (from the start when `None`), into at most `count` shards.
+#[derive(Debug, Clone, Copy)]
+pub struct SplitAt<'a> {
+    pub after: Option<&'a str>,
+    pub count: u32,
+}
+
 impl Runtime {
     /// The call's wall-time limit, named in a timeout.
     pub fn wall_time(&self) -> Duration {
@@ -87,10 +95,9 @@ impl Runtime {
         target: Target<'_>,
         ctx: &CallContext,
         args: &str,
-        start: Option<&str>,
-        count: u32,
+        at: SplitAt<'_>,
     ) -> Result<Vec<String>, CallFailure> {
-        Ok(self.ask_split(target, ctx, args, start, count)?.map_or_else(Vec::new, |(boundaries, _)| boundaries))
+        Ok(self.ask_split(target, ctx, args, at)?.map_or_else(Vec::new, |(boundaries, _)| boundaries))
     }
 
     /// A first page's opening: the boundaries to shard the call by, or, when
@@ -103,7 +110,7 @@ impl Runtime {
         args: &str,
         count: u32,
     ) -> Result<Opening, CallFailure> {
-        let asked = match self.ask_split(target, ctx, args, None, count)? {
+        let asked = match self.ask_split(target, ctx, args, SplitAt { after: None, count })? {
             Some((boundaries, _)) if !boundaries.is_empty() => return Ok(Opening::Shards(boundaries)),
             Some((_, asked)) => asked,
             None => return Ok(Opening::One(self.open(target, ctx, args, None)?)),
@@ -128,8 +135,7 @@ impl Runtime {
         target: Target<'_>,
         ctx: &CallContext,
         args: &str,
-        start: Option<&str>,
-        count: u32,
+        SplitAt { after: start, count }: SplitAt<'_>,
     ) -> Result<Option<(Vec<String>, Asked)>, CallFailure> {
         let Some(shardable) = target.shards else { return Ok(None) };
         // Declared before the store, so dropped after it on every early return.

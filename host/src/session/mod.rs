@@ -26,7 +26,7 @@ use crate::audit::Who;
 use crate::clients::Client;
 use crate::framing::Frame;
 use crate::protocol::jsonrpc::{self, Code, ErrorObject, Id, Message};
-use crate::protocol::mcp::{LogLevel, Request, Version};
+use crate::protocol::mcp::{LogLevel, Request, ToolCall, Version};
 use crate::protocol::modern::{self, Headers};
 use crate::results::{self, Answer, Failed, Fault};
 use crate::runtime::CallSignal;
@@ -294,24 +294,15 @@ impl Session {
                 *self.log_level.lock().expect("log level lock") = Some(level);
                 done(Ok(json!({})), false)
             }
-            Request::CallTool { name, arguments, progress_token } => {
-                self.call(id, name, arguments, progress_token, ctx, out)
-            }
+            Request::CallTool(call) => self.call(id, call, ctx, out),
             Request::Initialize { .. } | Request::Ping => unreachable!("answered above"),
         }
     }
 
     /// Starts a tool call: registered as running (so it can be cancelled), run
     /// on a blocking thread once a slot is free, answered unless cancelled.
-    fn call(
-        self: &Arc<Self>,
-        id: Id,
-        name: String,
-        arguments: Value,
-        progress_token: Option<Value>,
-        ctx: Context,
-        out: &Outbox,
-    ) -> Handled {
+    fn call(self: &Arc<Self>, id: Id, call: ToolCall, ctx: Context, out: &Outbox) -> Handled {
+        let ToolCall { name, arguments, progress_token } = call;
         let signal = Arc::new(match progress_token {
             Some(token) => {
                 let out = out.clone();
