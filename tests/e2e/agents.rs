@@ -36,3 +36,74 @@ pub(crate) fn tail(text: &str, max: usize) -> &str {
     }
     &text[at..]
 }
+
+/// Expectations that failed, collected so that one run reports all of them.
+#[derive(Default)]
+pub(crate) struct Checks(pub(crate) Vec<String>);
+
+impl Checks {
+    pub(crate) fn expect(&mut self, ok: bool, what: impl FnOnce() -> String) {
+        if !ok {
+            self.0.push(what());
+        }
+    }
+
+    /// Expects the model to have seen every part of one result: one failure names all it missed.
+    pub(crate) fn expect_seen(&mut self, tool: &str, text: &str, missed: Vec<String>) {
+        self.expect(missed.is_empty(), || {
+            format!("{tool}: the model did not see {}; it read {}", missed.join(", "), trimmed(text, 800))
+        });
+    }
+
+    /// Fails with every expectation that did not hold, naming `client` and what the model read,
+    /// one line per call (`read`, also printed for `--nocapture`).
+    pub(crate) fn report(self, client: &str, read: &[String]) {
+        eprintln!("{}", read.join("\n"));
+        assert!(
+            self.0.is_empty(),
+            "what {client} showed the model falls short:\n- {}\n\nthe {} results it forwarded:\n{}",
+            self.0.join("\n- "),
+            read.len(),
+            read.join("\n")
+        );
+    }
+}
+
+/// One page of a paged read as the model read it: the call's arguments, its texts (a footer
+/// among them unless it is the last page), and all the model was given, for failure messages.
+pub(crate) struct PageRead<'a> {
+    pub(crate) arguments: &'a Value,
+    pub(crate) texts: Vec<String>,
+    pub(crate) shown: String,
+}
+
+/// A read followed page by page: several pages, each but the last with one footer and a
+/// continuation whose cursor has 1 to 64 characters, which the next call sent back as offered;
+/// the last page offers none; the payloads put together are `want`.
+pub(crate) fn check_followed(checks: &mut Checks, pages: &[PageRead], want: &str) {
+    checks.expect(pages.len() >= 3, || format!("the paged read took {} pages, not several", pages.len()));
+    for (page, next) in pages.iter().zip(pages.iter().skip(1)) {
+        let offered = continuation(&page.texts);
+        let cursor = offered.as_ref().and_then(|c| c["cursor"].as_str()).unwrap_or_default();
+        checks.expect(!cursor.is_empty() && cursor.len() <= 64, || {
+            format!("a page offered the continuation {offered:?}, not a cursor of 1 to 64 characters: {}", page.shown)
+        });
+        checks.expect(offered.as_ref() == Some(next.arguments), || {
+            format!("the model sent {} after a page that offered {offered:?}", next.arguments)
+        });
+        let footers = page.texts.iter().filter(|t| t.starts_with("[Page ")).count();
+        checks.expect(footers == 1, || format!("a page without its footer: {}", page.shown));
+    }
+    if let Some(last) = pages.last() {
+        checks.expect(continuation(&last.texts).is_none(), || format!("the last page offers more: {}", last.shown));
+    }
+    let got: String = pages.iter().map(|p| payload(&p.texts)).collect();
+    checks.expect(got == want, || {
+        format!(
+            "the pages put together are not the file ({} bytes, not {}): {}",
+            got.len(),
+            want.len(),
+            tail(&got, 300)
+        )
+    });
+}

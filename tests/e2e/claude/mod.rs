@@ -51,7 +51,7 @@ mod timed;
 
 use serde_json::{Value, json};
 
-use crate::agents::{tail, trimmed};
+use crate::agents::{Checks, tail, trimmed};
 use crate::clients::warm_cache;
 use crate::support::{Fixture, HttpServer, cordon_bin, shared_state_dir};
 use api::ToolResultSeen;
@@ -185,25 +185,6 @@ fn script() -> impl FnMut(&[ToolResultSeen]) -> Option<(String, Value)> + Send +
             return Some(call("grep", json!({"pattern": PAGED_PATTERN, "max_tokens": PAGE_TOKENS})));
         }
         None
-    }
-}
-
-/// Expectations that failed, collected so that one run reports all of them.
-#[derive(Default)]
-struct Checks(Vec<String>);
-
-impl Checks {
-    fn expect(&mut self, ok: bool, what: impl FnOnce() -> String) {
-        if !ok {
-            self.0.push(what());
-        }
-    }
-
-    /// Expects the model to have seen every part of one result: one failure names all it missed.
-    fn expect_seen(&mut self, tool: &str, text: &str, missed: Vec<String>) {
-        self.expect(missed.is_empty(), || {
-            format!("{tool}: the model did not see {}; it read {}", missed.join(", "), trimmed(text, 800))
-        });
     }
 }
 

@@ -32,7 +32,7 @@ mod run;
 use base64::Engine as _;
 use serde_json::{Value, json};
 
-use crate::agents::{self, tail, trimmed};
+use crate::agents::{self, Checks, PageRead, tail, trimmed};
 use crate::claude::{HELLO, MARKERS_SHOWN, marker_tree, numbered};
 use crate::clients::warm_cache;
 use crate::support::Fixture;
@@ -151,18 +151,6 @@ fn script() -> Script {
     })
 }
 
-/// Expectations that failed, collected so that one run reports all of them.
-#[derive(Default)]
-struct Checks(Vec<String>);
-
-impl Checks {
-    fn expect(&mut self, ok: bool, what: impl FnOnce() -> String) {
-        if !ok {
-            self.0.push(what());
-        }
-    }
-}
-
 /// The output of the first call of `tool` with `path` (any path when `None`).
 fn output_of<'a>(seen: &'a [Seen], tool: &str, path: Option<&str>) -> &'a Seen {
     let found = seen.iter().find(|s| s.tool == tool && path.is_none_or(|p| s.arguments["path"] == p));
@@ -193,52 +181,16 @@ fn check_png(checks: &mut Checks, seen: &Seen) {
 /// whose texts put together are the file's numbered lines.
 fn check_paging(checks: &mut Checks, seen: &[Seen], path: &str, text: &str) {
     let pages: Vec<&Seen> = seen.iter().filter(|s| is_page(s, path)).collect();
-    checks.expect(pages.len() >= 3, || format!("the paged read took {} pages, not several", pages.len()));
-    for (page, next) in pages.iter().zip(pages.iter().skip(1)) {
-        let offered = continuation(page);
-        let cursor = offered.as_ref().and_then(|c| c["cursor"].as_str()).unwrap_or_default();
-        checks.expect(!cursor.is_empty() && cursor.len() <= 64, || {
-            format!(
-                "a page offered the continuation {offered:?}, not a cursor of 1 to 64 characters: {}",
-                model_text(page)
-            )
-        });
-        checks.expect(offered.as_ref() == Some(&next.arguments), || {
-            format!("the model sent {} after a page that offered {offered:?}", next.arguments)
-        });
-    }
-    if let Some(last) = pages.last() {
-        checks.expect(continuation(last).is_none(), || format!("the last page offers more: {}", model_text(last)));
-    }
-    for page in &pages[..pages.len().saturating_sub(1)] {
-        let footers = texts(page).into_iter().filter(|t| t.starts_with("[Page ")).count();
-        checks.expect(footers == 1, || format!("a page without its footer: {}", model_text(page)));
-    }
-    let got: String = pages.iter().map(|p| payload(p)).collect();
-    let want = numbered(text);
-    checks.expect(got == want, || {
-        format!(
-            "the pages put together are not the file ({} bytes, not {}): {}",
-            got.len(),
-            want.len(),
-            tail(&got, 300)
-        )
-    });
+    let read: Vec<PageRead> =
+        pages.iter().map(|p| PageRead { arguments: &p.arguments, texts: texts(p), shown: model_text(p) }).collect();
+    agents::check_followed(checks, &read, &numbered(text));
 }
 
 /// Fails with every expectation that did not hold, and what the model read, call by call.
 fn report(checks: Checks, seen: &[Seen]) {
-    let results: Vec<String> =
+    let read: Vec<String> =
         seen.iter().map(|s| format!("{} {}: {}", s.tool, s.arguments, trimmed(&model_text(s), 300))).collect();
-    // Shown with --nocapture: what the model read, call by call.
-    eprintln!("{}", results.join("\n"));
-    assert!(
-        checks.0.is_empty(),
-        "what Codex showed the model falls short:\n- {}\n\nthe {} outputs it forwarded:\n{}",
-        checks.0.join("\n- "),
-        seen.len(),
-        results.join("\n")
-    );
+    checks.report("Codex", &read);
 }
 
 #[test]
