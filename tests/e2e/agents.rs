@@ -107,3 +107,43 @@ pub(crate) fn check_followed(checks: &mut Checks, pages: &[PageRead], want: &str
         )
     });
 }
+
+/// How a client's headless run ended, as the process and the stand-in saw it.
+pub(crate) struct Ended<'a> {
+    /// The client's name, for messages.
+    pub(crate) client: &'a str,
+    pub(crate) stdout: &'a str,
+    pub(crate) stderr: &'a str,
+    /// The stand-in's log: one line per request, what it could not make sense of, and whether
+    /// the script reached its final answer.
+    pub(crate) requests: &'a [String],
+    pub(crate) problems: &'a [String],
+    pub(crate) finished: bool,
+    /// More to show on a failure (a client's own logs), or nothing.
+    pub(crate) more: String,
+}
+
+impl Ended<'_> {
+    /// What a failure message shows: the stand-in's requests and problems, the ends of the
+    /// client's output, and `more`.
+    pub(crate) fn context(&self) -> String {
+        format!(
+            "requests to the stand-in:\n{}\nproblems: {:?}\nstderr (end):\n{}\nstdout (end):\n{}{}",
+            self.requests.join("\n"),
+            self.problems,
+            tail(self.stderr, 3000),
+            tail(self.stdout, 3000),
+            self.more
+        )
+    }
+
+    /// Panics unless the client finished within `timeout`, succeeded, and played the script to
+    /// its final answer without a problem.
+    pub(crate) fn check(&self, status: Option<std::process::ExitStatus>, timeout: std::time::Duration) {
+        let client = self.client;
+        let status = status.unwrap_or_else(|| panic!("{client} did not finish within {timeout:?}\n{}", self.context()));
+        assert!(status.success(), "{client} failed ({status})\n{}", self.context());
+        assert!(self.problems.is_empty(), "the conversation went wrong\n{}", self.context());
+        assert!(self.finished, "{client} stopped before the script's final answer\n{}", self.context());
+    }
+}

@@ -1,6 +1,6 @@
 //! Running the `claude` CLI against the stand-in, bounded in time, in a scratch home.
 
-use crate::agents::tail;
+use crate::agents::{Ended, tail};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -94,21 +94,17 @@ fn run(
     let elapsed = started.elapsed();
 
     let conversation = api.state();
-    let context = || {
-        format!(
-            "requests to the stand-in:\n{}\nproblems: {:?}\nstderr (end):\n{}\nstdout (end):\n{}\nMCP logs (end):\n{}",
-            conversation.requests.join("\n"),
-            conversation.problems,
-            tail(&stderr, 3000),
-            tail(&stdout, 3000),
-            mcp_logs(&home)
-        )
+    let ended = Ended {
+        client: "Claude Code",
+        stdout: &stdout,
+        stderr: &stderr,
+        requests: &conversation.requests,
+        problems: &conversation.problems,
+        finished: conversation.finished,
+        more: format!("\nMCP logs (end):\n{}", mcp_logs(&home)),
     };
-    let status =
-        status.unwrap_or_else(|| panic!("Claude Code did not finish within {CLAUDE_TIMEOUT:?}\n{}", context()));
-    assert!(status.success(), "Claude Code failed ({status})\n{}", context());
-    assert!(conversation.problems.is_empty(), "the conversation went wrong\n{}", context());
-    assert!(conversation.finished, "Claude Code stopped before the script's final answer\n{}", context());
+    ended.check(status, CLAUDE_TIMEOUT);
+    let context = || ended.context();
     let result = stdout.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok()).find(|m| m["type"] == "result");
     let result = result.unwrap_or_else(|| panic!("no result message from Claude Code\n{}", context()));
     assert!(result["subtype"] == "success" && result["is_error"] == false, "{result}\n{}", context());

@@ -1,7 +1,7 @@
 //! Running `codex exec` against the stand-in, bounded in time, in a scratch home, with every
 //! process it starts (Cordon among them) ended however the run goes.
 
-use crate::agents::tail;
+use crate::agents::Ended;
 use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -187,19 +187,17 @@ pub(super) fn run_codex(setup: &Setup<'_>, script: Script) -> Ran {
     let elapsed = started.elapsed();
 
     let conversation = api.state();
-    let context = || {
-        format!(
-            "requests to the stand-in:\n{}\nproblems: {:?}\nstderr (end):\n{}\nstdout (end):\n{}",
-            conversation.requests.join("\n"),
-            conversation.problems,
-            tail(&stderr, 3000),
-            tail(&stdout, 3000),
-        )
+    let ended = Ended {
+        client: "Codex",
+        stdout: &stdout,
+        stderr: &stderr,
+        requests: &conversation.requests,
+        problems: &conversation.problems,
+        finished: conversation.finished,
+        more: String::new(),
     };
-    let status = status.unwrap_or_else(|| panic!("Codex did not finish within {CODEX_TIMEOUT:?}\n{}", context()));
-    assert!(status.success(), "Codex failed ({status})\n{}", context());
-    assert!(conversation.problems.is_empty(), "the conversation went wrong\n{}", context());
-    assert!(conversation.finished, "Codex stopped before the script's final answer\n{}", context());
+    ended.check(status, CODEX_TIMEOUT);
+    let context = || ended.context();
     let events: Vec<Value> = stdout.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
     assert!(events.iter().any(|e| e["type"] == "turn.completed"), "no completed turn from Codex\n{}", context());
     eprintln!(

@@ -1,7 +1,7 @@
 //! Running `gemini -p` against the stand-in, bounded in time, in a scratch home, with every
 //! process it starts (Cordon among them) ended however the run goes.
 
-use crate::agents::tail;
+use crate::agents::Ended;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -77,19 +77,17 @@ pub(super) fn run_gemini(root: &Path, script: Script) -> Ran {
     let (stdout, stderr) = (String::from_utf8_lossy(&stdout), String::from_utf8_lossy(&stderr));
 
     let conversation = api.state();
-    let context = || {
-        format!(
-            "requests to the stand-in:\n{}\nproblems: {:?}\nstderr (end):\n{}\nstdout (end):\n{}",
-            conversation.requests.join("\n"),
-            conversation.problems,
-            tail(&stderr, 3000),
-            tail(&stdout, 3000),
-        )
+    let ended = Ended {
+        client: "Gemini CLI",
+        stdout: &stdout,
+        stderr: &stderr,
+        requests: &conversation.requests,
+        problems: &conversation.problems,
+        finished: conversation.finished,
+        more: String::new(),
     };
-    let status = status.unwrap_or_else(|| panic!("Gemini CLI did not finish within {GEMINI_TIMEOUT:?}\n{}", context()));
-    assert!(status.success(), "Gemini CLI failed ({status})\n{}", context());
-    assert!(conversation.problems.is_empty(), "the conversation went wrong\n{}", context());
-    assert!(conversation.finished, "Gemini CLI stopped before the script's final answer\n{}", context());
+    ended.check(status, GEMINI_TIMEOUT);
+    let context = || ended.context();
     let out: Value = serde_json::from_str(&stdout).unwrap_or(Value::Null);
     assert_eq!(out["response"], "Done.", "Gemini CLI did not print the model's final answer\n{}", context());
     eprintln!(
