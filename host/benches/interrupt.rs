@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use cordon::limits::Limits;
 use cordon::policy::{DirSpec, Mode};
-use cordon::results::{Answer, tool_failure};
+use cordon::results::{Answer, Failed};
 use cordon::runtime::{CallSignal, MAX_STUCK_PER_TOOL};
 use cordon::server::{CallRequest, Config, Server};
 use serde_json::json;
@@ -54,6 +54,7 @@ fn main() {
         limits,
         trusted_keys: Vec::new(),
         defer_tools: false,
+        clients: Default::default(),
         require_signatures: false,
         audit: cordon::audit::AuditSettings {
             path: None,
@@ -101,12 +102,11 @@ fn lateness(server: &Arc<Server>, behaviour: &str, wall_time: Duration) -> Durat
         signal: &signal,
         for_model: false,
         who: cordon::audit::Who::new("bench"),
-        client: cordon::clients::Client::Other,
+        client: cordon::clients::Client::default(),
     };
     let answer = server.call(request).unwrap();
     let answered = started.elapsed();
-    let Answer::Failed(failure) = answer else { panic!("the hostile call was answered: {answer:?}") };
-    let failure = tool_failure(failure).unwrap();
+    let Answer::Failed(Failed::Tool(failure)) = answer else { panic!("the hostile call was not a failure the model reads: {answer:?}") };
     assert_eq!(failure.code, "timeout", "{failure}");
     // The guest is stopped where this run measures: in wasm, or blocked in the host.
     let in_host = failure.message.contains("blocked in a host call");

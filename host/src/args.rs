@@ -31,7 +31,7 @@ pub fn takes_uploads(manifest: &Manifest) -> bool {
 /// How a page shows a tool's items.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Form {
-    /// Compact text for a model (see `pager::compact`): the default.
+    /// Compact text for a model (see `results::model::compact`): the default.
     #[default]
     Text,
     /// One JSON item per line, every field, for programs.
@@ -54,6 +54,23 @@ pub struct Paging {
     pub page_size: Option<u64>,
     /// As asked; a cursor continues in the form its first page had.
     pub format: Option<Form>,
+}
+
+impl Paging {
+    /// The arguments a continuation is called with: `cursor` (a signed
+    /// cursor, or the short handle that names one) and the page size asked
+    /// for; the cursor holds the rest.
+    pub fn continue_with(&self, cursor: String) -> Value {
+        let mut next = Map::new();
+        next.insert("cursor".into(), Value::String(cursor));
+        let asked = [("max_tokens", self.max_tokens), ("page_size", self.page_size)];
+        for (name, value) in asked {
+            if let Some(value) = value {
+                next.insert(name.into(), value.into());
+            }
+        }
+        Value::Object(next)
+    }
 }
 
 /// A staged upload named by a call, with what checks it.

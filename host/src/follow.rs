@@ -21,13 +21,6 @@ pub fn follow(
     mut arguments: Value,
     jsonl: bool,
 ) -> std::io::Result<ExitCode> {
-    // Continuations carry the cursor and the caller's page size, nothing else.
-    let mut paging = serde_json::Map::new();
-    for name in ["max_tokens", "page_size"] {
-        if let Some(value) = arguments.get(name) {
-            paging.insert(name.into(), value.clone());
-        }
-    }
     // Each page's MCP result is for a program: in the JSON form unless asked
     // otherwise (the raw payload keeps the form's text: exact bytes for a file).
     if jsonl && arguments.get("format").is_none() {
@@ -73,7 +66,8 @@ pub fn follow(
                 return Ok(ExitCode::from(2));
             }
         };
-        let next_cursor = page.next_cursor.clone();
+        // Continuations carry the cursor and the caller's page size, nothing else.
+        let next = page.continue_with.clone();
         if jsonl {
             serde_json::to_writer(&mut out, &results::call_result(*page, Version::LATEST))?;
             out.write_all(b"\n")?;
@@ -85,12 +79,8 @@ pub fn follow(
                 }
             }
         }
-        match next_cursor {
-            Some(cursor) => {
-                let mut next = paging.clone();
-                next.insert("cursor".into(), cursor.into());
-                arguments = Value::Object(next);
-            }
+        match next {
+            Some(next) => arguments = next,
             None => break,
         }
     }

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::BYTES_PER_TOKEN;
-use super::compact::Compact;
+use super::printer::Printer;
 use super::stream::{Opener, Stream};
 use crate::runtime::CallContext;
 use crate::tool::{Budget, Payload};
@@ -167,7 +167,7 @@ pub struct Counting {
     pub opener: Opener,
     /// For the compact text form: a renderer from the start, so the bytes
     /// counted are the ones the model's pages would hold.
-    pub view: Option<Compact>,
+    pub view: Option<Box<dyn Printer>>,
     pub bounds: CountBounds,
     /// What to keep of the call's time to answer the page.
     pub margin: Duration,
@@ -218,8 +218,8 @@ pub fn count(ctx: &CallContext, counting: Counting) -> Option<Whole> {
                     let (bytes, path) = match view.as_mut() {
                         Some(view) => {
                             let value = serde_json::from_str::<Value>(item).ok();
-                            let path = value.as_ref().and_then(|v| v.get("path")?.as_str()).map(|p| view.relative(p));
-                            let shown = value.as_ref().and_then(|v| view.render_value(v, false));
+                            let path = value.as_ref().and_then(|v| v.get("path")?.as_str()).map(|p| view.shown_path(p));
+                            let shown = value.as_ref().and_then(|v| view.render(v, false));
                             (shown.map_or(item.len(), |text| text.len()), path)
                         }
                         None => (item.len(), serde_json::from_str::<Named>(item).ok().and_then(|n| n.path)),

@@ -35,27 +35,6 @@ pub struct Shown {
     pub heading: Option<String>,
 }
 
-/// Said in place of the rest of an item too large for a whole page.
-const CUT_NOTE: &str = "[…item cut to fit the page: ask with a larger max_tokens, or format \"json\"]\n";
-
-impl Shown {
-    /// The item cut to `limit` bytes, on a character boundary, with a note
-    /// saying so when the note fits: for a page too small for the item.
-    pub fn cut_to(mut self, limit: usize) -> Shown {
-        if self.text.len() <= limit {
-            return self;
-        }
-        let note = if limit >= 2 * CUT_NOTE.len() { CUT_NOTE } else { "" };
-        let mut end = limit - note.len();
-        while !self.text.is_char_boundary(end) {
-            end -= 1;
-        }
-        self.text.truncate(end);
-        self.text.push_str(note);
-        self
-    }
-}
-
 impl Piece {
     /// The payload bytes the piece puts on a page.
     pub fn bytes(&self) -> &[u8] {
@@ -379,18 +358,6 @@ impl Builder {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn an_item_larger_than_a_whole_page_is_cut_to_it_on_a_character_boundary() {
-        let item = |text: String| Shown { text, resume: "r".into(), heading: None };
-        let small = item("a\n".into()).cut_to(100);
-        assert_eq!(small.text, "a\n", "an item that fits is left whole");
-        let long = item("é".repeat(500)).cut_to(400);
-        assert!(long.text.len() <= 400 && long.text.ends_with(CUT_NOTE), "{}", long.text);
-        assert!(long.text.starts_with("éé") && long.resume == "r");
-        let tiny = item("é".repeat(10)).cut_to(5);
-        assert_eq!(tiny.text, "éé", "no room for the note: the text alone, whole characters");
-    }
 
     #[test]
     fn each_chunks_hash_is_of_its_own_bytes_whichever_block_holds_them() {

@@ -5,12 +5,30 @@
 
 use std::collections::VecDeque;
 
-use super::compact::Compact;
 use super::page::{Piece, Shown};
+use super::printer::Printer;
 use super::stream::Stream;
 use crate::runtime::CallFailure;
 use crate::tool::{Budget, Chunk, Payload};
 use serde_json::Value;
+
+/// The text form of a stream: its printer, and the chunk pulled to see
+/// whether a match is its file's only one, to be taken next.
+pub struct TextView {
+    pub printer: Box<dyn Printer>,
+    pub peeked: Option<Chunk>,
+}
+
+impl TextView {
+    pub fn new(printer: Box<dyn Printer>) -> TextView {
+        TextView { printer, peeked: None }
+    }
+
+    /// The bytes the view holds besides its printer's state.
+    pub fn bytes(&self) -> usize {
+        self.peeked.as_ref().map_or(0, |c| c.payload.len() + c.resume.len())
+    }
+}
 
 /// How many bytes a pull asks for while gathering the pieces of an item too
 /// large for the page, to render it whole.
@@ -28,7 +46,7 @@ const GATHER: u32 = 1 << 20;
 /// file then names the file again).
 pub fn next_piece(
     call: &mut Stream,
-    mut view: Option<&mut Compact>,
+    mut view: Option<&mut TextView>,
     budget: Budget,
     rest: &mut VecDeque<Piece>,
     time_left: impl Fn() -> bool,
@@ -37,22 +55,23 @@ pub fn next_piece(
     let Some(first) = peeked.map_or_else(|| call.next(budget), |chunk| Ok(Some(chunk)))? else { return Ok(None) };
     let Some(view) = view.filter(|_| !first.is_checkpoint()) else { return Ok(Some(Piece::Chunk(first))) };
     let Payload::Item(text) = &first.payload else { return Ok(Some(Piece::Chunk(first))) };
-    let shown = |text: String, resume: String, view: &Compact| {
-        Piece::Shown(Shown { text, resume, heading: view.group().map(str::to_owned) })
+    let shown = |text: String, resume: String, printer: &dyn Printer| {
+        Piece::Shown(Shown { text, resume, heading: printer.heading().map(str::to_owned) })
     };
     if !first.continued {
         let Ok(item) = serde_json::from_str::<Value>(text) else { return Ok(Some(Piece::Chunk(first))) };
-        let more_in_file = match view.opening_match(&item).filter(|_| time_left()) {
+        let printer = view.printer.as_mut();
+        let more_in_file = match printer.opening_match(&item).filter(|_| time_left()) {
             Some(path) => {
                 let next = call.next(budget)?;
-                let same = next.as_ref().is_some_and(|n| same_file(n, path));
+                let same = next.as_ref().is_some_and(|n| same_file(printer, n, path));
                 view.peeked = next;
                 same
             }
             None => false,
         };
-        return Ok(Some(match view.render_value(&item, more_in_file) {
-            Some(text) => shown(text, first.resume, view),
+        return Ok(Some(match printer.render(&item, more_in_file) {
+            Some(text) => shown(text, first.resume, printer),
             None => Piece::Chunk(first),
         }));
     }
@@ -66,9 +85,10 @@ pub fn next_piece(
         pieces.push(next);
     }
     // An item this large is shown under its file's heading.
-    if let Some(text) = view.render(&whole, true) {
+    let printer = view.printer.as_mut();
+    if let Some(text) = serde_json::from_str(&whole).ok().and_then(|item| printer.render(&item, true)) {
         let resume = pieces.pop().map(|p| p.resume).unwrap_or_default();
-        return Ok(Some(shown(text, resume, view)));
+        return Ok(Some(shown(text, resume, printer)));
     }
     let mut pieces = pieces.into_iter();
     let first = pieces.next().map(Piece::Chunk);
@@ -82,8 +102,7 @@ pub fn next_piece(
 }
 
 /// Whether `chunk` is a whole match item in the file `path`.
-fn same_file(chunk: &Chunk, path: &str) -> bool {
+fn same_file(printer: &dyn Printer, chunk: &Chunk, path: &str) -> bool {
     let Payload::Item(text) = &chunk.payload else { return false };
-    !chunk.continued
-        && serde_json::from_str::<Value>(text).ok().as_ref().and_then(super::compact::match_file) == Some(path)
+    !chunk.continued && serde_json::from_str::<Value>(text).ok().as_ref().and_then(|i| printer.file_of(i)) == Some(path)
 }

@@ -6,7 +6,7 @@
 use serde_json::{Map, Value, json};
 
 use super::base64_encode;
-use super::footer::remaining;
+use super::model::footer::remaining;
 use crate::pager::page::{Block, Ended, Page};
 use crate::protocol::mcp::Version;
 use crate::tool::Manifest;

@@ -6,26 +6,27 @@
 use serde_json::{Map, Value, json};
 
 pub mod faults;
-mod footer;
 mod json;
 mod loading;
-mod media;
+pub mod model;
 pub mod outcome;
-mod text;
 pub use faults::{Fault, Kind, WithKind};
 pub use loading::Loading;
+pub use model::compact::CompactPrinters;
+pub use model::explain_denial;
+pub use model::instructions::instructions;
 
 use crate::args::Form;
 use crate::pager::BYTES_PER_TOKEN;
-use crate::pager::page::{Block, Page, View};
-use crate::policy::{Mode, Root};
+use crate::pager::page::{Page, View};
 use crate::protocol::jsonrpc::{Code, ErrorObject};
 use crate::protocol::mcp::Version;
 use crate::protocol::modern;
 use crate::registry::Entry;
 use crate::runtime::CallFailure;
-use footer::footer;
 use json::{insert_span, output_schema, structured};
+use model::footer::footer;
+use model::{media, text};
 
 /// What the server offers, in either era: tools, log messages on request,
 /// and (empty) prompts, so clients that list them get an answer. It offers
@@ -37,32 +38,6 @@ pub fn capabilities(version: Version) -> Value {
     // removed while serving); the stateless era has no session to tell.
     let list_changed = !version.is_modern();
     json!({ "tools": { "listChanged": list_changed }, "logging": {}, "prompts": {} })
-}
-
-/// What the server tells a model about itself (`instructions`): what the
-/// tools are, and the roots they work in, named, with their modes, so the
-/// model knows where relative paths go and what it may change.
-pub fn instructions(roots: &[Root]) -> String {
-    let Some(first) = roots.first() else {
-        return "File tools sandboxed in WebAssembly. No roots are configured, so tools that use files see none."
-            .into();
-    };
-    let named: Vec<String> = roots
-        .iter()
-        .map(|root| {
-            let mode = match root.mode {
-                Mode::ReadOnly => "read-only",
-                Mode::ReadWrite => "read-write",
-            };
-            format!("{} ({mode})", root.path)
-        })
-        .collect();
-    format!(
-        "File tools sandboxed in WebAssembly. Roots: {}. Relative paths are taken from the first root, {}; \
-         absolute paths must be inside a root.",
-        named.join(", "),
-        first.path
-    )
 }
 
 /// The `initialize` result.
@@ -287,21 +262,6 @@ fn chunks(page: &Page) -> Value {
     Value::Array(chunks.collect())
 }
 
-/// A payload block as a content block: text, or raw bytes as a resource blob.
-fn content_block(block: &Block) -> Value {
-    match block {
-        Block::Text(text) => json!({ "type": "text", "text": text }),
-        Block::Bytes(raw) => json!({
-            "type": "resource",
-            "resource": {
-                "uri": "cordon:raw-bytes",
-                "mimeType": "application/octet-stream",
-                "blob": base64_encode(raw),
-            }
-        }),
-    }
-}
-
 /// A failed call the model reads about: a code (the tool's, or `timeout`,
 /// `cancelled`, `busy`), a sentence, and the limit it hit, if one.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -374,7 +334,7 @@ fn call_failure(failure: Failed, version: Version, asked: Form) -> Result<Value,
 }
 
 /// Bytes as standard base64, as every blob in a result is written.
-pub(super) fn base64_encode(bytes: &[u8]) -> String {
+pub(crate) fn base64_encode(bytes: &[u8]) -> String {
     use base64::Engine as _;
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
@@ -394,18 +354,6 @@ mod tests {
             builder.push(Piece::Chunk(Chunk { payload, span: None, continued, resume: String::new() }));
         }
         builder.finish("t", 0, info)
-    }
-
-    #[test]
-    fn the_instructions_name_the_roots_with_their_modes() {
-        let roots = [
-            Root { path: "/work/src".into(), mode: Mode::ReadWrite },
-            Root { path: "/work/docs".into(), mode: Mode::ReadOnly },
-        ];
-        let said = instructions(&roots);
-        assert!(said.contains("Roots: /work/src (read-write), /work/docs (read-only)."), "{said}");
-        assert!(said.contains("taken from the first root, /work/src;"), "{said}");
-        assert!(instructions(&[]).contains("No roots are configured"));
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The server: tools, policy, runtime and pager shared by every session (see
 //! `session` for the request handling), and one tool call end to end.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
@@ -15,11 +15,11 @@ use crate::installed::signature::Signing;
 use crate::limits::Limits;
 use crate::pager::cursor::CursorKey;
 use crate::pager::handles::{RedisStore, Store};
-use crate::pager::{PageError, PageRequest, Pager};
+use crate::pager::{PageError, PageRequest, Pager, PagerParts};
 use crate::policy::{DirSpec, Policy};
 use crate::private;
 use crate::protocol::mcp::Version;
-use crate::registry::{Entry, HostTool, Origin, Registry, Source, Tool};
+use crate::registry::{Entry, HostTool, Origin, Registry, Source};
 use crate::results::{self, Answer, Fault};
 use crate::runtime::{CallContext, CallFailure, CallSignal, Capacity, Runtime, Slots};
 use crate::staging;
@@ -156,7 +156,9 @@ impl Server {
             },
         };
         let digests = DigestKey::from_cursor_key(&key);
-        let pager = Arc::new(Pager::new(key, handles, config.limits.pages, Arc::clone(&runtime)));
+        let printers = Arc::new(results::CompactPrinters);
+        let parts = PagerParts { key, handles, limits: config.limits.pages, printers };
+        let pager = Arc::new(Pager::new(parts, Arc::clone(&runtime)));
         let calls = Slots::new("max_calls_in_flight", config.limits.max_calls_in_flight);
         let instructions = results::instructions(policy.roots());
         let audit = Audit::open(&config.audit, digests).map_err(StartError::Audit)?;
@@ -394,7 +396,9 @@ impl Server {
                 }
                 Ok(Answer::Page(Box::new(page)))
             }
-            Err(PageError::Call(failure)) => Ok(Answer::Failed(self.explain_denial(&tool, failure).into())),
+            Err(PageError::Call(failure)) => {
+                Ok(Answer::Failed(results::explain_denial(&tool, self.lock_file().as_deref(), failure).into()))
+            }
             Err(PageError::Cursor(e)) => Err(Fault::Cursor(e)),
             Err(PageError::Store(e)) => Err(Fault::HandleStore { reason: e.to_string() }),
         }
@@ -423,39 +427,9 @@ pub struct CallRequest<'a> {
 }
 
 impl Server {
-    /// A third-party tool's refusal to touch a path, with what it is granted and
-    /// how to grant more: the tool only sees its preopens and cannot know.
-    fn explain_denial(&self, tool: &Tool, failure: CallFailure) -> CallFailure {
-        let granted = match &tool.origin {
-            Origin::Builtin => return failure,
-            Origin::Component(path) => format!(
-                "`{}` was loaded with `--component {}`, which grants no directories; install it with `cordon tool \
-                 add {} --grant ro:DIR` (or rw:DIR) instead",
-                tool.manifest.name,
-                path.display(),
-                path.display()
-            ),
-            Origin::Installed { grants } => {
-                let list = match grants.is_empty() {
-                    true => "no directories".to_string(),
-                    false => grants.iter().map(DirSpec::to_string).collect::<Vec<_>>().join(", "),
-                };
-                let lock = self.installed.path.as_deref().map(|p| p.join(crate::installed::LOCK_FILE));
-                format!(
-                    "the installed tool `{}` is granted {list} (in {}); a path outside its grants needs one: `cordon \
-                     tool add COMPONENT.wasm --grant ro:DIR` (or rw:DIR), repeating its other grants",
-                    tool.manifest.name,
-                    lock.as_deref().unwrap_or(Path::new("the lockfile")).display()
-                )
-            }
-        };
-        match failure {
-            CallFailure::Tool(mut e) if e.code == crate::tool::ErrorCode::PermissionDenied => {
-                e.message = format!("{} ({granted})", e.message.trim_end_matches('.'));
-                CallFailure::Tool(e)
-            }
-            other => other,
-        }
+    /// The lockfile installed tools' grants are kept in, if tools are installed.
+    fn lock_file(&self) -> Option<PathBuf> {
+        self.installed.path.as_deref().map(|p| p.join(crate::installed::LOCK_FILE))
     }
 }
 

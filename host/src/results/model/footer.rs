@@ -10,13 +10,13 @@ use crate::pager::page::{Ended, Page};
 /// What remains after a page that is not the last, as far as the tool's
 /// totals tell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Remaining {
+pub struct Remaining {
     bytes: Option<u64>,
     items: Option<u64>,
 }
 
 impl Remaining {
-    pub(super) fn to_json(self) -> Value {
+    pub fn to_json(self) -> Value {
         let mut out = Map::new();
         if let Some(bytes) = self.bytes {
             out.insert("bytes".into(), bytes.into());
@@ -29,7 +29,7 @@ impl Remaining {
     }
 }
 
-pub(super) fn remaining(page: &Page) -> Option<Remaining> {
+pub fn remaining(page: &Page) -> Option<Remaining> {
     page.next_cursor.as_ref()?;
     let totals = &page.summary.as_ref()?.totals;
     let delivered_bytes = page.span.map_or(page.bytes_before + page.bytes, |s| s.end_byte);
@@ -41,7 +41,7 @@ pub(super) fn remaining(page: &Page) -> Option<Remaining> {
 
 /// The line the model reads when more remains: one sentence saying what the
 /// page shows, of how much (exact or "at least"), and the call that continues.
-pub(super) fn footer(page: &Page) -> Option<String> {
+pub fn footer(page: &Page) -> Option<String> {
     let args = page.continue_with.as_ref()?;
     let plural = |n: u64| if n == 1 { "" } else { "s" };
     let shows = match (page.span, &page.whole) {

@@ -8,6 +8,7 @@
 use serde_json::{Value, json};
 
 use crate::pager::page::{Block, ChunkMeta, Page, View};
+use crate::results::base64_encode;
 
 /// The longest text block, in characters: VS Code (Copilot Chat) writes a
 /// longer text part to a file its model must read back.
@@ -26,7 +27,7 @@ pub fn blocks(page: &Page) -> Vec<Value> {
     if page.view == View::Numbered {
         return vec![json!({ "type": "text", "text": numbered(&page.blocks, &page.chunks) })];
     }
-    page.blocks.iter().map(super::content_block).collect()
+    page.blocks.iter().map(content_block).collect()
 }
 
 /// `content` with every text block longer than [`MAX_PART_CHARS`] split,
@@ -104,6 +105,21 @@ fn numbered(blocks: &[Block], chunks: &[ChunkMeta]) -> String {
         out.push_str(&String::from_utf8_lossy(&payload[at..]));
     }
     out
+}
+
+/// A payload block as a content block: text, or raw bytes as a resource blob.
+fn content_block(block: &Block) -> Value {
+    match block {
+        Block::Text(text) => json!({ "type": "text", "text": text }),
+        Block::Bytes(raw) => json!({
+            "type": "resource",
+            "resource": {
+                "uri": "cordon:raw-bytes",
+                "mimeType": "application/octet-stream",
+                "blob": base64_encode(raw),
+            }
+        }),
+    }
 }
 
 #[cfg(test)]

@@ -31,13 +31,14 @@
 //! Rendering depends only on the item and on the heading in force before it
 //! (the `group`), which the pager keeps with a parked stream and in the
 //! cursor, so the model's pages concatenate to exactly the whole rendering.
+//! The pager reaches it as its `Printer` (see `pager::printer`).
 
 use std::fmt::Write as _;
 
 use serde_json::{Map, Value};
 
 use super::receipt;
-use crate::tool::Chunk;
+use crate::pager::printer::{Printer, Printers};
 
 /// The longest line shown, in bytes; longer ones are cut with a note.
 pub const MAX_COLUMNS: usize = 300;
@@ -55,29 +56,76 @@ pub struct Compact {
     base: Option<String>,
     /// The heading in force: the last heading line written, if any.
     group: Option<String>,
-    /// The chunk pulled to see whether a match is its file's only one, to
-    /// be taken next (see `pieces`).
-    pub peeked: Option<Chunk>,
+}
+
+/// Said in place of the rest of an item too large for a whole page.
+const CUT_NOTE: &str = "[…item cut to fit the page: ask with a larger max_tokens, or format \"json\"]\n";
+
+/// Makes a [`Compact`] renderer for each call.
+pub struct CompactPrinters;
+
+impl Printers for CompactPrinters {
+    fn printer(&self, base: Option<String>, heading: Option<String>) -> Box<dyn Printer> {
+        Box::new(Compact::new(base, heading))
+    }
+}
+
+impl Printer for Compact {
+    fn render(&mut self, item: &Value, more_in_file: bool) -> Option<String> {
+        Compact::render(self, item, more_in_file)
+    }
+
+    fn opening_match<'a>(&self, item: &'a Value) -> Option<&'a str> {
+        Compact::opening_match(self, item)
+    }
+
+    fn file_of<'a>(&self, item: &'a Value) -> Option<&'a str> {
+        match_file(item)
+    }
+
+    fn heading(&self) -> Option<&str> {
+        self.group()
+    }
+
+    fn cut(&self, text: String, limit: usize) -> String {
+        cut_to(text, limit)
+    }
+
+    fn slim(&self, info: Value, schema: &Value) -> Value {
+        Compact::slim(self, info, schema)
+    }
+
+    fn shown_path(&self, path: &str) -> String {
+        self.relative(path)
+    }
+}
+
+/// `text` cut to `limit` bytes, on a character boundary, with a note saying
+/// so when the note fits: an item too large for a whole page.
+fn cut_to(mut text: String, limit: usize) -> String {
+    if text.len() <= limit {
+        return text;
+    }
+    let note = if limit >= 2 * CUT_NOTE.len() { CUT_NOTE } else { "" };
+    let mut end = limit - note.len();
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text.truncate(end);
+    text.push_str(note);
+    text
 }
 
 impl Compact {
     /// A renderer relative to `base`, continuing after `group` (the heading
     /// in force after the last item shown; `None` at the start).
     pub fn new(base: Option<String>, group: Option<String>) -> Compact {
-        Compact { base: base.map(|b| b.trim_end_matches('/').to_string()), group, peeked: None }
+        Compact { base: base.map(|b| b.trim_end_matches('/').to_string()), group }
     }
 
     /// The heading in force after the items rendered so far.
     pub fn group(&self) -> Option<&str> {
         self.group.as_deref()
-    }
-
-    /// `item` (a JSON text) in the compact form, ending with a newline, or
-    /// `None` when the item has none of the shapes above (it is shown as JSON).
-    /// `more_in_file`: the next item is a match in the same file (see
-    /// `opening_match`), so a match opening a file goes under a heading.
-    pub fn render(&mut self, item: &str, more_in_file: bool) -> Option<String> {
-        self.render_value(&serde_json::from_str(item).ok()?, more_in_file)
     }
 
     /// The file of a match item that opens a file (no heading for it is in
@@ -87,8 +135,11 @@ impl Compact {
         (self.group.as_deref() != Some(self.relative(path).as_str())).then_some(path)
     }
 
-    /// `render`, for an item already parsed.
-    pub fn render_value(&mut self, item: &Value, more_in_file: bool) -> Option<String> {
+    /// `item` in the compact form, ending with a newline, or `None` when the
+    /// item has none of the shapes above (it is shown as JSON).
+    /// `more_in_file`: the next item is a match in the same file (see
+    /// `opening_match`), so a match opening a file goes under a heading.
+    pub fn render(&mut self, item: &Value, more_in_file: bool) -> Option<String> {
         if let Some(receipt) = receipt::render(item, |path| self.relative(path)) {
             self.group = None;
             return Some(receipt);
@@ -177,7 +228,7 @@ impl Compact {
 }
 
 /// The file a match item is in: an item with `path`, `line` and `text`.
-pub fn match_file(item: &Value) -> Option<&str> {
+fn match_file(item: &Value) -> Option<&str> {
     let item = item.as_object()?;
     (item.get("line")?.is_u64() && item.get("text")?.is_string()).then_some(())?;
     item.get("path")?.as_str()
@@ -262,13 +313,14 @@ mod tests {
 
     use super::*;
 
-    /// `items` rendered as the pager renders them, looking one item ahead.
-    fn all(compact: &mut Compact, items: &[Value]) -> String {
+    /// `items` rendered as the pager renders them, through its `Printer`
+    /// seam, looking one item ahead.
+    fn all(printer: &mut dyn Printer, items: &[Value]) -> String {
         let mut out = String::new();
         for (i, item) in items.iter().enumerate() {
-            let next = items.get(i + 1).and_then(match_file);
-            let more = compact.opening_match(item).is_some_and(|path| next == Some(path));
-            out.push_str(&compact.render_value(item, more).unwrap_or_else(|| format!("{item}\n")));
+            let next = items.get(i + 1).and_then(|next| printer.file_of(next));
+            let more = printer.opening_match(item).is_some_and(|path| next == Some(path));
+            out.push_str(&printer.render(item, more).unwrap_or_else(|| format!("{item}\n")));
         }
         out
     }
@@ -295,13 +347,14 @@ mod tests {
 
     #[test]
     fn a_renderer_continues_under_the_heading_in_force() {
-        let mut first = Compact::new(Some("/r".into()), None);
-        let item = json!({"path": "/r/a", "line": 1, "text": "x"}).to_string();
+        let base = || Some("/r".to_string());
+        let mut first = CompactPrinters.printer(base(), None);
+        let item = json!({"path": "/r/a", "line": 1, "text": "x"});
         assert_eq!(first.render(&item, true).unwrap(), "a\n1:x\n");
-        let mut resumed = Compact::new(Some("/r".into()), first.group().map(str::to_owned));
+        let mut resumed = CompactPrinters.printer(base(), first.heading().map(str::to_owned));
         assert_eq!(resumed.render(&item, false).unwrap(), "1:x\n", "no heading twice");
-        let mut lone = Compact::new(Some("/r".into()), resumed.group().map(str::to_owned));
-        let other = json!({"path": "/r/b", "line": 7, "text": "y"}).to_string();
+        let mut lone = CompactPrinters.printer(base(), resumed.heading().map(str::to_owned));
+        let other = json!({"path": "/r/b", "line": 7, "text": "y"});
         assert_eq!(lone.render(&other, false).unwrap(), "\nb:7:y\n", "a lone match after a heading");
     }
 
@@ -309,13 +362,13 @@ mod tests {
     fn long_lines_are_cut_with_the_bytes_to_read() {
         let long = "é".repeat(200);
         let item = json!({"path": "/r/a", "line": 2, "byte_offset": 1000, "text": long});
-        let shown = Compact::new(Some("/r".into()), None).render(&item.to_string(), true).unwrap();
+        let shown = Compact::new(Some("/r".into()), None).render(&item, true).unwrap();
         assert_eq!(shown, format!("a\n2:{} […read bytes 1300–1400 for the rest]\n", "é".repeat(150)));
         let lossy = json!({"path": "/r/a", "line": 2, "byte_offset": 1000, "text": long, "lossy": true});
-        assert!(Compact::new(None, None).render(&lossy.to_string(), false).unwrap().ends_with(" […100 more bytes]\n"));
+        assert!(Compact::new(None, None).render(&lossy, false).unwrap().ends_with(" […100 more bytes]\n"));
         let tool_cut =
             json!({"path": "/r/a", "line": 1, "text": "abc", "truncated": {"read": {"start_byte": 3, "end_byte": 90}}});
-        let shown = Compact::new(Some("/r".into()), None).render(&tool_cut.to_string(), false).unwrap();
+        let shown = Compact::new(Some("/r".into()), None).render(&tool_cut, false).unwrap();
         assert_eq!(shown, "a:1:abc […read bytes 3–90 for the rest]\n");
     }
 
@@ -366,18 +419,25 @@ mod tests {
             ".ignore: not applied: too large\na.rs\n"
         );
         let more = json!({"path": "/r/a", "not_searched": "why", "other": 1});
-        assert_eq!(
-            Compact::new(None, None).render(&more.to_string(), false),
-            None,
-            "a notice is its path and reason only"
-        );
+        assert_eq!(Compact::new(None, None).render(&more, false), None, "a notice is its path and reason only");
     }
 
     #[test]
     fn other_items_keep_their_json() {
         let stat = json!({"path": "/r/a", "type": "file", "size": 1, "permissions": {"readonly": false}});
-        assert_eq!(Compact::new(None, None).render(&stat.to_string(), false), None);
-        assert_eq!(Compact::new(None, None).render("[1,2]", false), None);
-        assert_eq!(Compact::new(None, None).render(r#"{"line":1,"text":"no path"}"#, false), None);
+        assert_eq!(Compact::new(None, None).render(&stat, false), None);
+        assert_eq!(Compact::new(None, None).render(&json!([1, 2]), false), None);
+        assert_eq!(Compact::new(None, None).render(&json!({"line": 1, "text": "no path"}), false), None);
+    }
+
+    #[test]
+    fn an_item_larger_than_a_whole_page_is_cut_to_it_on_a_character_boundary() {
+        let small = cut_to("a\n".into(), 100);
+        assert_eq!(small, "a\n", "an item that fits is left whole");
+        let long = cut_to("é".repeat(500), 400);
+        assert!(long.len() <= 400 && long.ends_with(CUT_NOTE), "{long}");
+        assert!(long.starts_with("éé"));
+        let tiny = cut_to("é".repeat(10), 5);
+        assert_eq!(tiny, "éé", "no room for the note: the text alone, whole characters");
     }
 }

@@ -16,7 +16,6 @@
 
 mod notebook;
 
-use super::base64_encode;
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
@@ -24,6 +23,7 @@ use serde_json::{Value, json};
 
 use crate::pager::media::{File, Media};
 use crate::pager::page::{Block, Page, View};
+use crate::results::base64_encode;
 
 /// Bytes per line of a hex dump.
 const DUMP_WIDTH: usize = 16;

@@ -1,0 +1,111 @@
+//! The pull loop: pieces taken from a page's stream until the next one does
+//! not fit the page's budget (it waits, pending, for the next page), the
+//! output ends, or the page's time is up (then the page answers at the last
+//! chunk or checkpoint it passed).
+
+use super::clock::PageClock;
+use super::page::{Builder, Ended, Piece};
+use super::pieces::next_piece;
+use super::start::Start;
+use super::{PageError, PageRequest, Pager};
+use crate::runtime::CallFailure;
+use crate::tool::Budget;
+
+/// A page filled: its pieces, why it ended, and its stream, moved along.
+pub(super) struct Filled {
+    pub start: Start,
+    pub builder: Builder,
+    pub ended: Ended,
+}
+
+/// What a page is filled to.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Fill {
+    pub budget: Budget,
+    /// The page shows nothing of the stream (a file shown otherwise, see
+    /// `media`): it ends, complete, before pulling.
+    pub shows_nothing: bool,
+}
+
+impl Pager {
+    /// Fills one page from `start`'s stream, moving its position, heading
+    /// and hash along with what the page takes; says why the page ended.
+    pub(super) fn fill(&self, request: &PageRequest, mut start: Start, fill: Fill) -> Result<Filled, PageError> {
+        let (ctx, budget) = (&request.ctx, fill.budget);
+        let signal = &ctx.signal;
+        let clock = PageClock::start(ctx.deadline, self.limits.page_time);
+        let mut builder = Builder::new(budget, self.limits.max_depth);
+        let mut delivered = 0u64;
+        // Only a page that moved past where it started (data, or a checkpoint
+        // elsewhere than its start) can end on time with a continuation that
+        // goes further.
+        let started_at = start.position.clone();
+        let ended = loop {
+            if signal.is_cancelled() {
+                return Err(CallFailure::Cancelled.into());
+            }
+            if clock.is_due() && start.position != started_at {
+                break Ended::Time;
+            }
+            if fill.shows_nothing {
+                break Ended::Complete;
+            }
+            let mut piece = match start.pending.pop_front() {
+                Some(piece) => piece,
+                None => match next_piece(&mut start.call, start.view.as_mut(), budget, &mut start.pending, || {
+                    clock.in_first_half()
+                })? {
+                    Some(piece) => piece,
+                    None => break Ended::Complete,
+                },
+            };
+            if let Piece::Chunk(chunk) = &piece
+                && chunk.is_checkpoint()
+            {
+                start.position = Some(chunk.resume.clone());
+                continue;
+            }
+            if !builder.fits(&piece) {
+                match piece {
+                    // An item shown compactly that a whole page cannot hold
+                    // is cut to the page (the JSON form has it whole).
+                    Piece::Shown(mut shown) if builder.is_empty() => {
+                        if let Some(view) = &start.view {
+                            shown.text = view.printer.cut(shown.text, budget.bytes as usize);
+                        }
+                        piece = Piece::Shown(shown);
+                    }
+                    Piece::Chunk(_) if builder.is_empty() => {
+                        // Pulled for an earlier, larger page: take it again at this
+                        // budget, in the instance slot the old stream gives back
+                        // (a sharded call, the shard the last piece came from).
+                        start.pending.clear();
+                        let opener = self.opener(&request.tool, &start.args);
+                        start.call = start.call.rewind(&opener, ctx, start.position.as_deref())?;
+                        start.call.arm(ctx, budget);
+                        if start.view.is_some() {
+                            start.view = self.view(ctx, crate::args::Form::Text, start.heading.clone());
+                        }
+                        continue;
+                    }
+                    piece => {
+                        start.pending.push_front(piece);
+                        break Ended::Size;
+                    }
+                }
+            }
+            sha2::Digest::update(&mut start.hasher, piece.bytes());
+            delivered += piece.bytes().len() as u64;
+            signal.host_report(delivered, Some(u64::from(budget.bytes)), Some("bytes of this page"));
+            start.position = Some(piece.resume().to_string());
+            if let Piece::Shown(shown) = &piece {
+                start.heading = shown.heading.clone();
+            }
+            builder.push(piece);
+        };
+        if ended == Ended::Time {
+            tracing::debug!(tool = %request.tool.manifest.name, page = start.index, elapsed = ?clock.elapsed(), "page ended on time");
+        }
+        Ok(Filled { start, builder, ended })
+    }
+}
