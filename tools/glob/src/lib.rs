@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use cordon_sdk::items::{self, ItemSource, ItemStream, Items, Start, Step};
 use cordon_sdk::walk::Unapplied;
-use cordon_sdk::{Error, ErrorCode, Manifest, Summary, paths};
+use cordon_sdk::{Error, ErrorCode, Manifest, Summary, paths, schema};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -37,11 +37,7 @@ pub fn input_schema() -> serde_json::Value {
 
                 "anyOf": [glob, { "type": "array", "items": glob, "minItems": 1, "maxItems": 64 }]
             },
-            "path": {
-                "type": "string",
-                "minLength": 1,
-                "description": "Directory (default: the first root)."
-            },
+            "path": schema::path_property(schema::DIRECTORY),
             "hidden": {
                 "type": "boolean",
                 "description": "rg --hidden."

@@ -17,7 +17,7 @@ pub mod walk;
 use std::path::{Path, PathBuf};
 
 use cordon_sdk::items::{ItemStream, Items, Start};
-use cordon_sdk::{Error, ErrorCode, Manifest, Summary, paths};
+use cordon_sdk::{Error, ErrorCode, Manifest, Summary, paths, schema};
 use serde_json::json;
 
 use args::{Args, HeapLimit, MAX_CONTEXT, OutputMode};
@@ -48,11 +48,7 @@ pub fn input_schema() -> serde_json::Value {
                 "type": "string",
                 "description": "Regex (Rust syntax, as rg), or literal text with fixed_strings."
             },
-            "path": {
-                "type": "string",
-                "minLength": 1,
-                "description": "File or directory (default: the first root)."
-            },
+            "path": schema::path_property("File or directory (default: the first root)."),
             "fixed_strings": flag("Literal pattern (rg -F)."),
             "include": globs("Only files matching these globs (rg -g), e.g. [\"*.rs\"]."),
             "exclude": globs("Skip these globs (rg -g '!GLOB')."),

@@ -9,7 +9,7 @@ pub mod walk;
 use std::path::PathBuf;
 
 use cordon_sdk::items::{ItemSource, ItemStream, Items, Start};
-use cordon_sdk::{Error, ErrorCode, Manifest, Summary, paths};
+use cordon_sdk::{Error, ErrorCode, Manifest, Summary, paths, schema};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -30,11 +30,7 @@ pub fn input_schema() -> serde_json::Value {
     json!({
         "type": "object",
         "properties": {
-            "path": {
-                "type": "string",
-                "minLength": 1,
-                "description": "Directory (default: the first root)."
-            },
+            "path": schema::path_property(schema::DIRECTORY),
             "depth": {
                 "type": "integer",
                 "minimum": 1,

@@ -9,7 +9,7 @@ pub mod describe;
 use std::path::PathBuf;
 
 use cordon_sdk::items::{ItemSource, ItemStream, Items, Start};
-use cordon_sdk::{Error, ErrorCode, Fingerprint, Manifest, Summary, paths};
+use cordon_sdk::{Error, ErrorCode, Fingerprint, Manifest, Summary, paths, schema};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -30,11 +30,7 @@ pub fn input_schema() -> serde_json::Value {
     json!({
         "type": "object",
         "properties": {
-            "path": {
-                "type": "string",
-                "minLength": 1,
-                "description": "Relative to the first root, or absolute inside a root."
-            },
+            "path": schema::path_property(schema::IN_A_ROOT),
             "count_lines": {
                 "type": "boolean",
                 "description": "Count a file's lines."

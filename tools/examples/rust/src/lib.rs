@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use cordon_sdk::items::{self, ItemSource, Items, Pace, Start, Step};
 use cordon_sdk::policy::Denied;
-use cordon_sdk::{Budget, Chunk, Context, Error, ErrorCode, Manifest, Stream, Summary, Tool, paths, progress};
+use cordon_sdk::{Budget, Chunk, Context, Error, ErrorCode, Manifest, Stream, Summary, Tool, paths, progress, schema};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -43,7 +43,7 @@ fn input_schema() -> serde_json::Value {
     json!({
         "type": "object",
         "properties": {
-            "path": { "type": "string", "minLength": 1, "description": "Directory or file to search; default: the first granted directory." },
+            "path": schema::path_property("Directory or file to search; default: the first granted directory."),
             "tags": {
                 "type": "array", "items": { "type": "string", "minLength": 1, "maxLength": 64 }, "minItems": 1, "maxItems": 16,
                 "description": "Markers to look for (whole words). Default: TODO, FIXME, XXX, HACK."
