@@ -327,11 +327,7 @@ impl Glob {
 }
 
 impl ItemStream for Glob {
-    type Source = Source;
-
-    fn items(&mut self) -> &mut Items<Source> {
-        &mut self.items
-    }
+    cordon_sdk::item_pager!(items: Source);
 
     /// The `info` object: matches `output_schema`.
     fn info(&self) -> serde_json::Value {

@@ -237,11 +237,7 @@ impl Grep {
 }
 
 impl ItemStream for Grep {
-    type Source = GrepSource;
-
-    fn items(&mut self) -> &mut Items<GrepSource> {
-        &mut self.items
-    }
+    cordon_sdk::item_pager!(items: GrepSource);
 
     /// The `info` object: matches `output_schema`.
     fn info(&self) -> serde_json::Value {

@@ -103,11 +103,7 @@ impl Stat {
 }
 
 impl ItemStream for Stat {
-    type Source = Single;
-
-    fn items(&mut self) -> &mut Items<Single> {
-        &mut self.items
-    }
+    cordon_sdk::item_pager!(items: Single);
 
     fn info(&self) -> serde_json::Value {
         json!({ "path": self.path })
