@@ -189,10 +189,9 @@ impl ItemSource for Source {
             },
         };
         let item = match found.described {
-            true => serde_json::to_string(&found.entry),
-            false => serde_json::to_string(&json!({ "path": found.entry.path, "type": found.entry.kind })),
+            true => items::to_item(&found.entry)?,
+            false => items::to_item(&json!({ "path": found.entry.path, "type": found.entry.kind }))?,
         };
-        let item = item.map_err(|e| Error::new(ErrorCode::Internal, e.to_string()))?;
         Ok(Some(Step::Item(item, position)))
     }
 }

@@ -8,7 +8,7 @@ pub mod walk;
 
 use std::path::PathBuf;
 
-use cordon_sdk::items::{ItemSource, ItemStream, Items, Start};
+use cordon_sdk::items::{self, ItemSource, ItemStream, Items, Start};
 use cordon_sdk::{Error, ErrorCode, Manifest, Summary, paths, schema};
 use serde::Deserialize;
 use serde_json::json;
@@ -90,8 +90,7 @@ pub struct Source(pub Lister);
 impl ItemSource for Source {
     fn next_item(&mut self) -> Result<Option<(String, String)>, Error> {
         let Some((rel, entry)) = self.0.next_entry() else { return Ok(None) };
-        let item = serde_json::to_string(&entry).map_err(|e| Error::new(ErrorCode::Internal, e.to_string()))?;
-        Ok(Some((item, rel.to_string_lossy().into_owned())))
+        Ok(Some((items::to_item(&entry)?, rel.to_string_lossy().into_owned())))
     }
 }
 

@@ -13,6 +13,7 @@
 //! a checkpoint chunk (WIT `chunk`), at which the host may end a page on time
 //! and from which a reopened stream goes on without repeating the work.
 
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::{Budget, Chunk, Error, ErrorCode, Fingerprint, Payload, Stream, Summary};
@@ -52,6 +53,12 @@ pub fn without_checkpoints(source: &mut impl ItemSource) -> Result<Option<(Strin
             None => return Ok(None),
         }
     }
+}
+
+/// An item's JSON text: `value` serialized, a value that does not serialize
+/// (a map with keys that are not strings) an internal error.
+pub fn to_item(value: &impl Serialize) -> Result<String, Error> {
+    serde_json::to_string(value).map_err(|e| Error::new(ErrorCode::Internal, e.to_string()))
 }
 
 /// Counts a source's work since its last step, to say when a checkpoint is

@@ -8,7 +8,7 @@ pub mod describe;
 
 use std::path::PathBuf;
 
-use cordon_sdk::items::{ItemSource, ItemStream, Items, Start};
+use cordon_sdk::items::{self, ItemSource, ItemStream, Items, Start};
 use cordon_sdk::{Error, ErrorCode, Fingerprint, Manifest, Summary, paths, schema};
 use serde::Deserialize;
 use serde_json::json;
@@ -91,7 +91,7 @@ impl Stat {
         let item = match start.source {
             None => {
                 let description = describe::describe(&resolved, &shown, args.count_lines)?;
-                Some(serde_json::to_string(&description).map_err(|e| Error::new(ErrorCode::Internal, e.to_string()))?)
+                Some(items::to_item(&description)?)
             }
             Some(END) => None,
             Some(other) => {
