@@ -217,7 +217,7 @@ struct Setup {
 impl Setup {
     fn new(roots: &[String], args: &str) -> Result<Setup, Error> {
         let mut args: Args = cordon_sdk::parse_args(args)?;
-        let root = paths::resolve(roots, args.path.as_deref().unwrap_or("."))?;
+        let root = paths::resolve_or_first_root(roots, args.path.as_deref())?;
         let shown = root.display().to_string();
         let meta = std::fs::metadata(&root).map_err(|e| Error::io(&format!("`{shown}`"), &e))?;
         if !meta.is_dir() {

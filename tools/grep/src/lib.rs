@@ -137,7 +137,7 @@ struct Setup {
 impl Setup {
     fn new(roots: &[String], args: &str) -> Result<Setup, Error> {
         let args = Args::parse(args)?;
-        let target = paths::resolve(roots, args.path.as_deref().unwrap_or("."))?;
+        let target = paths::resolve_or_first_root(roots, args.path.as_deref())?;
         let shown = target.display().to_string();
         let meta = std::fs::metadata(&target).map_err(|e| Error::io(&format!("`{shown}`"), &e))?;
         if !meta.is_dir() && !meta.is_file() {

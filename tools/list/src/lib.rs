@@ -105,7 +105,7 @@ impl List {
     /// Resolves the directory, checks it, and starts the listing at `resume`.
     pub fn open(roots: &[String], args: &str, resume: Option<&str>) -> Result<List, Error> {
         let args = Args::parse(args)?;
-        let dir = paths::resolve(roots, args.path.as_deref().unwrap_or("."))?;
+        let dir = paths::resolve_or_first_root(roots, args.path.as_deref())?;
         let shown = dir.display().to_string();
         let meta = std::fs::metadata(&dir).map_err(|e| Error::io(&format!("`{shown}`"), &e))?;
         if !meta.is_dir() {

@@ -188,7 +188,7 @@ impl Tool for Todos {
     fn open(ctx: &Context, args: &str, resume: Option<&str>) -> Result<Box<dyn Stream>, Error> {
         let args: Args = serde_json::from_str(args)
             .map_err(|e| Error::new(ErrorCode::InvalidArgument, format!("invalid arguments: {e}")))?;
-        let root = paths::resolve(&ctx.roots, args.path.as_deref().unwrap_or("."))?;
+        let root = paths::resolve_or_first_root(&ctx.roots, args.path.as_deref())?;
         let tags = args.tags.unwrap_or_else(|| DEFAULT_TAGS.map(String::from).to_vec());
         let files = walk(&root, Denied::for_walk())?;
         let mut marked = Marked { files, next_file: 0, current: None, tags, found: 0, pace: CHECKPOINT };
