@@ -19,7 +19,7 @@ use std::path::Path;
 
 use cordon_sdk::atomic::{self, Options, Target};
 use cordon_sdk::outcome::Done;
-use cordon_sdk::{Error, ErrorCode, Manifest};
+use cordon_sdk::{Error, ErrorCode, Manifest, schema};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -60,7 +60,7 @@ pub fn input_schema() -> Value {
     json!({
         "type": "object",
         "properties": {
-            "path": { "type": "string", "minLength": 1, "description": "Relative to the first root, or absolute inside a root." },
+            "path": schema::path_property(schema::IN_A_ROOT),
             "old_string": { "type": "string", "minLength": 1, "description": "The exact text to replace." },
             "new_string": { "type": "string", "description": "Its replacement (may be empty)." },
             "replace_all": { "type": "boolean", "description": "Replace every occurrence." },

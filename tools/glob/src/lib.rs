@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use cordon_sdk::items::{self, ItemSource, ItemStream, Items, Start, Step};
 use cordon_sdk::walk::Unapplied;
-use cordon_sdk::{Error, ErrorCode, Manifest, Summary, paths};
+use cordon_sdk::{Error, ErrorCode, Manifest, Summary, paths, schema};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -37,11 +37,7 @@ pub fn input_schema() -> serde_json::Value {
 
                 "anyOf": [glob, { "type": "array", "items": glob, "minItems": 1, "maxItems": 64 }]
             },
-            "path": {
-                "type": "string",
-                "minLength": 1,
-                "description": "Directory (default: the first root)."
-            },
+            "path": schema::path_property(schema::DIRECTORY),
             "hidden": {
                 "type": "boolean",
                 "description": "rg --hidden."
@@ -193,10 +189,9 @@ impl ItemSource for Source {
             },
         };
         let item = match found.described {
-            true => serde_json::to_string(&found.entry),
-            false => serde_json::to_string(&json!({ "path": found.entry.path, "type": found.entry.kind })),
+            true => items::to_item(&found.entry)?,
+            false => items::to_item(&json!({ "path": found.entry.path, "type": found.entry.kind }))?,
         };
-        let item = item.map_err(|e| Error::new(ErrorCode::Internal, e.to_string()))?;
         Ok(Some(Step::Item(item, position)))
     }
 }
@@ -222,7 +217,7 @@ struct Setup {
 impl Setup {
     fn new(roots: &[String], args: &str) -> Result<Setup, Error> {
         let mut args: Args = cordon_sdk::parse_args(args)?;
-        let root = paths::resolve(roots, args.path.as_deref().unwrap_or("."))?;
+        let root = paths::resolve_or_first_root(roots, args.path.as_deref())?;
         let shown = root.display().to_string();
         let meta = std::fs::metadata(&root).map_err(|e| Error::io(&format!("`{shown}`"), &e))?;
         if !meta.is_dir() {
@@ -331,11 +326,7 @@ impl Glob {
 }
 
 impl ItemStream for Glob {
-    type Source = Source;
-
-    fn items(&mut self) -> &mut Items<Source> {
-        &mut self.items
-    }
+    cordon_sdk::item_pager!(items: Source);
 
     /// The `info` object: matches `output_schema`.
     fn info(&self) -> serde_json::Value {

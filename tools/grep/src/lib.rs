@@ -17,7 +17,7 @@ pub mod walk;
 use std::path::{Path, PathBuf};
 
 use cordon_sdk::items::{ItemStream, Items, Start};
-use cordon_sdk::{Error, ErrorCode, Manifest, Summary, paths};
+use cordon_sdk::{Error, ErrorCode, Manifest, Summary, paths, schema};
 use serde_json::json;
 
 use args::{Args, HeapLimit, MAX_CONTEXT, OutputMode};
@@ -48,11 +48,7 @@ pub fn input_schema() -> serde_json::Value {
                 "type": "string",
                 "description": "Regex (Rust syntax, as rg), or literal text with fixed_strings."
             },
-            "path": {
-                "type": "string",
-                "minLength": 1,
-                "description": "File or directory (default: the first root)."
-            },
+            "path": schema::path_property("File or directory (default: the first root)."),
             "fixed_strings": flag("Literal pattern (rg -F)."),
             "include": globs("Only files matching these globs (rg -g), e.g. [\"*.rs\"]."),
             "exclude": globs("Skip these globs (rg -g '!GLOB')."),
@@ -141,7 +137,7 @@ struct Setup {
 impl Setup {
     fn new(roots: &[String], args: &str) -> Result<Setup, Error> {
         let args = Args::parse(args)?;
-        let target = paths::resolve(roots, args.path.as_deref().unwrap_or("."))?;
+        let target = paths::resolve_or_first_root(roots, args.path.as_deref())?;
         let shown = target.display().to_string();
         let meta = std::fs::metadata(&target).map_err(|e| Error::io(&format!("`{shown}`"), &e))?;
         if !meta.is_dir() && !meta.is_file() {
@@ -241,11 +237,7 @@ impl Grep {
 }
 
 impl ItemStream for Grep {
-    type Source = GrepSource;
-
-    fn items(&mut self) -> &mut Items<GrepSource> {
-        &mut self.items
-    }
+    cordon_sdk::item_pager!(items: GrepSource);
 
     /// The `info` object: matches `output_schema`.
     fn info(&self) -> serde_json::Value {

@@ -8,8 +8,8 @@ pub mod walk;
 
 use std::path::PathBuf;
 
-use cordon_sdk::items::{ItemSource, ItemStream, Items, Start};
-use cordon_sdk::{Error, ErrorCode, Manifest, Summary, paths};
+use cordon_sdk::items::{self, ItemSource, ItemStream, Items, Start};
+use cordon_sdk::{Error, ErrorCode, Manifest, Summary, paths, schema};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -30,11 +30,7 @@ pub fn input_schema() -> serde_json::Value {
     json!({
         "type": "object",
         "properties": {
-            "path": {
-                "type": "string",
-                "minLength": 1,
-                "description": "Directory (default: the first root)."
-            },
+            "path": schema::path_property(schema::DIRECTORY),
             "depth": {
                 "type": "integer",
                 "minimum": 1,
@@ -94,8 +90,7 @@ pub struct Source(pub Lister);
 impl ItemSource for Source {
     fn next_item(&mut self) -> Result<Option<(String, String)>, Error> {
         let Some((rel, entry)) = self.0.next_entry() else { return Ok(None) };
-        let item = serde_json::to_string(&entry).map_err(|e| Error::new(ErrorCode::Internal, e.to_string()))?;
-        Ok(Some((item, rel.to_string_lossy().into_owned())))
+        Ok(Some((items::to_item(&entry)?, rel.to_string_lossy().into_owned())))
     }
 }
 
@@ -110,7 +105,7 @@ impl List {
     /// Resolves the directory, checks it, and starts the listing at `resume`.
     pub fn open(roots: &[String], args: &str, resume: Option<&str>) -> Result<List, Error> {
         let args = Args::parse(args)?;
-        let dir = paths::resolve(roots, args.path.as_deref().unwrap_or("."))?;
+        let dir = paths::resolve_or_first_root(roots, args.path.as_deref())?;
         let shown = dir.display().to_string();
         let meta = std::fs::metadata(&dir).map_err(|e| Error::io(&format!("`{shown}`"), &e))?;
         if !meta.is_dir() {
@@ -127,11 +122,7 @@ impl List {
 }
 
 impl ItemStream for List {
-    type Source = Source;
-
-    fn items(&mut self) -> &mut Items<Source> {
-        &mut self.items
-    }
+    cordon_sdk::item_pager!(items: Source);
 
     /// The `info` object: matches `output_schema`.
     fn info(&self) -> serde_json::Value {

@@ -7,7 +7,7 @@
 
 pub mod create;
 
-use cordon_sdk::{Error, ErrorCode, Manifest, paths};
+use cordon_sdk::{Error, ErrorCode, Manifest, paths, schema};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -32,11 +32,7 @@ pub fn input_schema() -> Value {
     json!({
         "type": "object",
         "properties": {
-            "path": {
-                "type": "string",
-                "minLength": 1,
-                "description": "Relative to the first root, or absolute inside a root."
-            },
+            "path": schema::path_property(schema::IN_A_ROOT),
             "parents": {
                 "type": "boolean",
                 "description": "Create missing parents (default true)."

@@ -7,7 +7,7 @@
 
 pub mod rename;
 
-use cordon_sdk::{Error, Manifest, paths};
+use cordon_sdk::{Error, Manifest, paths, schema};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -27,16 +27,8 @@ pub fn input_schema() -> Value {
     json!({
         "type": "object",
         "properties": {
-            "from": {
-                "type": "string",
-                "minLength": 1,
-                "description": "Relative to the first root, or absolute inside a root."
-            },
-            "to": {
-                "type": "string",
-                "minLength": 1,
-                "description": "The full new path."
-            },
+            "from": schema::path_property(schema::IN_A_ROOT),
+            "to": schema::path_property("The full new path."),
             "overwrite": {
                 "type": "boolean",
                 "description": "Replace an existing `to` (not a non-empty directory)."

@@ -12,7 +12,7 @@ use std::io::Read as _;
 use std::path::PathBuf;
 
 use cordon_sdk::{
-    Budget, Chunk, Error, ErrorCode, Fingerprint, Manifest, Payload, Span, Stream, Summary, paths, progress,
+    Budget, Chunk, Error, ErrorCode, Fingerprint, Manifest, Payload, Span, Stream, Summary, paths, progress, schema,
 };
 use serde::Deserialize;
 use serde_json::json;
@@ -37,11 +37,7 @@ pub fn input_schema() -> serde_json::Value {
     json!({
         "type": "object",
         "properties": {
-            "path": {
-                "type": "string",
-                "minLength": 1,
-                "description": "Relative to the first root, or absolute inside a root."
-            },
+            "path": schema::path_property(schema::IN_A_ROOT),
             "start_line": {
                 "type": "integer",
                 "minimum": 1,

@@ -13,6 +13,7 @@
 //! a checkpoint chunk (WIT `chunk`), at which the host may end a page on time
 //! and from which a reopened stream goes on without repeating the work.
 
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::{Budget, Chunk, Error, ErrorCode, Fingerprint, Payload, Stream, Summary};
@@ -52,6 +53,12 @@ pub fn without_checkpoints(source: &mut impl ItemSource) -> Result<Option<(Strin
             None => return Ok(None),
         }
     }
+}
+
+/// An item's JSON text: `value` serialized, a value that does not serialize
+/// (a map with keys that are not strings) an internal error.
+pub fn to_item(value: &impl Serialize) -> Result<String, Error> {
+    serde_json::to_string(value).map_err(|e| Error::new(ErrorCode::Internal, e.to_string()))
 }
 
 /// Counts a source's work since its last step, to say when a checkpoint is
@@ -217,7 +224,9 @@ impl<S: ItemSource> Items<S> {
 
 /// A call whose output is the items of one [`Items`] pager: implement this
 /// rather than [`Stream`]; every `ItemStream` is a `Stream` whose `next` pages
-/// [`ItemStream::items`] and whose other methods are these.
+/// [`ItemStream::items`] and whose other methods are these. A call that holds
+/// its pager in a field writes `Source` and `items` with
+/// [`item_pager!`](crate::item_pager).
 pub trait ItemStream {
     /// Where the items come from.
     type Source: ItemSource;
@@ -239,6 +248,50 @@ pub trait ItemStream {
     fn fingerprint(&self) -> Result<Option<Fingerprint>, Error> {
         Ok(None)
     }
+}
+
+/// Writes an [`ItemStream`]'s pager, inside its `impl` block:
+/// `item_pager!(items: S)` is `type Source = S;` and an `items` method that
+/// returns the field `items`, an `Items<S>`.
+///
+/// ```
+/// use cordon_sdk::items::{ItemSource, ItemStream, Items, Start};
+/// use cordon_sdk::{Budget, Error, Stream};
+///
+/// /// No items at all.
+/// struct Nothing;
+///
+/// impl ItemSource for Nothing {
+///     fn next_item(&mut self) -> Result<Option<(String, String)>, Error> {
+///         Ok(None)
+///     }
+/// }
+///
+/// struct Call {
+///     items: Items<Nothing>,
+/// }
+///
+/// impl ItemStream for Call {
+///     cordon_sdk::item_pager!(items: Nothing);
+///
+///     fn info(&self) -> serde_json::Value {
+///         serde_json::json!({})
+///     }
+/// }
+///
+/// let mut call = Call { items: Items::new(Nothing, Start::decode(None)?)? };
+/// assert!(call.next(Budget { bytes: 64, items: 1 })?.is_none());
+/// # Ok::<(), Error>(())
+/// ```
+#[macro_export]
+macro_rules! item_pager {
+    ($field:ident: $source:ty) => {
+        type Source = $source;
+
+        fn items(&mut self) -> &mut $crate::items::Items<$source> {
+            &mut self.$field
+        }
+    };
 }
 
 /// An [`ItemStream`] pages its items.

@@ -3,10 +3,11 @@
 //! Implement [`Tool`] (a manifest and `open`) and [`Stream`] (`next` within a
 //! budget, with exact resume positions), then call [`export_tool!`]. The crate
 //! provides the WIT bindings, the conversion of errors and chunks, resolving a
-//! client's path inside the granted roots ([`paths`]), and [`items::Items`],
-//! which pages a sequence of JSON items (splitting large ones) for item tools
-//! (whose calls implement [`items::ItemStream`]), [`progress`] reports for
-//! long calls, and the server's deny rules ([`policy`]).
+//! client's path inside the granted roots ([`paths`]) and the schema of a path
+//! argument ([`schema`]), and [`items::Items`], which pages a sequence of JSON
+//! items (splitting large ones) for item tools (whose calls implement
+//! [`items::ItemStream`]), [`progress`] reports for long calls, and the
+//! server's deny rules ([`policy`]).
 //!
 //! The contract's types ([`Manifest`], [`Chunk`], [`Error`], …) are
 //! `cordon-contract`'s, the same the host uses. The logic of a tool stays
@@ -21,6 +22,7 @@ pub mod paths;
 pub mod policy;
 pub mod progress;
 pub mod scan;
+pub mod schema;
 pub mod tool;
 pub mod walk;
 

@@ -88,11 +88,7 @@ impl Done {
 }
 
 impl ItemStream for Done {
-    type Source = Outcome;
-
-    fn items(&mut self) -> &mut Items<Outcome> {
-        &mut self.items
-    }
+    crate::item_pager!(items: Outcome);
 
     fn info(&self) -> Value {
         self.result().clone()

@@ -48,6 +48,12 @@ pub fn resolve(roots: &[String], input: &str) -> Result<PathBuf, Error> {
     }
 }
 
+/// Resolves an optional path argument: [`resolve`] of `input`, or the first
+/// root when it is absent (a directory tool's `path`, by default the first root).
+pub fn resolve_or_first_root(roots: &[String], input: Option<&str>) -> Result<PathBuf, Error> {
+    resolve(roots, input.unwrap_or("."))
+}
+
 /// Finds the root that holds `path` (the longest, when roots nest) and returns
 /// its index with `path` relative to it (`.` for the root itself).
 pub fn within_root<'a>(roots: &[&str], path: &'a Path) -> Option<(usize, &'a Path)> {
@@ -225,6 +231,13 @@ mod tests {
     fn relative_paths_resolve_against_the_first_root() {
         assert_eq!(resolve(&roots(), "a/b.txt").unwrap(), Path::new("/srv/root/a/b.txt"));
         assert_eq!(resolve(&roots(), "./a/../b.txt").unwrap(), Path::new("/srv/root/b.txt"));
+    }
+
+    #[test]
+    fn an_absent_path_argument_is_the_first_root() {
+        assert_eq!(resolve_or_first_root(&roots(), None).unwrap(), Path::new("/srv/root"));
+        assert_eq!(resolve_or_first_root(&roots(), Some("/data/other/x")).unwrap(), Path::new("/data/other/x"));
+        assert_eq!(resolve_or_first_root(&roots(), Some("")).unwrap_err().code, ErrorCode::InvalidArgument);
     }
 
     #[test]

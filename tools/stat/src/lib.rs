@@ -8,8 +8,8 @@ pub mod describe;
 
 use std::path::PathBuf;
 
-use cordon_sdk::items::{ItemSource, ItemStream, Items, Start};
-use cordon_sdk::{Error, ErrorCode, Fingerprint, Manifest, Summary, paths};
+use cordon_sdk::items::{self, ItemSource, ItemStream, Items, Start};
+use cordon_sdk::{Error, ErrorCode, Fingerprint, Manifest, Summary, paths, schema};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -30,11 +30,7 @@ pub fn input_schema() -> serde_json::Value {
     json!({
         "type": "object",
         "properties": {
-            "path": {
-                "type": "string",
-                "minLength": 1,
-                "description": "Relative to the first root, or absolute inside a root."
-            },
+            "path": schema::path_property(schema::IN_A_ROOT),
             "count_lines": {
                 "type": "boolean",
                 "description": "Count a file's lines."
@@ -95,7 +91,7 @@ impl Stat {
         let item = match start.source {
             None => {
                 let description = describe::describe(&resolved, &shown, args.count_lines)?;
-                Some(serde_json::to_string(&description).map_err(|e| Error::new(ErrorCode::Internal, e.to_string()))?)
+                Some(items::to_item(&description)?)
             }
             Some(END) => None,
             Some(other) => {
@@ -107,11 +103,7 @@ impl Stat {
 }
 
 impl ItemStream for Stat {
-    type Source = Single;
-
-    fn items(&mut self) -> &mut Items<Single> {
-        &mut self.items
-    }
+    cordon_sdk::item_pager!(items: Single);
 
     fn info(&self) -> serde_json::Value {
         json!({ "path": self.path })

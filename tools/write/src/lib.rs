@@ -13,7 +13,7 @@ use std::path::Path;
 
 use cordon_sdk::atomic::{self, Options, Target};
 use cordon_sdk::outcome::Done;
-use cordon_sdk::{Error, ErrorCode, Manifest};
+use cordon_sdk::{Error, ErrorCode, Manifest, schema};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -66,7 +66,7 @@ pub fn input_schema() -> Value {
     json!({
         "type": "object",
         "properties": {
-            "path": { "type": "string", "minLength": 1, "description": "Relative to the first root, or absolute inside a root." },
+            "path": schema::path_property(schema::IN_A_ROOT),
             "content": { "type": "string", "description": "The content." },
             "encoding": { "enum": ["utf8", "base64"], "description": "Default utf8." },
             "mode": { "enum": ["create", "overwrite", "append"], "description": "Default overwrite; create: must not exist." },

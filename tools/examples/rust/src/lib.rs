@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use cordon_sdk::items::{self, ItemSource, Items, Pace, Start, Step};
 use cordon_sdk::policy::Denied;
-use cordon_sdk::{Budget, Chunk, Context, Error, ErrorCode, Manifest, Stream, Summary, Tool, paths, progress};
+use cordon_sdk::{Budget, Chunk, Context, Error, ErrorCode, Manifest, Stream, Summary, Tool, paths, progress, schema};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -43,7 +43,7 @@ fn input_schema() -> serde_json::Value {
     json!({
         "type": "object",
         "properties": {
-            "path": { "type": "string", "minLength": 1, "description": "Directory or file to search; default: the first granted directory." },
+            "path": schema::path_property("Directory or file to search; default: the first granted directory."),
             "tags": {
                 "type": "array", "items": { "type": "string", "minLength": 1, "maxLength": 64 }, "minItems": 1, "maxItems": 16,
                 "description": "Markers to look for (whole words). Default: TODO, FIXME, XXX, HACK."
@@ -188,7 +188,7 @@ impl Tool for Todos {
     fn open(ctx: &Context, args: &str, resume: Option<&str>) -> Result<Box<dyn Stream>, Error> {
         let args: Args = serde_json::from_str(args)
             .map_err(|e| Error::new(ErrorCode::InvalidArgument, format!("invalid arguments: {e}")))?;
-        let root = paths::resolve(&ctx.roots, args.path.as_deref().unwrap_or("."))?;
+        let root = paths::resolve_or_first_root(&ctx.roots, args.path.as_deref())?;
         let tags = args.tags.unwrap_or_else(|| DEFAULT_TAGS.map(String::from).to_vec());
         let files = walk(&root, Denied::for_walk())?;
         let mut marked = Marked { files, next_file: 0, current: None, tags, found: 0, pace: CHECKPOINT };
