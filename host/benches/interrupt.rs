@@ -96,7 +96,7 @@ fn lateness(server: &Arc<Server>, behaviour: &str, wall_time: Duration) -> Durat
     let started = Instant::now();
     let signal = Arc::new(CallSignal::new());
     let request = CallRequest {
-        name: "hostile",
+        tool: server.offered("hostile").unwrap(),
         arguments: &args,
         client_roots: None,
         signal: &signal,
@@ -106,7 +106,9 @@ fn lateness(server: &Arc<Server>, behaviour: &str, wall_time: Duration) -> Durat
     };
     let answer = server.call(request).unwrap();
     let answered = started.elapsed();
-    let Answer::Failed(Failed::Tool(failure)) = answer else { panic!("the hostile call was not a failure the model reads: {answer:?}") };
+    let Answer::Failed(Failed::Tool(failure)) = answer else {
+        panic!("the hostile call was not a failure the model reads: {answer:?}")
+    };
     assert_eq!(failure.code, "timeout", "{failure}");
     // The guest is stopped where this run measures: in wasm, or blocked in the host.
     let in_host = failure.message.contains("blocked in a host call");

@@ -29,15 +29,22 @@ pub fn follow(
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let signal = std::sync::Arc::new(crate::runtime::CallSignal::new());
+    let who = || crate::audit::Who::new("cli");
+    let entry = match server.called(tool, &who()) {
+        Ok(entry) => entry,
+        Err(fault) => {
+            eprintln!("cordon: {}", serde_json::to_string(&ErrorObject::from(fault))?);
+            return Ok(ExitCode::from(2));
+        }
+    };
     loop {
-        let who = crate::audit::Who::new("cli");
         let request = CallRequest {
-            name: tool,
+            tool: entry.clone(),
             arguments: &arguments,
             client_roots: None,
             signal: &signal,
             for_model: false,
-            who,
+            who: who(),
             client: crate::clients::Client::default(),
         };
         let page = match server.call(request) {

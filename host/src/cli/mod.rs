@@ -436,16 +436,20 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
                 return Ok(crate::follow::follow(&server, &tool, arguments, jsonl)?);
             }
             let signal = std::sync::Arc::new(crate::runtime::CallSignal::new());
-            let request = CallRequest {
-                name: &tool,
-                arguments: &arguments,
-                client_roots: None,
-                signal: &signal,
-                for_model: true,
-                who: Who::new("cli"),
-                client: crate::clients::Client::default(),
-            };
-            let answer = server.call(request).map_err(ErrorObject::from);
+            let who = Who::new("cli");
+            let answer = server.called(&tool, &who).and_then(|tool| {
+                let request = CallRequest {
+                    tool,
+                    arguments: &arguments,
+                    client_roots: None,
+                    signal: &signal,
+                    for_model: true,
+                    who,
+                    client: crate::clients::Client::default(),
+                };
+                server.call(request)
+            });
+            let answer = answer.map_err(ErrorObject::from);
             let failed = matches!(answer, Ok(Answer::Failed(_)));
             match answer.and_then(|answer| {
                 crate::results::answer(answer, Version::LATEST, crate::args::Form::asked(&arguments))

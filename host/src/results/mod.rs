@@ -10,7 +10,7 @@ mod json;
 mod loading;
 pub mod model;
 pub mod outcome;
-pub use faults::{Fault, Kind, WithKind};
+pub use faults::{Failed, Fault, Kind, ToolFailure, WithKind};
 pub use loading::Loading;
 pub use model::compact::CompactPrinters;
 pub use model::explain_denial;
@@ -19,11 +19,10 @@ pub use model::instructions::instructions;
 use crate::args::Form;
 use crate::pager::BYTES_PER_TOKEN;
 use crate::pager::page::{Page, View};
-use crate::protocol::jsonrpc::{Code, ErrorObject};
+use crate::protocol::jsonrpc::ErrorObject;
 use crate::protocol::mcp::Version;
 use crate::protocol::modern;
 use crate::registry::Entry;
-use crate::runtime::CallFailure;
 use json::{insert_span, output_schema, structured};
 use model::footer::footer;
 use model::{media, text};
@@ -55,21 +54,6 @@ pub fn empty_list(field: &str) -> Value {
     json!({ field: [] })
 }
 
-/// The error for a resource that does not exist (every one: the server has none).
-pub fn unknown_resource(uri: &str) -> ErrorObject {
-    ErrorObject::new(
-        Code::InvalidParams,
-        format!("Resource not found: `{uri}`; this server offers tools, not resources"),
-    )
-    .with_data(json!({ "uri": uri }))
-}
-
-/// The error for a prompt that does not exist.
-pub fn unknown_prompt(name: &str) -> ErrorObject {
-    ErrorObject::new(Code::InvalidParams, format!("Prompt not found: `{name}`; this server offers tools, not prompts"))
-        .with_data(json!({ "name": name }))
-}
-
 /// The `tools/list` result; `loading` says whether the everyday tools are
 /// marked to be loaded up front (see `loading`).
 pub fn list_tools_result<'a>(tools: impl Iterator<Item = &'a Entry>, version: Version, loading: Loading) -> Value {
@@ -87,23 +71,6 @@ pub enum Answer {
     /// The call failed, mapped once (from a `CallFailure`) into what the
     /// answer, the audit record and the log all read.
     Failed(Failed),
-}
-
-/// A failed call: one the model reads about (`isError`), or one that is the
-/// server's and not the call's, answered with a JSON-RPC error.
-#[derive(Debug, Clone)]
-pub enum Failed {
-    Tool(ToolFailure),
-    Server(ErrorObject),
-}
-
-impl From<CallFailure> for Failed {
-    fn from(failure: CallFailure) -> Failed {
-        match tool_failure(failure) {
-            Ok(failure) => Failed::Tool(failure),
-            Err(error) => Failed::Server(error),
-        }
-    }
 }
 
 /// A call's answer as an MCP result, or, for a failure that is the server's
@@ -262,52 +229,6 @@ fn chunks(page: &Page) -> Value {
     Value::Array(chunks.collect())
 }
 
-/// A failed call the model reads about: a code (the tool's, or `timeout`,
-/// `cancelled`, `busy`), a sentence, and the limit it hit, if one.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ToolFailure {
-    pub code: &'static str,
-    pub message: String,
-    pub limit: Option<&'static str>,
-}
-
-impl std::fmt::Display for ToolFailure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.code, self.message)
-    }
-}
-
-/// A failed call as the model reads it, or, for failures that are the
-/// server's and not the call's, a JSON-RPC error: an internal error says what
-/// kind of failure it was in `data.error`, and a limit's name and value.
-fn tool_failure(failure: CallFailure) -> Result<ToolFailure, ErrorObject> {
-    let limit = failure.limit_name();
-    let internal = |kind: Kind, data: Value, message: String| {
-        Err(ErrorObject::new(Code::InternalError, message).with_kind(kind, data))
-    };
-    let (code, message) = match failure {
-        CallFailure::Tool(e) => (e.code.as_str(), e.message),
-        timeout @ (CallFailure::Timeout { .. } | CallFailure::HostTimeout { .. }) => ("timeout", timeout.to_string()),
-        CallFailure::Cancelled => ("cancelled", CallFailure::Cancelled.to_string()),
-        busy @ CallFailure::Busy { .. } => ("busy", busy.to_string()),
-        CallFailure::Limit { ref tool, limit: hit } => {
-            let data = json!({ "tool": tool, "limit": hit.name(), "max": hit.max() });
-            return internal(Kind::LimitExceeded, data, failure.to_string());
-        }
-        CallFailure::Stuck { ref tool, calls } => {
-            return internal(Kind::ToolStuck, json!({ "tool": tool, "calls": calls }), failure.to_string());
-        }
-        CallFailure::Trapped { ref tool } => {
-            return internal(Kind::Trapped, json!({ "tool": tool }), failure.to_string());
-        }
-        CallFailure::Contract { ref tool, .. } => {
-            return internal(Kind::ContractViolation, json!({ "tool": tool }), failure.to_string());
-        }
-        CallFailure::Host(ref fault) => return internal(Kind::Host, json!({}), fault.to_string()),
-    };
-    Ok(ToolFailure { code, message, limit })
-}
-
 /// The `_meta` key of a failed call's error for programs, in either form:
 /// its code, sentence and, for a timeout or a busy server, the limit's name.
 pub const ERROR_META: &str = "cordon/error";
@@ -379,6 +300,7 @@ mod tests {
 
     #[test]
     fn a_failure_is_text_unless_the_call_asked_for_json_then_mirrored() {
+        use crate::runtime::CallFailure;
         use crate::tool::{ErrorCode, ToolError};
         let slow = || Answer::Failed(CallFailure::Timeout { wall_time: std::time::Duration::from_secs(1) }.into());
         let text = answer(slow(), Version::LATEST, Form::Text).unwrap();

@@ -227,6 +227,15 @@ impl Server {
         }
     }
 
+    /// The tool a call by `who` names, as offered, looked up once where the
+    /// call is taken (a session, `cordon call`); a call of a tool not offered
+    /// is recorded as refused.
+    pub fn called(&self, name: &str, who: &Who) -> Result<Entry, Fault> {
+        self.offered(name).inspect_err(|fault| {
+            self.refused(who, &results::outcome::reason(fault), Some(name), fault.to_string());
+        })
+    }
+
     /// Whether a tool is offered: any tool, but none that writes on a read-only server.
     fn may_call(&self, tool: &Manifest) -> bool {
         !(self.policy.read_only() && tool.access == Access::Write)
@@ -330,7 +339,7 @@ impl Server {
         let started = Instant::now();
         if !self.audit.admits_calls() {
             let fault = Fault::AuditUnavailable { reason: "the audit log cannot be written".into() };
-            tracing::warn!(tool = request.name, who = ?request.who, "{fault}");
+            tracing::warn!(tool = request.name(), who = ?request.who, "{fault}");
             return Err(fault);
         }
         let mut seen = Seen::default();
@@ -340,14 +349,14 @@ impl Server {
 
     /// The call itself; what it ran goes into `seen`, for the record.
     fn run(self: &Arc<Self>, request: &CallRequest<'_>, seen: &mut Seen) -> Result<Answer, Fault> {
-        let tool = match self.offered(request.name)? {
+        let tool = match &request.tool {
             Entry::Host { tool: HostTool::Upload, .. } => {
                 return Ok(match staging::call_upload(&self.uploads, request.arguments) {
                     Ok(ack) => Answer::Host(ack),
                     Err(e) => Answer::Failed(CallFailure::Tool(e).into()),
                 });
             }
-            Entry::Component(tool) => tool,
+            Entry::Component(tool) => Arc::clone(tool),
         };
         seen.tool = Some(tool_ref(&tool));
         // A built-in tool not compiled yet (a cold start) is compiled now, or
@@ -407,7 +416,9 @@ impl Server {
 
 /// One `tools/call` as the server runs it.
 pub struct CallRequest<'a> {
-    pub name: &'a str,
+    /// The tool called, as offered (`Server::offered`, looked up once by
+    /// whoever took the call).
+    pub tool: Entry,
     /// The arguments as the client sent them, the host's own included.
     pub arguments: &'a Value,
     /// The client's roots (canonical paths), when it gave some: the call's
@@ -424,6 +435,13 @@ pub struct CallRequest<'a> {
     pub who: Who,
     /// The agent client asking, whose cut sets the default page (`clients`).
     pub client: crate::clients::Client,
+}
+
+impl CallRequest<'_> {
+    /// The called tool's name.
+    pub fn name(&self) -> &str {
+        &self.tool.manifest().name
+    }
 }
 
 impl Server {

@@ -38,12 +38,12 @@ impl Server {
             (Err(fault), _) => self.audit.record(&Event::Refused {
                 who: &request.who,
                 reason: &results::outcome::reason(fault),
-                tool: Some(request.name),
+                tool: Some(request.name()),
                 detail: fault.to_string(),
             }),
             (Ok(_), tool) => {
                 let tool = tool.unwrap_or_else(|| ToolRef {
-                    name: request.name.to_string(),
+                    name: request.name().to_string(),
                     version: env!("CARGO_PKG_VERSION").into(),
                     sha256: "host".into(),
                     signer: None,

@@ -89,6 +89,14 @@ impl Outbox {
     }
 }
 
+/// What a message came with from its transport: the way back to the
+/// client, and an HTTP request's MCP headers (none on stdio and TCP).
+#[derive(Clone, Copy)]
+struct Via<'a> {
+    out: &'a Outbox,
+    headers: Option<&'a Headers>,
+}
+
 /// One client's session over a shared server.
 pub struct Session {
     server: Arc<Server>,
@@ -189,7 +197,7 @@ impl Session {
                 }
                 Handled::Now(None)
             }
-            Ok(Message::Request { id, method, params }) => self.request(id, &method, params, out, headers),
+            Ok(Message::Request { id, method, params }) => self.request(id, &method, params, Via { out, headers }),
         }
     }
 
@@ -231,14 +239,9 @@ impl Session {
         }
     }
 
-    fn request(
-        self: &Arc<Self>,
-        id: Id,
-        method: &str,
-        params: Option<Value>,
-        out: &Outbox,
-        headers: Option<&Headers>,
-    ) -> Handled {
+    /// Answers the request `id` (`method` with `params`) that came `via` a transport.
+    fn request(self: &Arc<Self>, id: Id, method: &str, params: Option<Value>, via: Via<'_>) -> Handled {
+        let Via { out, headers } = via;
         let modern = modern::is_modern(method, params.as_ref(), headers);
         let reply = |ctx: Option<Context>, result| {
             Handled::Now(Some(self.respond(&id, result, ctx.map_or(modern, |c| c.version.is_modern()))))
@@ -288,8 +291,8 @@ impl Session {
             Request::ListResources => done(Ok(results::empty_list("resources")), true),
             Request::ListResourceTemplates => done(Ok(results::empty_list("resourceTemplates")), true),
             Request::ListPrompts => done(Ok(results::empty_list("prompts")), true),
-            Request::ReadResource { uri } => done(Err(results::unknown_resource(&uri)), true),
-            Request::GetPrompt { name } => done(Err(results::unknown_prompt(&name)), false),
+            Request::ReadResource { uri } => done(Err(Fault::UnknownResource { uri }.into()), true),
+            Request::GetPrompt { name } => done(Err(Fault::UnknownPrompt { name }.into()), false),
             Request::SetLogLevel { level } => {
                 *self.log_level.lock().expect("log level lock") = Some(level);
                 done(Ok(json!({})), false)
@@ -322,10 +325,10 @@ impl Session {
         let who = Who { era: Some(ctx.version.as_str()), ..self.who.lock().expect("who lock").clone() };
         let client =
             ctx.client.or_else(|| who.client.as_deref().map(|name| self.server.client(name))).unwrap_or_default();
-        if let Err(fault) = self.server.offered(&name) {
-            self.server.refused(&who, &results::outcome::reason(&fault), Some(&name), fault.to_string());
-            return Handled::Now(Some(self.respond(&id, Err(fault.into()), ctx.version.is_modern())));
-        }
+        let tool = match self.server.called(&name, &who) {
+            Ok(tool) => tool,
+            Err(fault) => return Handled::Now(Some(self.respond(&id, Err(fault.into()), ctx.version.is_modern()))),
+        };
         {
             let mut inflight = self.inflight.lock().expect("inflight lock");
             if inflight.contains_key(&id) {
@@ -358,7 +361,7 @@ impl Session {
             let joined = tokio::task::spawn_blocking(move || {
                 let client_roots = client_roots.as_deref().map(Vec::as_slice);
                 server.call(CallRequest {
-                    name: &name,
+                    tool,
                     arguments: &arguments,
                     client_roots,
                     signal: &signal,

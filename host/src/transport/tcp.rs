@@ -15,7 +15,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::audit::Who;
-use crate::protocol::jsonrpc::{self, Code, ErrorObject};
+use crate::results::faults::refusal::Refusal;
 use crate::server::Server;
 use crate::session::Session;
 
@@ -89,12 +89,11 @@ async fn connection(server: Arc<Server>, stream: TcpStream, peer: SocketAddr, to
             Ok(())
         }
         Greeting::Refused => {
-            server.refused(&who, "bad_token", None, "the first line was not the server's token".into());
-            let error = ErrorObject::new(
-                Code::Unauthorized,
-                "Unauthorized: send the server's token alone on the first line (see `cordon serve --tcp`)",
-            );
-            write.write_all(format!("{}\n", jsonrpc::failure(None, &error)).as_bytes()).await?;
+            let refusal = Refusal::LineToken;
+            if let Some(reason) = refusal.audit_reason() {
+                server.refused(&who, reason, None, "the first line was not the server's token".into());
+            }
+            write.write_all(format!("{}\n", refusal.body()).as_bytes()).await?;
             write.shutdown().await
         }
         Greeting::Authorized => {

@@ -30,13 +30,10 @@ use tokio::sync::mpsc;
 
 use crate::audit::Who;
 use crate::framing::Frame;
-use crate::protocol::jsonrpc::Code;
 use crate::protocol::modern::Headers;
+use crate::results::faults::refusal::{Refusal, status_of};
 use crate::server::Server;
 use crate::session::{Handled, Outbox, Reply, Session};
-
-mod refusal;
-use refusal::Refusal;
 
 /// The header naming a legacy session.
 const SESSION_ID: &str = "mcp-session-id";
@@ -205,21 +202,9 @@ fn modern_header(headers: &Headers) -> bool {
     headers.era_named() == Some(true)
 }
 
-/// The status of an answered request: 2xx unless it is an error HTTP knows about.
-fn status(reply: &Reply, modern: bool) -> StatusCode {
-    match reply.error {
-        None => StatusCode::OK,
-        Some(Code::MethodNotFound) if modern => StatusCode::NOT_FOUND,
-        Some(Code::ParseError | Code::InvalidRequest) => StatusCode::BAD_REQUEST,
-        Some(code) if modern && (code.is_server_error() || code == Code::InvalidParams) => StatusCode::BAD_REQUEST,
-        Some(Code::InternalError) if modern => StatusCode::INTERNAL_SERVER_ERROR,
-        Some(_) => StatusCode::OK,
-    }
-}
-
 fn json_reply(reply: Reply, modern: bool, session_id: Option<&str>) -> Response {
     let mut response =
-        (status(&reply, modern), [(header::CONTENT_TYPE, "application/json")], reply.line).into_response();
+        (status_of(reply.error, modern), [(header::CONTENT_TYPE, "application/json")], reply.line).into_response();
     if let Some(id) = session_id.and_then(|id| HeaderValue::from_str(id).ok()) {
         response.headers_mut().insert(SESSION_ID, id);
     }

@@ -1,6 +1,12 @@
-//! What can go wrong in a request before or around a tool call, typed, and
-//! the one place each becomes a JSON-RPC error object. (A call's own failure,
-//! `CallFailure`, becomes an `isError` result or an error in `call_failure`.)
+//! The one table from fault to wire: what can go wrong in a request before
+//! or around a tool call (`Fault`), a call's own failure (`call`), and a
+//! transport's refusal before any session reads a request (`refusal`), each
+//! typed, and where each becomes a JSON-RPC error object (with, for a
+//! refusal, its HTTP status and audit reason). No other module but the
+//! JSON-RPC core (`protocol`) makes an error object.
+
+mod call;
+pub mod refusal;
 
 use std::fmt;
 
@@ -11,6 +17,7 @@ use crate::args::ArgumentError;
 use crate::pager::BYTES_PER_TOKEN;
 use crate::pager::cursor::CursorError;
 use crate::protocol::jsonrpc::{Code, ErrorObject};
+pub use call::{Failed, ToolFailure};
 
 /// What went wrong, for programs: the `data.error` of an error object, in
 /// Cordon's own words (JSON-RPC's are its `Code`).
@@ -80,6 +87,10 @@ pub enum Fault {
     ReadOnly { name: String },
     /// A call of a tool that does not exist.
     UnknownTool { name: String },
+    /// A read of a resource that does not exist (every one: the server has none).
+    UnknownResource { uri: String },
+    /// A prompt that does not exist (every one: the server has none).
+    UnknownPrompt { name: String },
     /// The handle store could not be read (`reason`: the system's words).
     HandleStore { reason: String },
     /// The client declared roots but did not answer `roots/list` within
@@ -126,6 +137,10 @@ impl Fault {
             Fault::UnknownTool { name } => {
                 ErrorObject::new(Code::InvalidParams, message).with_kind(Kind::NotFound, json!({ "tool": name }))
             }
+            Fault::UnknownResource { uri } => ErrorObject::new(Code::InvalidParams, message).with_data(json!({ "uri": uri })),
+            Fault::UnknownPrompt { name } => {
+                ErrorObject::new(Code::InvalidParams, message).with_data(json!({ "name": name }))
+            }
             Fault::HandleStore { .. } => ErrorObject::new(Code::InternalError, message),
             Fault::AuditUnavailable { .. } => {
                 ErrorObject::new(Code::InternalError, message).with_kind(Kind::AuditUnavailable, json!({}))
@@ -169,6 +184,12 @@ impl fmt::Display for Fault {
             Fault::UnknownTool { name } => {
                 write!(f, "Unknown tool: `{name}`; tools/list shows the tools this server has")
             }
+            Fault::UnknownResource { uri } => {
+                write!(f, "Resource not found: `{uri}`; this server offers tools, not resources")
+            }
+            Fault::UnknownPrompt { name } => {
+                write!(f, "Prompt not found: `{name}`; this server offers tools, not prompts")
+            }
             Fault::HandleStore { reason } => write!(
                 f,
                 "the handle store could not be read ({reason}); try again, or continue with the signed cursor in \
@@ -206,6 +227,10 @@ mod tests {
         assert_eq!((bad.code, bad.data), (Code::InvalidParams, None));
         assert_eq!(Fault::NotInitialized { method: "tools/list".into() }.to_error().code, Code::NotInitialized);
         assert_eq!(Fault::RootsUnanswered { waited_secs: 5 }.to_error().code, Code::InternalError);
+        let resource = Fault::UnknownResource { uri: "file:///a".into() }.to_error();
+        assert_eq!((resource.code, resource.data), (Code::InvalidParams, Some(json!({ "uri": "file:///a" }))));
+        let prompt = Fault::UnknownPrompt { name: "p".into() }.to_error();
+        assert_eq!((prompt.code, prompt.data), (Code::InvalidParams, Some(json!({ "name": "p" }))));
         assert_eq!(
             (Fault::tokens_that_fit(4 << 20, 25_000), Fault::tokens_that_fit(64 << 10, 25_000)),
             (25_000, 2_048)

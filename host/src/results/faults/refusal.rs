@@ -1,8 +1,9 @@
-//! Why an HTTP request is refused before any session reads it, one variant a
-//! reason: each knows its status, its JSON-RPC code and sentence (the body, a
-//! JSON-RPC error with no id), the header HTTP asks beside it, and, for the
-//! refusals the audit trail records, its reason there. The one place the
-//! HTTP adapter's own refusals become responses.
+//! Why a request is refused by a transport before any session reads it, one
+//! variant a reason: each knows its HTTP status, its JSON-RPC code and
+//! sentence (the body, a JSON-RPC error with no id), the header HTTP asks
+//! beside it, and, for the refusals the audit trail records, its reason
+//! there. The one place the transports' own refusals become responses; also
+//! the HTTP status of any JSON-RPC error a session answers (`status_of`).
 
 use axum::http::{HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -32,6 +33,9 @@ pub enum Refusal {
     DeleteStateless,
     /// A DELETE without `Mcp-Session-Id`.
     DeleteWithoutSession,
+    /// A TCP connection whose first line is not the server's token (the TCP
+    /// transport has no status: it writes the body and closes).
+    LineToken,
 }
 
 impl Refusal {
@@ -39,7 +43,7 @@ impl Refusal {
     pub fn status(self) -> StatusCode {
         match self {
             Refusal::ForeignOrigin | Refusal::ForeignHost => StatusCode::FORBIDDEN,
-            Refusal::BadToken => StatusCode::UNAUTHORIZED,
+            Refusal::BadToken | Refusal::LineToken => StatusCode::UNAUTHORIZED,
             Refusal::NotJson => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Refusal::AcceptsNeither | Refusal::AcceptsNoStream => StatusCode::NOT_ACCEPTABLE,
             Refusal::UnknownSession => StatusCode::NOT_FOUND,
@@ -51,7 +55,7 @@ impl Refusal {
     /// The JSON-RPC code of the body.
     pub fn code(self) -> Code {
         match self {
-            Refusal::BadToken => Code::Unauthorized,
+            Refusal::BadToken | Refusal::LineToken => Code::Unauthorized,
             _ => Code::InvalidRequest,
         }
     }
@@ -72,6 +76,9 @@ impl Refusal {
             }
             Refusal::DeleteStateless => "Method Not Allowed: 2026-07-28 has no sessions",
             Refusal::DeleteWithoutSession => "Bad Request: DELETE needs the Mcp-Session-Id header",
+            Refusal::LineToken => {
+                "Unauthorized: send the server's token alone on the first line (see `cordon serve --tcp`)"
+            }
         }
     }
 
@@ -82,7 +89,7 @@ impl Refusal {
         match self {
             Refusal::ForeignOrigin => Some("bad_origin"),
             Refusal::ForeignHost => Some("bad_host"),
-            Refusal::BadToken => Some("bad_token"),
+            Refusal::BadToken | Refusal::LineToken => Some("bad_token"),
             _ => None,
         }
     }
@@ -96,11 +103,30 @@ impl Refusal {
             _ => None,
         }
     }
+
+    /// The body: a JSON-RPC error with no id, as one line without its newline.
+    pub fn body(self) -> String {
+        jsonrpc::failure(None, &ErrorObject::new(self.code(), self.message()))
+    }
+}
+
+/// The HTTP status of an answered request whose error (if any) has `code`,
+/// in the stateless era (`modern`) or the legacy one: 2xx unless it is an
+/// error HTTP knows about.
+pub fn status_of(code: Option<Code>, modern: bool) -> StatusCode {
+    match code {
+        None => StatusCode::OK,
+        Some(Code::MethodNotFound) if modern => StatusCode::NOT_FOUND,
+        Some(Code::ParseError | Code::InvalidRequest) => StatusCode::BAD_REQUEST,
+        Some(code) if modern && (code.is_server_error() || code == Code::InvalidParams) => StatusCode::BAD_REQUEST,
+        Some(Code::InternalError) if modern => StatusCode::INTERNAL_SERVER_ERROR,
+        Some(_) => StatusCode::OK,
+    }
 }
 
 impl IntoResponse for Refusal {
     fn into_response(self) -> Response {
-        let body = jsonrpc::failure(None, &ErrorObject::new(self.code(), self.message()));
+        let body = self.body();
         let mut response = (self.status(), [(header::CONTENT_TYPE, "application/json")], body).into_response();
         if let Some((name, value)) = self.header() {
             response.headers_mut().insert(name, value);
@@ -127,6 +153,7 @@ mod tests {
             (GetWithoutSession, 405, Code::InvalidRequest, Some(("allow", "POST, DELETE")), None),
             (DeleteStateless, 405, Code::InvalidRequest, Some(("allow", "POST")), None),
             (DeleteWithoutSession, 400, Code::InvalidRequest, None, None),
+            (LineToken, 401, Code::Unauthorized, None, Some("bad_token")),
         ];
         for (refusal, status, code, header, reason) in table {
             let response = refusal.into_response();
@@ -136,6 +163,23 @@ mod tests {
                 assert_eq!(response.headers().get(name).and_then(|v| v.to_str().ok()), Some(value), "{refusal:?}");
             }
             assert_eq!(response.headers().get(header::CONTENT_TYPE).unwrap(), "application/json");
+        }
+    }
+
+    #[test]
+    fn an_answered_error_has_the_status_its_era_gives_its_code() {
+        let table = [
+            (None, false, 200, 200),
+            (Some(Code::MethodNotFound), false, 200, 404),
+            (Some(Code::ParseError), false, 400, 400),
+            (Some(Code::InvalidRequest), false, 400, 400),
+            (Some(Code::InvalidParams), false, 200, 400),
+            (Some(Code::Unauthorized), false, 200, 400),
+            (Some(Code::InternalError), false, 200, 500),
+        ];
+        for (code, _, legacy, modern) in table {
+            assert_eq!(status_of(code, false).as_u16(), legacy, "{code:?}, legacy");
+            assert_eq!(status_of(code, true).as_u16(), modern, "{code:?}, stateless");
         }
     }
 }
