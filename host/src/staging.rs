@@ -8,9 +8,9 @@
 
 use std::path::PathBuf;
 
+use crate::policy::Mode;
 use base64::Engine as _;
 use serde_json::{Map, Value, json};
-use wasmtime_wasi::FsPerms;
 
 use crate::args::UploadRef;
 use crate::policy::Grant;
@@ -101,6 +101,6 @@ pub struct Attached {
 pub fn attach(uploads: &Uploads, upload: &UploadRef, args: &mut Map<String, Value>) -> Result<Attached, ToolError> {
     let dir: PathBuf = uploads.verified(&upload.id, upload.size, &upload.sha256)?;
     args.insert("staged".into(), Value::String(format!("{STAGED_GUEST_DIR}/data")));
-    let grant = Grant { host: dir, guest: STAGED_GUEST_DIR.into(), perms: FsPerms::ReadOnly };
+    let grant = Grant { host: dir, guest: STAGED_GUEST_DIR.into(), mode: Mode::ReadOnly };
     Ok(Attached { id: upload.id.clone(), grant })
 }

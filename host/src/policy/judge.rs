@@ -20,7 +20,6 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use cap_std::fs::Dir;
-use wasmtime_wasi::FsPerms;
 
 use super::deny::DenyRules;
 use super::{Grant, Mode};
@@ -269,7 +268,7 @@ impl Judge {
             .filter(|g| real.starts_with(&g.host))
             .max_by_key(|g| g.host.as_os_str().len())
             .ok_or_else(|| Refusal::Outside { path: shown(written), real: shown(real) })?;
-        if grant.perms != FsPerms::ReadWrite {
+        if grant.mode != Mode::ReadWrite {
             return Err(refused(&grant.host));
         }
         match self.holding(real) {

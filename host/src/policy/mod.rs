@@ -20,8 +20,6 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use wasmtime_wasi::FsPerms;
-
 use crate::ambient;
 use crate::tool::Access;
 
@@ -55,22 +53,14 @@ pub struct Root {
     pub mode: Mode,
 }
 
-/// One preopen for one call.
+/// One preopen for one call: the directory, the path the guest sees it at,
+/// and whether the call may change what is under it (the runtime turns the
+/// mode into WASI's permissions).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Grant {
     pub host: PathBuf,
     pub guest: String,
-    pub perms: FsPerms,
-}
-
-impl Grant {
-    /// Whether the call may change what it was granted.
-    pub fn mode(&self) -> Mode {
-        match self.perms {
-            FsPerms::ReadWrite => Mode::ReadWrite,
-            FsPerms::ReadOnly => Mode::ReadOnly,
-        }
-    }
+    pub mode: Mode,
 }
 
 /// Why the roots could not be set up.
@@ -217,14 +207,14 @@ impl Policy {
             }
             for (scope, mode) in scopes {
                 let Some(guest) = scope.to_str() else { continue };
-                let perms = match (access, mode) {
-                    (Access::Write, Mode::ReadWrite) => FsPerms::ReadWrite,
-                    _ => FsPerms::ReadOnly,
+                let mode = match (access, mode) {
+                    (Access::Write, Mode::ReadWrite) => Mode::ReadWrite,
+                    _ => Mode::ReadOnly,
                 };
                 match grants.iter_mut().find(|g| g.guest == guest) {
-                    Some(existing) if perms == FsPerms::ReadWrite => existing.perms = perms,
+                    Some(existing) if mode == Mode::ReadWrite => existing.mode = mode,
                     Some(_) => {}
-                    None => grants.push(Grant { host: scope.clone(), guest: guest.to_string(), perms }),
+                    None => grants.push(Grant { host: scope.clone(), guest: guest.to_string(), mode }),
                 }
             }
         }
@@ -290,12 +280,12 @@ mod tests {
         std::fs::create_dir_all(&ro).unwrap();
         let specs = [DirSpec { path: rw, mode: Mode::ReadWrite }, DirSpec { path: ro, mode: Mode::ReadOnly }];
         let policy = Policy::new(&specs, &[], false).unwrap();
-        assert!(policy.grants(Access::Read, None).iter().all(|g| g.perms == FsPerms::ReadOnly));
-        let write: Vec<_> = policy.grants(Access::Write, None).iter().map(|g| g.perms).collect();
-        assert_eq!(write, [FsPerms::ReadWrite, FsPerms::ReadOnly]);
+        assert!(policy.grants(Access::Read, None).iter().all(|g| g.mode == Mode::ReadOnly));
+        let write: Vec<_> = policy.grants(Access::Write, None).iter().map(|g| g.mode).collect();
+        assert_eq!(write, [Mode::ReadWrite, Mode::ReadOnly]);
         assert!(policy.grants(Access::None, None).is_empty());
         let read_only = Policy::new(&specs, &[], true).unwrap();
-        assert!(read_only.grants(Access::Write, None).iter().all(|g| g.perms == FsPerms::ReadOnly));
+        assert!(read_only.grants(Access::Write, None).iter().all(|g| g.mode == Mode::ReadOnly));
     }
 
     #[test]
@@ -325,7 +315,7 @@ mod tests {
         assert_eq!(hosts(&base), [root], "a client root above keeps the configured one");
         assert!(hosts(&other).is_empty(), "a client root elsewhere grants nothing");
         assert!(policy.grants(Access::Write, Some(&[])).is_empty(), "no client roots: nothing");
-        assert_eq!(policy.grants(Access::Write, Some(std::slice::from_ref(&sub)))[0].perms, FsPerms::ReadWrite);
+        assert_eq!(policy.grants(Access::Write, Some(std::slice::from_ref(&sub)))[0].mode, Mode::ReadWrite);
     }
 
     #[test]
@@ -363,17 +353,17 @@ mod tests {
             [DirSpec { path: rw.clone(), mode: Mode::ReadWrite }, DirSpec { path: ro.clone(), mode: Mode::ReadOnly }];
         let policy = Policy::new(&specs, &[], false).unwrap();
         let grant = |mode, path: &Path| DirSpec { mode, path: path.to_path_buf() };
-        let seen = |access, tool: &[DirSpec], client: Option<&[PathBuf]>| -> Vec<(PathBuf, FsPerms)> {
-            policy.grants_within(access, client, Some(tool)).into_iter().map(|g| (g.host, g.perms)).collect()
+        let seen = |access, tool: &[DirSpec], client: Option<&[PathBuf]>| -> Vec<(PathBuf, Mode)> {
+            policy.grants_within(access, client, Some(tool)).into_iter().map(|g| (g.host, g.mode)).collect()
         };
         assert!(seen(Access::Write, &[], None).is_empty(), "no grants: nothing");
         let data = rw.join("data");
-        assert_eq!(seen(Access::Write, &[grant(Mode::ReadWrite, &data)], None), [(data.clone(), FsPerms::ReadWrite)]);
-        assert_eq!(seen(Access::Read, &[grant(Mode::ReadWrite, &data)], None), [(data.clone(), FsPerms::ReadOnly)]);
-        assert_eq!(seen(Access::Write, &[grant(Mode::ReadOnly, &data)], None), [(data.clone(), FsPerms::ReadOnly)]);
+        assert_eq!(seen(Access::Write, &[grant(Mode::ReadWrite, &data)], None), [(data.clone(), Mode::ReadWrite)]);
+        assert_eq!(seen(Access::Read, &[grant(Mode::ReadWrite, &data)], None), [(data.clone(), Mode::ReadOnly)]);
+        assert_eq!(seen(Access::Write, &[grant(Mode::ReadOnly, &data)], None), [(data.clone(), Mode::ReadOnly)]);
         assert_eq!(
             seen(Access::Write, &[grant(Mode::ReadWrite, &ro)], None),
-            [(ro.clone(), FsPerms::ReadOnly)],
+            [(ro.clone(), Mode::ReadOnly)],
             "a read-only root stays read-only"
         );
         assert_eq!(

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use wasmtime::component::{ResourceAny, ResourceTable};
 use wasmtime::{Store, UpdateDeadline};
-use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxView, WasiView};
 
 use super::Runtime;
 use super::bindings::{CordonTool, CordonToolPre, RawManifest};
@@ -18,7 +18,7 @@ use super::shards::Shardable;
 use super::signal::{CallSignal, Interrupted};
 use super::slots::Slot;
 use super::watchdog::Bounds;
-use crate::policy::{Grant, Judge};
+use crate::policy::{Grant, Judge, Mode};
 use crate::tool::{Budget, Chunk, Fingerprint, Manifest, Summary, ToolError};
 
 /// The request a call serves: the preopens it is granted, its cancellation
@@ -103,7 +103,11 @@ impl Runtime {
         wasi.allow_blocking_current_thread(true);
         wasi.env(cordon_contract::MEMORY_ENV, limiter.memory_bytes().to_string());
         for grant in grants {
-            wasi.preopened_dir(&grant.host, &grant.guest, grant.perms).map_err(|e| {
+            let perms = match grant.mode {
+                Mode::ReadWrite => FsPerms::ReadWrite,
+                Mode::ReadOnly => FsPerms::ReadOnly,
+            };
+            wasi.preopened_dir(&grant.host, &grant.guest, perms).map_err(|e| {
                 CallFailure::Host(HostFault::Preopen { dir: grant.host.clone(), reason: e.to_string() })
             })?;
         }
@@ -187,19 +191,66 @@ impl Runtime {
         args: &str,
         resume: Option<&str>,
     ) -> Result<LiveCall, CallFailure> {
-        // Declared before the store, so dropped after it on every early return.
-        let slot = self.slots.acquire(ctx.deadline, &ctx.signal)?;
-        let mut store = self.store(&ctx.grants, ctx.deadline, Arc::clone(&ctx.signal), 1)?;
-        let name = target.name;
-        let opened = (|| {
-            let instance = target.pre.instantiate(&mut store)?;
-            let stream = instance.cordon_tool_tool().call_open(&mut store, args, resume)?;
-            Ok::<_, wasmtime::Error>((instance, stream))
-        })();
         let chunk = Limit::ChunkBytes(self.limits.max_chunk_bytes);
-        let (instance, stream) = self.answered(name, &store, chunk, opened)?;
-        Ok(self.live(name, Opened { store, instance, stream, slot }))
+        let fresh = self.fresh(target.name, Claim::one(ctx), chunk, |store| {
+            let instance = target.pre.instantiate(&mut *store)?;
+            let stream = instance.cordon_tool_tool().call_open(store, args, resume)?;
+            Ok((instance, stream))
+        })?;
+        let Fresh { store, slot, made: instance, answer: stream } = fresh;
+        Ok(self.live(target.name, Opened { store, instance, stream, slot }))
     }
+
+    /// Runs `work` (instantiating `name`'s guest and asking it one thing) in
+    /// a fresh store and slot, as `claim` says, and says what it came to (see
+    /// `answered`; `output` is the limit the answer is held to). Every
+    /// instance a call makes is made here.
+    pub(super) fn fresh<X, T, E: Into<ToolError>>(
+        &self,
+        name: &str,
+        claim: Claim<'_>,
+        output: Limit,
+        work: impl FnOnce(&mut Store<CallState>) -> wasmtime::Result<(X, Result<T, E>)>,
+    ) -> Result<Fresh<X, T>, CallFailure> {
+        let Claim { ctx, ahead, running } = claim;
+        // Declared before the store, so dropped after it on every early return.
+        // Work run ahead is optional: it takes a free slot or none, never
+        // another session's parked stream's.
+        let slot = match ahead {
+            true => self.slots.free()?,
+            false => self.slots.acquire(ctx.deadline, &ctx.signal)?,
+        };
+        let mut store = self.store(&ctx.grants, ctx.deadline, Arc::clone(&ctx.signal), running)?;
+        let result = work(&mut store);
+        let (made, answer) = self.answered(name, &store, output, result)?;
+        Ok(Fresh { store, slot, made, answer })
+    }
+}
+
+/// How a call's fresh instance is had: for the request `ctx`, in a slot
+/// waited for (or, for work run `ahead` of the page, only a free one), in a
+/// store holding its share of the call's memory, one of `running` instances.
+#[derive(Clone, Copy)]
+pub(super) struct Claim<'a> {
+    pub ctx: &'a CallContext,
+    pub ahead: bool,
+    pub running: usize,
+}
+
+impl<'a> Claim<'a> {
+    /// The one instance of a call that is not sharded.
+    pub fn one(ctx: &'a CallContext) -> Claim<'a> {
+        Claim { ctx, ahead: false, running: 1 }
+    }
+}
+
+/// What a guest made (`made`) and answered in a fresh instance, with the
+/// store and the slot it holds (the store is dropped first).
+pub(super) struct Fresh<X, T> {
+    pub store: Store<CallState>,
+    pub slot: Slot,
+    pub made: X,
+    pub answer: T,
 }
 
 impl Runtime {

@@ -1,8 +1,8 @@
 //! The `host-files` interface: file services WASI lacks, done by the host
 //! through capability handles on the call's own grants.
 
+use crate::policy::Mode;
 use cap_std::fs::Dir;
-use wasmtime_wasi::FsPerms;
 
 use super::bindings::{HostFiles, WitError, WitErrorCode};
 use super::call::CallState;
@@ -38,7 +38,7 @@ impl CallState {
             .filter_map(|(i, g)| under(path, &g.guest).map(|rel| (i, g, rel)))
             .max_by_key(|(_, g, _)| g.guest.len())
             .ok_or_else(|| denied("is outside every root granted to this call"))?;
-        if write && grant.perms != FsPerms::ReadWrite {
+        if write && grant.mode != Mode::ReadWrite {
             return Err(denied("is under a read-only root"));
         }
         let rel = rel.trim_matches('/');

@@ -7,14 +7,13 @@
 //! runs at once stay together inside its limit. The pager decides which calls
 //! shard and pages them in order (`pager::shards`).
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use wasmtime::Store;
 
 use super::Runtime;
 use super::bindings::{CordonToolIndices, CordonToolPre, ShardsIndices};
-use super::call::{CallContext, CallState, LiveCall, Opened, Target};
+use super::call::{CallContext, CallState, Claim, Fresh, LiveCall, Opened, Target};
 use super::failure::{CallFailure, Violation};
 use super::limits::Limit;
 use super::slots::Slot;
@@ -138,23 +137,20 @@ impl Runtime {
         SplitAt { after: start, count }: SplitAt<'_>,
     ) -> Result<Option<(Vec<String>, Asked)>, CallFailure> {
         let Some(shardable) = target.shards else { return Ok(None) };
-        // Declared before the store, so dropped after it on every early return.
-        let slot = self.slots.acquire(ctx.deadline, &ctx.signal)?;
-        let mut store = self.store(&ctx.grants, ctx.deadline, Arc::clone(&ctx.signal), 1)?;
         let name = target.name;
         let info = Limit::InfoBytes(self.limits.max_info_bytes);
-        let asked = (|| {
-            let instance = target.pre.instance_pre().instantiate(&mut store)?;
-            let shards = shardable.shards.load(&mut store, &instance)?;
+        let fresh = self.fresh(name, Claim::one(ctx), info, |store| {
+            let instance = target.pre.instance_pre().instantiate(&mut *store)?;
+            let shards = shardable.shards.load(&mut *store, &instance)?;
             // The boundaries together are metadata: held to `max_info_bytes`.
             store.set_hostcall_fuel(self.limits.max_info_bytes);
-            Ok::<_, wasmtime::Error>((instance, shards.call_split(&mut store, args, start, count)?))
-        })();
-        let (instance, boundaries) = self.answered(name, &store, info, asked)?;
-        if boundaries.len() >= count.max(1) as usize {
-            let broke = Violation::Boundaries { returned: boundaries.len(), count };
+            Ok((instance, shards.call_split(store, args, start, count)?))
+        })?;
+        if fresh.answer.len() >= count.max(1) as usize {
+            let broke = Violation::Boundaries { returned: fresh.answer.len(), count };
             return Err(CallFailure::Contract { tool: name.to_string(), broke });
         }
+        let Fresh { store, slot, made: instance, answer: boundaries } = fresh;
         let asked = Asked { store, instance, slot, tool: shardable.tool.clone() };
         Ok(Some((boundaries, asked)))
     }
@@ -168,24 +164,16 @@ impl Runtime {
             let broke = Violation::NotShardable;
             return Err(CallFailure::Contract { tool: name.to_string(), broke });
         };
-        // Declared before the store, so dropped after it on every early return.
-        // A shard run ahead is optional work: it takes a free slot or none,
-        // never another session's parked stream's.
-        let slot = match range.ahead {
-            true => self.slots.free()?,
-            false => self.slots.acquire(ctx.deadline, &ctx.signal)?,
-        };
-        let mut store: Store<CallState> =
-            self.store(&ctx.grants, ctx.deadline, Arc::clone(&ctx.signal), range.running)?;
-        let opened = (|| {
-            let instance = target.pre.instance_pre().instantiate(&mut store)?;
-            let tool = shardable.tool.load(&mut store, &instance)?;
-            let shards = shardable.shards.load(&mut store, &instance)?;
-            let stream = shards.call_open_range(&mut store, range.args, range.start, range.end)?;
-            Ok::<_, wasmtime::Error>((tool, stream))
-        })();
+        let claim = Claim { ctx, ahead: range.ahead, running: range.running };
         let chunk = Limit::ChunkBytes(self.limits.max_chunk_bytes);
-        let (instance, stream) = self.answered(name, &store, chunk, opened)?;
+        let fresh = self.fresh(name, claim, chunk, |store| {
+            let instance = target.pre.instance_pre().instantiate(&mut *store)?;
+            let tool = shardable.tool.load(&mut *store, &instance)?;
+            let shards = shardable.shards.load(&mut *store, &instance)?;
+            let stream = shards.call_open_range(store, range.args, range.start, range.end)?;
+            Ok((tool, stream))
+        })?;
+        let Fresh { store, slot, made: instance, answer: stream } = fresh;
         Ok(self.live(name, Opened { store, instance, stream, slot }))
     }
 }

@@ -380,7 +380,7 @@ impl Server {
         };
         grants.extend(attached.as_ref().map(|a| a.grant.clone()));
         if self.audit.is_on() {
-            seen.grants = grants.iter().map(|g| json!({ "path": g.host, "mode": g.mode().as_str() })).collect();
+            seen.grants = grants.iter().map(|g| json!({ "path": g.host, "mode": g.mode.as_str() })).collect();
         }
         // Held until this call is answered (a guest left blocked past its
         // deadline keeps only its instance slot).
