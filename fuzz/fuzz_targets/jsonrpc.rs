@@ -1,4 +1,4 @@
-//! The protocol edge (`host/src/protocol`): arbitrary bytes as a JSON-RPC line,
+//! The protocol edge (the `cordon-protocol` crate, `protocol/`): arbitrary bytes as a JSON-RPC line,
 //! then the typed MCP request in both eras and the stateless envelope. Nothing
 //! panics; every answer the server would write is JSON that echoes the id.
 

@@ -1,8 +1,9 @@
 //! The host's parsing edge, compiled on its own for fuzzing.
 //!
 //! These are the host's own source files (`host/src/...`), included by path
-//! and unchanged: the bounded line codec, the JSON-RPC and MCP parsing, and the
-//! cursor codec with the types it uses (a sharded call's counts among them). Depending on the whole `cordon`
+//! and unchanged: the bounded line codec and the cursor codec with the types
+//! it uses (a sharded call's counts among them); the JSON-RPC and MCP parsing
+//! is the host's own crate, `cordon-protocol`. Depending on the whole `cordon`
 //! crate instead would build wasmtime, Cranelift and every wasm guest (through
 //! `host/build.rs`) with coverage instrumentation: 8 minutes on the 2-core
 //! machine, against well under one for these files. The module tree mirrors
@@ -15,12 +16,8 @@ pub mod framing;
 #[path = "../../host/src/tool.rs"]
 pub mod tool;
 
-#[path = "../../host/src/protocol"]
-pub mod protocol {
-    pub mod jsonrpc;
-    pub mod mcp;
-    pub mod modern;
-}
+/// The JSON-RPC and MCP parsing: the host's own crate, `cordon-protocol`.
+pub use cordon_protocol as protocol;
 
 #[path = "../../host/src/pager"]
 pub mod pager {

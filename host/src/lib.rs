@@ -2,14 +2,15 @@
 //!
 //! The data path: `transport` (byte streams) → `framing` (bounded lines) →
 //! `session` (the session core: requests parsed once into `protocol`'s typed
-//! vocabulary) → `server` (one tool call: its `registry` entry, a component
+//! vocabulary; `protocol` is the `cordon-protocol` crate, re-exported) → `server` (one tool call: its `registry` entry, a component
 //! or a host tool; `args` splits the host's arguments from the tool's once;
 //! `policy`'s grants; one `runtime::CallContext`) → `pager` (pulling a tool's
 //! chunks into pages) → `runtime` (wasmtime: engine, instance pool, cache,
 //! per-call store) → the tool component. The server answers with a typed
 //! `results::Answer` or a `results::Fault`; `results` renders them for the
-//! wire, and its `faults` is the one place a request's fault becomes a
-//! JSON-RPC error. `limits` is the one table of limits (flags, configuration
+//! wire: its `faults` is the one table from fault to wire (a request's
+//! fault, a call's failure, a transport's refusal), its `model` all the text
+//! a model reads (the pager renders items through `pager::printer`). `limits` is the one table of limits (flags, configuration
 //! keys, defaults, validation); `installed` keeps the third-party tools added
 //! with `cordon tool add`, pinned by digest and, with `installed::signature`,
 //! by a trusted key's signature; `audit` is the chained audit trail the
@@ -18,7 +19,7 @@
 //! stray temporary files at start; `ambient` is the only module that opens
 //! paths with ambient authority. Each imports only modules below it:
 //! `protocol`, `tool`, `framing` and `ambient` import none, `args` only `tool`
-//! (`tests/e2e/house.rs` checks).
+//! (`tests/e2e/house/` checks).
 
 pub mod ambient;
 pub mod args;
@@ -34,7 +35,7 @@ pub mod limits;
 pub mod pager;
 pub mod policy;
 pub mod private;
-pub mod protocol;
+pub use cordon_protocol as protocol;
 pub mod registry;
 pub mod results;
 pub mod runtime;
