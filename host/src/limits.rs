@@ -18,15 +18,35 @@ use crate::runtime::{CallLimits, Capacity, LimitError};
 use crate::uploads::UploadLimits;
 
 /// Declares [`Settings`] from one table: per limit its doc (the flag's help),
-/// name, type, default, the flag's value name, any older name it keeps, the
+/// name, type, default, the flag's value name, where it lands in the typed
+/// [`Limits`] (`=> pages.max_tokens`), any older name it keeps, the
 /// environment variable that may give it, and `may_be 0` where zero means
-/// "none" rather than refusing everything.
+/// "none" rather than refusing everything. The zero checks of both forms are
+/// generated from it. Then, under `@fixed`, the bounds that are not settings
+/// (queues, tables kept by the transports, uploads open at once), each with
+/// its doc, name, type and value: they become [`FIXED`].
 macro_rules! limit_table {
     ($(
         $(#[doc = $doc:literal])*
-        $name:ident: $ty:ty = $default:expr, $value:literal $(, alias $alias:literal)? $(, env $env:literal)?
-            $(, may_be $zero:literal)?;
-    )*) => {
+        $name:ident: $ty:ty = $default:expr, $value:literal => $($typed:ident).+
+            $(, alias $alias:literal)? $(, env $env:literal)? $(, may_be $zero:literal)?;
+    )*
+    @fixed {$(
+        $(#[doc = $fixed_doc:literal])*
+        $fixed:ident: $fixed_ty:ty = $fixed_value:expr;
+    )*}) => {
+        /// The bounds that are not settings, each used where its doc says.
+        #[derive(Debug, Clone, Copy, PartialEq)]
+        pub struct Fixed {
+            $(
+                $(#[doc = $fixed_doc])*
+                pub $fixed: $fixed_ty,
+            )*
+        }
+
+        /// The fixed bounds' values.
+        pub const FIXED: Fixed = Fixed { $($fixed: $fixed_value),* };
+
         /// Every limit, as the command line and the configuration file give it.
         #[derive(clap::Args, Deserialize, Debug, Clone, PartialEq)]
         #[serde(default, deny_unknown_fields, rename_all = "kebab-case")]
@@ -65,90 +85,126 @@ macro_rules! limit_table {
                 None
             }
         }
+
+        impl Limits {
+            /// The first typed limit that is zero (unless it may be), named
+            /// as its setting: for limits built in code, not from settings.
+            fn zero(&self) -> Option<LimitError> {
+                $(
+                    let may_be_zero = false $(|| $zero == 0)?;
+                    if !may_be_zero && let Some(refused) = Positive::refused(&self.$($typed).+, stringify!($name)) {
+                        return Some(refused);
+                    }
+                )*
+                None
+            }
+        }
     };
 }
 
 limit_table! {
     /// The longest request line accepted, in bytes.
-    max_line_bytes: Bytes = Bytes(8 << 20), "BYTES";
+    max_line_bytes: Bytes = Bytes(8 << 20), "BYTES" => max_line_bytes;
     /// The longest response sent, in bytes; a longer one is replaced by a
     /// `payload_too_large` error saying which page size would fit.
-    max_response_bytes: Bytes = Bytes(4 << 20), "BYTES";
+    max_response_bytes: Bytes = Bytes(4 << 20), "BYTES" => max_response_bytes;
     /// Tool calls one session (connection) runs at once; more wait their turn.
-    max_concurrent_calls: usize = 8, "N";
+    max_concurrent_calls: usize = 8, "N" => max_concurrent_calls;
     /// Tool calls being answered at once across all sessions and transports;
     /// more wait for one to end until their time limit, then are answered `busy`.
-    max_calls_in_flight: usize = 16, "N";
+    max_calls_in_flight: usize = 16, "N" => max_calls_in_flight;
     /// Page size, in estimated tokens (4 bytes each), when a call does not ask.
-    page_tokens: u32 = 6_000, "TOKENS";
+    page_tokens: u32 = 6_000, "TOKENS" => pages.default_tokens;
     /// The largest page a call may ask for, in estimated tokens.
-    max_page_tokens: u32 = 25_000, "TOKENS";
+    max_page_tokens: u32 = 25_000, "TOKENS" => pages.max_tokens;
     /// Page size of a file's lines (`read`) when a call does not ask, in
     /// estimated tokens (4 bytes each): 60 KB, which with line numbers is
     /// about 20,000 tokens of source code as Claude counts them (some 3.3
     /// characters a token), below Claude Code's cap of 25,000 a result.
-    file_page_tokens: u32 = 15_000, "TOKENS";
+    file_page_tokens: u32 = 15_000, "TOKENS" => pages.file.tokens;
     /// The most lines on a page of a file's lines when a call does not ask.
-    file_page_lines: u32 = 2_000, "N";
+    file_page_lines: u32 = 2_000, "N" => pages.file.lines;
     /// The most items (lines, for text) on one page.
-    max_page_items: u32 = 10_000, "N";
+    max_page_items: u32 = 10_000, "N" => pages.max_items;
     /// Streams parked between pages, at most (least recently used given up first).
     /// Zero parks none: every page reopens its stream.
-    max_parked_streams: usize = 64, "N", alias "max-sessions", may_be 0;
+    max_parked_streams: usize = 64, "N" => pages.parked, alias "max-sessions", may_be 0;
     /// How long a parked stream waits for its next page before it is dropped, in seconds.
-    parked_ttl_secs: u64 = 600, "SECS", alias "session-ttl-secs";
+    parked_ttl_secs: u64 = 600, "SECS" => pages.parked_ttl, alias "session-ttl-secs";
     /// How long a cursor stays valid, in seconds.
-    cursor_ttl_secs: u64 = 24 * 3600, "SECS";
+    cursor_ttl_secs: u64 = 24 * 3600, "SECS" => pages.cursor_ttl;
     /// Results whose continuation handles the handle store keeps; past it the ones
     /// written longest ago are evicted (their handles are then unknown).
-    max_handle_results: u64 = 10_000, "N";
+    max_handle_results: u64 = 10_000, "N" => pages.handles.results;
     /// Bytes a directory handle store (`<state-dir>/handles`) or the memory store
     /// holds; past it the results written longest ago are evicted.
-    max_handle_store_bytes: Bytes = Bytes(256 << 20), "BYTES";
+    max_handle_store_bytes: Bytes = Bytes(256 << 20), "BYTES" => pages.handles.bytes;
     /// The most bytes one staged upload may hold.
-    max_upload_bytes: Bytes = Bytes(4 << 30), "BYTES";
+    max_upload_bytes: Bytes = Bytes(4 << 30), "BYTES" => uploads.max_bytes;
     /// How long an idle staged upload is kept before it is deleted, in seconds.
-    upload_ttl_secs: u64 = 3600, "SECS";
+    upload_ttl_secs: u64 = 3600, "SECS" => uploads.ttl;
     /// Before a first page that does not hold the whole result, the time the
     /// server may spend counting it (items, bytes, per path), in ms; 0 turns
     /// counting off. Past it the totals say "at least".
-    count_ms: u64 = 2000, "MS", may_be 0;
+    count_ms: u64 = 2000, "MS" => pages.count.time, may_be 0;
     /// The most time one page is pulled before it answers with what it has (possibly
     /// no item) and a continuation at the exact point the work reached, in ms; 0: until
     /// shortly before the call's time limit (`timeout_secs`), which bounds every page.
-    page_ms: u64 = 0, "MS", may_be 0;
+    page_ms: u64 = 0, "MS" => pages.page_time, may_be 0;
     /// The most payload bytes that count may read; past it the totals say "at least".
-    count_max_bytes: Bytes = Bytes(256 << 20), "BYTES", may_be 0;
+    count_max_bytes: Bytes = Bytes(256 << 20), "BYTES" => pages.count.bytes, may_be 0;
     /// JSON items from tools nested deeper than this are truncated.
-    max_depth: usize = 16, "N", may_be 0;
+    max_depth: usize = 16, "N" => pages.max_depth, may_be 0;
     /// Linear memory one call may use, in MiB.
-    memory_mib: usize = 256, "MIB";
+    memory_mib: usize = 256, "MIB" => call.memory_bytes;
     /// Linear memory all tool instances together may hold, in MiB: a call that would
     /// grow past it first takes memory back from parked streams (least recently used
     /// first), else its growth is refused (`limit_exceeded`); at least `memory_mib`.
-    max_memory_mib: usize = 1536, "MIB";
+    max_memory_mib: usize = 1536, "MIB" => max_memory_bytes;
     /// Linear memory the streams parked between pages may hold together, in MiB: parking
     /// past it gives up the least recently used first (their cursors still resume).
-    max_parked_mib: usize = 512, "MIB", may_be 0;
+    max_parked_mib: usize = 512, "MIB" => pages.parked_bytes, may_be 0;
     /// Wall time one call may take, in seconds.
-    timeout_secs: f64 = 30.0, "SECS";
+    timeout_secs: f64 = 30.0, "SECS" => call.wall_time;
     /// How long past the wall time the host waits for a tool stuck in a host
     /// call (which cannot be interrupted) before answering without it, in ms.
-    host_grace_ms: u64 = 1000, "MS";
+    host_grace_ms: u64 = 1000, "MS" => call.host_grace;
     /// Resources one call may hold at once (open files, directory streams, ...).
-    max_handles: usize = 1024, "N";
+    max_handles: usize = 1024, "N" => call.max_handles;
     /// The most payload bytes one chunk from a tool may carry.
-    max_output_chunk_bytes: Bytes = Bytes(4 << 20), "BYTES";
+    max_output_chunk_bytes: Bytes = Bytes(4 << 20), "BYTES" => call.max_chunk_bytes;
     /// The most bytes of metadata, a summary or a message a tool may return at once.
-    max_info_bytes: Bytes = Bytes(64 << 10), "BYTES";
+    max_info_bytes: Bytes = Bytes(64 << 10), "BYTES" => call.max_info_bytes;
     /// Table elements one call may use, summed over its tables.
-    max_table_elements: usize = 100_000, "N";
+    max_table_elements: usize = 100_000, "N" => call.table_elements;
     /// Core and component instances one call may create.
-    max_instances: usize = 64, "N";
+    max_instances: usize = 64, "N" => call.instances;
     /// Instances one call of a tool that can split its output (grep, glob) runs at
     /// once, each on a range of the output, paged strictly in order; they share the
     /// call's memory. 1 turns this off [default: the cores, at most 16].
-    shards: usize = default_shards(), "N", env "CORDON_SHARDS";
+    shards: usize = default_shards(), "N" => pages.shards, env "CORDON_SHARDS";
+
+    @fixed {
+        /// The decoded bytes of one upload chunk, at most (a message carries a
+        /// chunk, so `max_line_bytes` bounds it first).
+        upload_chunk_bytes: usize = 4 << 20;
+        /// Uploads open at once.
+        uploads_open: usize = 16;
+        /// Legacy Streamable HTTP sessions kept at once; the least recently used goes first.
+        http_sessions: usize = 1024;
+        /// How long a legacy HTTP session may sit idle before it is dropped.
+        http_session_idle: Duration = Duration::from_secs(3600);
+        /// Notifications waiting for a slow SSE reader, per HTTP request.
+        sse_queue: usize = 64;
+        /// Messages waiting for a stdio or TCP writer; a slow reader holds the
+        /// session back rather than letting them pile up in memory.
+        output_queue: usize = 64;
+        /// Calls started and not yet answered on a stdio or TCP session
+        /// (running, or waiting for a slot); past it, input is not read until one finishes.
+        pending_calls: usize = 256;
+        /// The longest first line a TCP connection is read for, waiting for the token.
+        token_line_bytes: u64 = 1024;
+    }
 }
 
 /// The most shards run at once by default, however many cores there are.
@@ -159,12 +215,6 @@ const MAX_DEFAULT_SHARDS: usize = 16;
 fn default_shards() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get()).min(MAX_DEFAULT_SHARDS)
 }
-
-/// The decoded bytes of one upload chunk, at most (not a setting: a message
-/// carries a chunk, so `max_line_bytes` bounds it first).
-const UPLOAD_CHUNK_BYTES: usize = 4 << 20;
-/// Uploads open at once (not a setting).
-const UPLOADS_OPEN: usize = 16;
 
 /// The server's limits, typed, each layer's part apart; each fails closed.
 #[derive(Debug, Clone, Copy)]
@@ -233,8 +283,8 @@ impl Settings {
             },
             uploads: UploadLimits {
                 max_bytes: self.max_upload_bytes.0,
-                max_chunk: UPLOAD_CHUNK_BYTES,
-                max_open: UPLOADS_OPEN,
+                max_chunk: FIXED.upload_chunk_bytes,
+                max_open: FIXED.uploads_open,
                 ttl: Duration::from_secs(self.upload_ttl_secs),
             },
         };
@@ -250,26 +300,10 @@ impl Limits {
     /// budget carries, and limits whose instance pool cannot be reserved; the
     /// error names the limit.
     pub fn validate(&self) -> Result<(), LimitError> {
-        self.call.validate()?;
-        let counts = [
-            ("max_line_bytes", self.max_line_bytes),
-            ("max_response_bytes", self.max_response_bytes),
-            ("max_concurrent_calls", self.max_concurrent_calls),
-            ("max_calls_in_flight", self.max_calls_in_flight),
-            ("page_tokens", self.pages.default_tokens as usize),
-            ("max_page_tokens", self.pages.max_tokens as usize),
-            ("max_page_items", self.pages.max_items as usize),
-            ("file_page_tokens", self.pages.file.tokens as usize),
-            ("file_page_lines", self.pages.file.lines as usize),
-            ("cursor_ttl_secs", self.pages.cursor_ttl.as_secs() as usize),
-            ("parked_ttl_secs", self.pages.parked_ttl.as_secs() as usize),
-            ("max_upload_bytes", self.uploads.max_bytes as usize),
-            ("upload_ttl_secs", self.uploads.ttl.as_secs() as usize),
-            ("shards", self.pages.shards),
-        ];
-        if let Some((name, _)) = counts.iter().find(|(_, n)| *n == 0) {
-            return Err(LimitError::Zero(name));
+        if let Some(zero) = self.zero() {
+            return Err(zero);
         }
+        self.call.validate()?;
         if self.call.memory_bytes > self.max_memory_bytes {
             return Err(LimitError::AboveMaximum { name: "memory_mib", max: (self.max_memory_bytes >> 20) as u64 });
         }
@@ -310,6 +344,19 @@ macro_rules! positive_integers {
     )*};
 }
 positive_integers!(u32, u64, usize);
+
+impl Positive for Duration {
+    fn refused(&self, name: &'static str) -> Option<LimitError> {
+        self.is_zero().then_some(LimitError::Zero(name))
+    }
+}
+
+/// A limit that may be off: `None` counts as zero.
+impl<T: Positive> Positive for Option<T> {
+    fn refused(&self, name: &'static str) -> Option<LimitError> {
+        self.as_ref().map_or(Some(LimitError::Zero(name)), |value| value.refused(name))
+    }
+}
 
 impl Positive for f64 {
     fn refused(&self, name: &'static str) -> Option<LimitError> {
@@ -410,6 +457,32 @@ pub fn parse_bytes(text: &str) -> Result<u64, SizeError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_zero_limit_built_in_code_is_refused_by_its_settings_name() {
+        type Zero = fn(&mut Limits);
+        let zeroed: [(&str, Zero); 11] = [
+            ("memory_mib", |l| l.call.memory_bytes = 0),
+            ("max_table_elements", |l| l.call.table_elements = 0),
+            ("max_instances", |l| l.call.instances = 0),
+            ("max_handles", |l| l.call.max_handles = 0),
+            ("max_output_chunk_bytes", |l| l.call.max_chunk_bytes = 0),
+            ("max_info_bytes", |l| l.call.max_info_bytes = 0),
+            ("timeout_secs", |l| l.call.wall_time = Duration::ZERO),
+            ("host_grace_ms", |l| l.call.host_grace = Duration::ZERO),
+            ("file_page_lines", |l| l.pages.file.lines = 0),
+            ("max_handle_results", |l| l.pages.handles.results = 0),
+            ("upload_ttl_secs", |l| l.uploads.ttl = Duration::ZERO),
+        ];
+        for (name, zero) in zeroed {
+            let mut limits = Limits::default();
+            zero(&mut limits);
+            assert_eq!(limits.validate(), Err(LimitError::Zero(name)));
+        }
+        let mut off = Limits::default();
+        (off.pages.parked, off.pages.page_time, off.pages.count.bytes) = (0, None, 0);
+        assert_eq!(off.validate(), Ok(()), "a limit that may be zero is not refused");
+    }
 
     #[test]
     fn the_default_limits_are_valid_and_a_zero_limit_is_refused_by_name() {

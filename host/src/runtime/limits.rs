@@ -72,24 +72,9 @@ impl fmt::Display for LimitError {
 impl std::error::Error for LimitError {}
 
 impl CallLimits {
-    /// Refuses a zero limit (nothing may run unlimited, and zero would refuse
-    /// everything) and a chunk limit above what a budget can carry.
+    /// Refuses a chunk limit above what a budget can carry. (A zero limit is
+    /// refused by `limits::Limits::validate`, generated from the limit table.)
     pub fn validate(&self) -> Result<(), LimitError> {
-        let counts = [
-            ("memory_mib", self.memory_bytes),
-            ("max_table_elements", self.table_elements),
-            ("max_instances", self.instances),
-            ("max_handles", self.max_handles),
-            ("max_output_chunk_bytes", self.max_chunk_bytes),
-            ("max_info_bytes", self.max_info_bytes),
-        ];
-        let times = [("timeout_secs", self.wall_time), ("host_grace_ms", self.host_grace)];
-        if let Some((name, _)) = counts.iter().find(|(_, n)| *n == 0) {
-            return Err(LimitError::Zero(name));
-        }
-        if let Some((name, _)) = times.iter().find(|(_, t)| t.is_zero()) {
-            return Err(LimitError::Zero(name));
-        }
         if self.max_chunk_bytes > u32::MAX as usize {
             return Err(LimitError::AboveMaximum { name: "max_output_chunk_bytes", max: u64::from(u32::MAX) });
         }
@@ -269,24 +254,8 @@ mod tests {
     }
 
     #[test]
-    fn the_default_limits_are_valid_and_every_zero_limit_is_refused_by_name() {
+    fn the_default_limits_are_valid_and_a_chunk_past_a_budget_is_refused_by_name() {
         assert_eq!(crate::limits::Limits::default().call.validate(), Ok(()));
-        type Zero = fn(&mut CallLimits);
-        let zeroed: [(&str, Zero); 8] = [
-            ("memory_mib", |l| l.memory_bytes = 0),
-            ("max_table_elements", |l| l.table_elements = 0),
-            ("max_instances", |l| l.instances = 0),
-            ("max_handles", |l| l.max_handles = 0),
-            ("max_output_chunk_bytes", |l| l.max_chunk_bytes = 0),
-            ("max_info_bytes", |l| l.max_info_bytes = 0),
-            ("timeout_secs", |l| l.wall_time = Duration::ZERO),
-            ("host_grace_ms", |l| l.host_grace = Duration::ZERO),
-        ];
-        for (name, zero) in zeroed {
-            let mut limits = crate::limits::Limits::default().call;
-            zero(&mut limits);
-            assert_eq!(limits.validate(), Err(LimitError::Zero(name)));
-        }
         let huge = CallLimits { max_chunk_bytes: u32::MAX as usize + 1, ..crate::limits::Limits::default().call };
         assert!(matches!(huge.validate(), Err(LimitError::AboveMaximum { name: "max_output_chunk_bytes", .. })));
     }

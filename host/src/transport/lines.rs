@@ -8,15 +8,8 @@ use tokio::sync::{Semaphore, mpsc};
 use tokio_util::codec::FramedRead;
 
 use crate::framing::LineCodec;
+use crate::limits::FIXED;
 use crate::session::{Handled, Outbox, Session};
-
-/// Messages waiting for the writer; a slow reader holds the session back
-/// rather than letting them pile up in memory.
-const OUTPUT_QUEUE: usize = 64;
-
-/// Calls started and not yet answered (running, or waiting for one of the
-/// session's slots); past this, input is not read until one finishes.
-const PENDING_CALLS: usize = 256;
 
 /// Reads frames until end of input, hands them to `session`, writes responses
 /// and notifications. Returns once every started call has answered and the
@@ -26,7 +19,7 @@ where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let (tx, mut rx) = mpsc::channel::<String>(OUTPUT_QUEUE);
+    let (tx, mut rx) = mpsc::channel::<String>(FIXED.output_queue);
     let writer_task = tokio::spawn(async move {
         while let Some(mut line) = rx.recv().await {
             line.push('\n');
@@ -58,7 +51,7 @@ where
             }
         })
     };
-    let pending = Arc::new(Semaphore::new(PENDING_CALLS));
+    let pending = Arc::new(Semaphore::new(FIXED.pending_calls));
     let mut frames = FramedRead::new(reader, LineCodec::new(max_line_bytes));
     while let Some(frame) = frames.next().await {
         let frame = match frame {

@@ -15,12 +15,10 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::audit::Who;
+use crate::limits::FIXED;
 use crate::results::faults::refusal::Refusal;
 use crate::server::Server;
 use crate::session::Session;
-
-/// The longest first line read while waiting for the token.
-const MAX_TOKEN_LINE: u64 = 1024;
 
 /// What the first line of a connection is.
 #[derive(Debug, PartialEq, Eq)]
@@ -81,7 +79,7 @@ async fn connection(server: Arc<Server>, stream: TcpStream, peer: SocketAddr, to
     let (read, mut write) = stream.into_split();
     let mut reader = BufReader::new(read);
     let mut first = Vec::new();
-    (&mut reader).take(MAX_TOKEN_LINE).read_until(b'\n', &mut first).await?;
+    (&mut reader).take(FIXED.token_line_bytes).read_until(b'\n', &mut first).await?;
     let line = first.strip_suffix(b"\n").unwrap_or(&first);
     match greet(line, token) {
         Greeting::Http => {

@@ -30,6 +30,7 @@ use tokio::sync::mpsc;
 
 use crate::audit::Who;
 use crate::framing::Frame;
+use crate::limits::FIXED;
 use crate::protocol::modern::Headers;
 use crate::results::faults::refusal::{Refusal, status_of};
 use crate::server::Server;
@@ -37,15 +38,6 @@ use crate::session::{Handled, Outbox, Reply, Session};
 
 /// The header naming a legacy session.
 const SESSION_ID: &str = "mcp-session-id";
-
-/// Legacy sessions kept at once; the least recently used goes first.
-const MAX_SESSIONS: usize = 1024;
-
-/// How long an idle legacy session is kept.
-const SESSION_IDLE: Duration = Duration::from_secs(3600);
-
-/// Notifications waiting for a slow SSE reader, per request.
-const STREAM_QUEUE: usize = 64;
 
 /// How the endpoint is protected.
 #[derive(Debug, Clone)]
@@ -132,7 +124,7 @@ impl Endpoint {
     fn session(&self, id: &str) -> Option<Arc<Session>> {
         let mut sessions = self.sessions.lock().expect("sessions lock");
         let entry = sessions.get_mut(id)?;
-        if entry.1.elapsed() > SESSION_IDLE {
+        if entry.1.elapsed() > FIXED.http_session_idle {
             sessions.remove(id);
             return None;
         }
@@ -145,8 +137,8 @@ impl Endpoint {
         getrandom::fill(&mut bytes).expect("the operating system's random source works");
         let id = hex::encode(bytes);
         let mut sessions = self.sessions.lock().expect("sessions lock");
-        sessions.retain(|_, (_, used)| used.elapsed() <= SESSION_IDLE);
-        if sessions.len() >= MAX_SESSIONS
+        sessions.retain(|_, (_, used)| used.elapsed() <= FIXED.http_session_idle);
+        if sessions.len() >= FIXED.http_sessions
             && let Some(oldest) = sessions.iter().min_by_key(|(_, (_, used))| *used).map(|(k, _)| k.clone())
         {
             sessions.remove(&oldest);
@@ -250,7 +242,7 @@ async fn on_post(State(endpoint): State<Arc<Endpoint>>, request: Request) -> Res
         }
     };
     let too_long = matches!(frame, Frame::TooLong { .. });
-    let (tx, rx) = mpsc::channel(STREAM_QUEUE);
+    let (tx, rx) = mpsc::channel(FIXED.sse_queue);
     let outbox = Outbox::new(tx);
     match session.handle(frame, &outbox, Some(&headers)) {
         Handled::Now(None) => StatusCode::ACCEPTED.into_response(),
