@@ -29,7 +29,7 @@ impl Pager {
             resume,
             fingerprint: start.fingerprint,
             page: start.index + 1,
-            session: start.session,
+            parked_id: start.parked_id,
             bytes_before: start.bytes_before + page.bytes,
             items_before: start.items_before + page.items,
             hash_state: sealed::seal(&self.key, &start.hasher.serialize()),
@@ -65,6 +65,6 @@ impl Pager {
         start.call.disarm();
         let parked = Parked { call: start.call, pending: start.pending, view: start.view };
         let bytes = parked.bytes();
-        self.parked.park(start.session, key, parked, bytes);
+        self.parked.park(start.parked_id, key, parked, bytes);
     }
 }

@@ -3,7 +3,7 @@
 //! A cursor is `c1.<body>.<mac>`, both parts base64url without padding. The body
 //! (JSON) binds the tool and its version, the original arguments, the resume
 //! position after the last chunk delivered, the fingerprint of what is paged,
-//! the index of the next page, the live session that holds the stream, the
+//! the index of the next page, the id of the parked stream, the
 //! running SHA-256 of everything delivered (sealed: it holds the last bytes
 //! delivered), the signing key's id and an expiry. The rest of the body is
 //! readable by whoever holds the cursor (it holds only what that client sent);
@@ -120,9 +120,10 @@ pub struct Cursor {
     /// The index of the page this cursor asks for.
     #[serde(rename = "p")]
     pub page: u64,
-    /// The live session holding the stream, if it is still there.
+    /// The id the stream is parked under between pages (see `parked`), if
+    /// it is still there.
     #[serde(rename = "s")]
-    pub session: u64,
+    pub parked_id: u64,
     /// Payload bytes delivered on earlier pages.
     #[serde(rename = "b")]
     pub bytes_before: u64,
@@ -296,7 +297,7 @@ mod tests {
             resume: "10:2".into(),
             fingerprint: Some(Fingerprint { size: 5, mtime_ns: 6, identity: 7 }),
             page: 1,
-            session: 42,
+            parked_id: 42,
             bytes_before: 100,
             items_before: 3,
             hash_state: "x".into(),

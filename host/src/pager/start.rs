@@ -62,7 +62,8 @@ pub(super) struct Start {
     pub index: u64,
     pub fingerprint: Option<Fingerprint>,
     pub hasher: Sha256,
-    pub session: u64,
+    /// The id the stream is parked under between pages.
+    pub parked_id: u64,
     /// The tool's arguments, as canonical JSON.
     pub args: String,
     pub bytes_before: u64,
@@ -97,7 +98,7 @@ impl Pager {
             index: 0,
             fingerprint,
             hasher: Sha256::default(),
-            session: parked::new_id(),
+            parked_id: parked::new_id(),
             args,
             bytes_before: 0,
             items_before: 0,
@@ -145,7 +146,7 @@ impl Pager {
         };
         // A parked stream opened with other grants (another session's client roots)
         // is not reused: the stream is reopened with this request's.
-        let parked = self.parked.take(cursor.session, &parked_key(&cursor)).filter(|p| p.call.grants() == ctx.grants);
+        let parked = self.parked.take(cursor.parked_id, &parked_key(&cursor)).filter(|p| p.call.grants() == ctx.grants);
         let heading = cursor.compact.clone().and_then(|h| h.line);
         let (mut call, pending, view) = match parked {
             Some(parked) => (parked.call, parked.pending, parked.view),
@@ -178,7 +179,7 @@ impl Pager {
             index: cursor.page,
             fingerprint: cursor.fingerprint,
             hasher,
-            session: cursor.session,
+            parked_id: cursor.parked_id,
             args: cursor.args,
             bytes_before: cursor.bytes_before,
             items_before: cursor.items_before,
