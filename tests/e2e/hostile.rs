@@ -109,6 +109,23 @@ fn run_cases(server: &mut Server, cases: &[(Value, Fired)]) {
     }
 }
 
+/// A call the host refuses is refused before any guest runs: a looping
+/// guest would be answered `timeout` at the wall time, not the refusal.
+#[test]
+fn bad_host_arguments_and_schema_violations_are_refused_before_the_guest_runs() {
+    let fx = fixture();
+    let mut server = hostile_server(&fx);
+    let bad_host = provoke(&mut server, 1, json!({"behaviour": "loop", "max_tokens": "many"}));
+    assert_eq!(bad_host["error"]["code"], -32602, "a malformed host argument: {bad_host}");
+    assert!(bad_host["error"]["message"].as_str().unwrap().contains("max_tokens"), "{bad_host}");
+    let off_schema = provoke(&mut server, 2, json!({"behaviour": "loop", "unknown": 1}));
+    let error = &off_schema["result"]["_meta"]["cordon/error"];
+    assert_eq!(error["code"], "invalid_argument", "a schema violation, not a timeout: {off_schema}");
+    let wrong_type = provoke(&mut server, 3, json!({"behaviour": 7}));
+    assert_eq!(wrong_type["result"]["_meta"]["cordon/error"]["code"], "invalid_argument", "{wrong_type}");
+    assert_still_healthy(&mut server, 4, "refused calls");
+}
+
 #[test]
 fn a_looping_tool_is_stopped_at_its_wall_time_in_open_next_and_info() {
     let fx = fixture();

@@ -2,12 +2,52 @@
 //! limits, with a file's page for a tool whose text is lines of a file, and
 //! the large pages of a program that follows every cursor.
 
+use std::time::Duration;
+
 use serde_json::Value;
 
-use super::{BYTES_PER_TOKEN, PageLimits};
+use super::{count, handles};
 use crate::args::Paging;
 use crate::registry::Tool;
 use crate::tool::Budget;
+
+/// Bytes per estimated token.
+pub const BYTES_PER_TOKEN: u32 = 4;
+
+/// The pager's limits and defaults.
+#[derive(Debug, Clone, Copy)]
+pub struct PageLimits {
+    /// Tokens per page when the caller does not say.
+    pub default_tokens: u32,
+    /// The most tokens a caller may ask for per page.
+    pub max_tokens: u32,
+    /// The default page of a tool whose text is lines of a file.
+    pub file: FilePage,
+    /// The most items (lines, for text) per page.
+    pub max_items: u32,
+    /// JSON items nested deeper are truncated.
+    pub max_depth: usize,
+    /// How long a cursor stays valid.
+    pub cursor_ttl: Duration,
+    /// How much the handle store keeps in all.
+    pub handles: handles::Caps,
+    /// Streams parked between pages, at most.
+    pub parked: usize,
+    /// The linear memory (and buffered output) parked streams may hold together, in bytes.
+    pub parked_bytes: usize,
+    /// How long a parked stream waits for its next page.
+    pub parked_ttl: Duration,
+    /// How much counting the whole result before a first page may spend.
+    pub count: count::CountBounds,
+    /// Instances a sharded call runs at once (1: none is sharded).
+    pub shards: usize,
+    /// The most time a page is pulled before it answers with what it has
+    /// (`None`: until shortly before the request's deadline; see `clock`).
+    pub page_time: Option<Duration>,
+    /// The largest image or notebook gathered whole for a model in the text
+    /// form, in bytes (see `media`).
+    pub max_whole_bytes: u64,
+}
 
 /// The default page of a tool whose text is lines of a file (`read`): as
 /// much as an agent's own file reader shows at once.

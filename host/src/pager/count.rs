@@ -20,11 +20,13 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::BYTES_PER_TOKEN;
+use super::page::{Ended, Page};
 use super::printer::Printer;
+use super::start::Start;
 use super::stream::{Opener, Stream};
+use super::{BYTES_PER_TOKEN, PageRequest, Pager};
 use crate::runtime::CallContext;
-use crate::tool::{Budget, Payload};
+use crate::tool::{Access, Budget, Payload};
 
 /// How much counting a first page may spend.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -247,6 +249,31 @@ pub fn count(ctx: &CallContext, counting: Counting) -> Option<Whole> {
     paths.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     whole.paths = paths;
     Some(whole)
+}
+
+/// What a first page keeps of its call's time to be answered after counting.
+const COUNT_MARGIN: Duration = Duration::from_millis(500);
+
+impl Pager {
+    /// On a model's first page, what the whole result holds, counted by
+    /// running the tool a second time: only for a model deciding whether to
+    /// page (a program following every cursor reads it all anyway), for a
+    /// tool that changes nothing, whose own totals are not exact already,
+    /// and when the page did not end for want of time.
+    pub(super) fn whole(&self, request: &PageRequest, start: &mut Start, page: &Page) -> Option<Whole> {
+        let PageRequest { ctx, tool, for_model, .. } = request;
+        let changes_nothing = tool.manifest.read_only && tool.manifest.access != Access::Write;
+        let exact = page.summary.as_ref().is_some_and(|s| s.exact);
+        if !*for_model || start.index != 0 || !changes_nothing || exact || page.ended == Ended::Time {
+            return None;
+        }
+        // The page is pulled: its shards ahead stop before counting runs its own.
+        start.call.disarm();
+        let view = start.view.as_ref().and_then(|_| self.view(ctx, crate::args::Form::Text, None)).map(|v| v.printer);
+        let opener = self.opener(tool, &start.args);
+        let counting = Counting { opener, view, bounds: self.limits.count, margin: COUNT_MARGIN };
+        count(ctx, counting)
+    }
 }
 
 #[cfg(test)]

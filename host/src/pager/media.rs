@@ -10,6 +10,9 @@
 
 use serde_json::Value;
 
+use super::Pager;
+use super::start::Start;
+use crate::runtime::CallFailure;
 use crate::tool::Budget;
 
 /// The media type of a Jupyter notebook (as `read` reports it).
@@ -117,6 +120,18 @@ impl Media {
     /// Whether the page shows nothing of the file (so nothing is pulled).
     pub fn shows_nothing(&self) -> bool {
         matches!(self, Media::Described { .. })
+    }
+}
+
+impl Pager {
+    /// In the text form, how the page is shown to a model when the tool
+    /// pages one file (it has a fingerprint; see `media`); `None` in the JSON
+    /// form, and without asking the tool for its `info` for any other call.
+    pub(super) fn media(&self, start: &mut Start, budget: Budget) -> Result<Option<Media>, CallFailure> {
+        let (Some(view), Some(_)) = (&start.view, &start.fingerprint) else { return Ok(None) };
+        let info = start.call.info()?;
+        let limits = (budget, self.limits.max_whole_bytes);
+        Ok(Media::of(&info, start.index, limits, |path| view.printer.shown_path(path)))
     }
 }
 

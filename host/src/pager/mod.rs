@@ -17,6 +17,7 @@ mod continuation;
 pub mod count;
 pub mod cursor;
 pub mod depth;
+mod error;
 mod fill;
 pub mod handles;
 mod key_file;
@@ -32,89 +33,24 @@ mod stream;
 pub mod totals;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::Value;
 
 use crate::args::Paging;
 use crate::registry::Tool;
-use crate::runtime::{CallContext, CallFailure, Reclaim, Runtime};
-use crate::tool::{Access, Budget};
-pub use budget::FilePage;
+use crate::runtime::{CallContext, Reclaim, Runtime};
+pub use budget::{BYTES_PER_TOKEN, FilePage, PageLimits};
 use budget::{budget, numbered, shows_lines};
-use cursor::{CursorError, CursorKey};
+use cursor::CursorKey;
+pub use error::PageError;
 use fill::{Fill, Filled};
 use handles::{Handles, Store};
 use media::Media;
 use page::{Ended, Page, View};
 use parked::ParkedStreams;
 use printer::Printers;
-use start::{Parked, Start, stale};
+use start::{Parked, stale};
 use stream::Opener;
-
-/// What a first page keeps of its call's time to be answered after counting.
-const COUNT_MARGIN: Duration = Duration::from_millis(500);
-
-/// Bytes per estimated token.
-pub const BYTES_PER_TOKEN: u32 = 4;
-
-/// The pager's limits and defaults.
-#[derive(Debug, Clone, Copy)]
-pub struct PageLimits {
-    /// Tokens per page when the caller does not say.
-    pub default_tokens: u32,
-    /// The most tokens a caller may ask for per page.
-    pub max_tokens: u32,
-    /// The default page of a tool whose text is lines of a file.
-    pub file: FilePage,
-    /// The most items (lines, for text) per page.
-    pub max_items: u32,
-    /// JSON items nested deeper are truncated.
-    pub max_depth: usize,
-    /// How long a cursor stays valid.
-    pub cursor_ttl: Duration,
-    /// How much the handle store keeps in all.
-    pub handles: handles::Caps,
-    /// Streams parked between pages, at most.
-    pub parked: usize,
-    /// The linear memory (and buffered output) parked streams may hold together, in bytes.
-    pub parked_bytes: usize,
-    /// How long a parked stream waits for its next page.
-    pub parked_ttl: Duration,
-    /// How much counting the whole result before a first page may spend.
-    pub count: count::CountBounds,
-    /// Instances a sharded call runs at once (1: none is sharded).
-    pub shards: usize,
-    /// The most time a page is pulled before it answers with what it has
-    /// (`None`: until shortly before the request's deadline; see `clock`).
-    pub page_time: Option<Duration>,
-    /// The largest image or notebook gathered whole for a model in the text
-    /// form, in bytes (see `media`).
-    pub max_whole_bytes: u64,
-}
-
-/// Why no page came back.
-#[derive(Debug)]
-pub enum PageError {
-    /// The call failed (the tool's error, a trap, a limit).
-    Call(CallFailure),
-    /// The cursor (or handle) was refused.
-    Cursor(CursorError),
-    /// The handle store could not be read.
-    Store(std::io::Error),
-}
-
-impl From<CallFailure> for PageError {
-    fn from(f: CallFailure) -> Self {
-        PageError::Call(f)
-    }
-}
-
-impl From<CursorError> for PageError {
-    fn from(e: CursorError) -> Self {
-        PageError::Cursor(e)
-    }
-}
 
 /// One page asked of a tool: the call it belongs to (grants, deadline,
 /// signal), the tool, its own arguments and the host's paging options, and
@@ -243,35 +179,5 @@ impl Pager {
         page.whole = self.whole(request, &mut start, &page);
         self.continuation(request, start, &mut page);
         Ok(page)
-    }
-
-    /// On a model's first page, what the whole result holds, counted by
-    /// running the tool a second time: only for a model deciding whether to
-    /// page (a program following every cursor reads it all anyway), for a
-    /// tool that changes nothing, whose own totals are not exact already,
-    /// and when the page did not end for want of time.
-    fn whole(&self, request: &PageRequest, start: &mut Start, page: &Page) -> Option<count::Whole> {
-        let PageRequest { ctx, tool, for_model, .. } = request;
-        let changes_nothing = tool.manifest.read_only && tool.manifest.access != Access::Write;
-        let exact = page.summary.as_ref().is_some_and(|s| s.exact);
-        if !*for_model || start.index != 0 || !changes_nothing || exact || page.ended == Ended::Time {
-            return None;
-        }
-        // The page is pulled: its shards ahead stop before counting runs its own.
-        start.call.disarm();
-        let view = start.view.as_ref().and_then(|_| self.view(ctx, crate::args::Form::Text, None)).map(|v| v.printer);
-        let opener = self.opener(tool, &start.args);
-        let counting = count::Counting { opener, view, bounds: self.limits.count, margin: COUNT_MARGIN };
-        count::count(ctx, counting)
-    }
-
-    /// In the text form, how the page is shown to a model when the tool
-    /// pages one file (it has a fingerprint; see `media`); `None` in the JSON
-    /// form, and without asking the tool for its `info` for any other call.
-    fn media(&self, start: &mut Start, budget: Budget) -> Result<Option<Media>, CallFailure> {
-        let (Some(view), Some(_)) = (&start.view, &start.fingerprint) else { return Ok(None) };
-        let info = start.call.info()?;
-        let limits = (budget, self.limits.max_whole_bytes);
-        Ok(Media::of(&info, start.index, limits, |path| view.printer.shown_path(path)))
     }
 }
