@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 
 use super::page::{Ended, Page};
 use super::printer::Printer;
-use super::start::Start;
+use super::start::{Start, base};
 use super::stream::{Opener, Stream};
 use super::{BYTES_PER_TOKEN, PageRequest, Pager};
 use crate::runtime::CallContext;
@@ -269,7 +269,7 @@ impl Pager {
         }
         // The page is pulled: its shards ahead stop before counting runs its own.
         start.call.disarm();
-        let view = start.view.as_ref().and_then(|_| self.view(ctx, crate::args::Form::Text, None)).map(|v| v.printer);
+        let view = start.view.as_ref().map(|_| self.printers.printer(base(ctx), None));
         let opener = self.opener(tool, &start.args);
         let counting = Counting { opener, view, bounds: self.limits.count, margin: COUNT_MARGIN };
         count(ctx, counting)

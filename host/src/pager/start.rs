@@ -189,7 +189,7 @@ impl Pager {
 
 /// Where the text form's paths are relative to: the call's first root,
 /// where relative arguments go.
-fn base(ctx: &CallContext) -> Option<String> {
+pub(super) fn base(ctx: &CallContext) -> Option<String> {
     ctx.grants.first().map(|grant| grant.guest.clone())
 }
 

@@ -84,7 +84,7 @@ impl Printer for Compact {
     }
 
     fn heading(&self) -> Option<&str> {
-        self.group()
+        self.group.as_deref()
     }
 
     fn cut(&self, text: String, limit: usize) -> String {
@@ -123,11 +123,6 @@ impl Compact {
         Compact { base: base.map(|b| b.trim_end_matches('/').to_string()), group }
     }
 
-    /// The heading in force after the items rendered so far.
-    pub fn group(&self) -> Option<&str> {
-        self.group.as_deref()
-    }
-
     /// The file of a match item that opens a file (no heading for it is in
     /// force): the item whose rendering depends on what follows it.
     pub fn opening_match<'a>(&self, item: &'a Value) -> Option<&'a str> {
@@ -159,14 +154,14 @@ impl Compact {
                 write_line(&mut out, text, Cut::of(item, item.get("byte_offset").and_then(Value::as_u64)));
                 return Some(out);
             }
-            let mut out = self.heading(shown, "\n");
+            let mut out = self.open_heading(shown, "\n");
             render_match(&mut out, item, line, text);
             return Some(out);
         }
         if item.len() == 2
             && let Some((why, said)) = NOTICES.iter().find_map(|(key, said)| Some((item.get(*key)?.as_str()?, *said)))
         {
-            return Some(self.heading(format!("{shown}: {said}: {why}"), "\n"));
+            return Some(self.open_heading(format!("{shown}: {said}: {why}"), "\n"));
         }
         if let Some(count) = item.get("count").and_then(Value::as_u64) {
             self.group = None;
@@ -187,7 +182,7 @@ impl Compact {
     /// The heading line `line` (with `between` ahead of it when another
     /// group came first) when it is not the one in force, and makes it so.
     /// A heading of "" stands for lines that carry their own path.
-    fn heading(&mut self, line: String, between: &str) -> String {
+    fn open_heading(&mut self, line: String, between: &str) -> String {
         if self.group.as_deref() == Some(line.as_str()) {
             return String::new();
         }
