@@ -1,6 +1,6 @@
-//! Plain HTTP/1.1 against `cordon serve --http`: one request a connection,
-//! the response read to its end (chunked bodies decoded, SSE split into
-//! messages).
+//! Plain HTTP/1.1 against `cordon serve --http` (and any loopback server, such
+//! as the test issuer): one request a connection, the response read to its end
+//! (chunked bodies decoded, SSE split into messages).
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -47,11 +47,28 @@ pub fn http_post(addr: &str, headers: &[(&str, String)], body: &[u8]) -> HttpRes
     http_request(addr, "POST", &all, body)
 }
 
-/// One HTTP/1.1 request with `Connection: close`; the response read to the end
-/// (chunked bodies decoded).
+/// One HTTP/1.1 request to `/mcp` with `Connection: close`; the response read
+/// to the end (chunked bodies decoded).
 pub fn http_request(addr: &str, method: &str, headers: &[(&str, String)], body: &[u8]) -> HttpResponse {
-    let mut stream = TcpStream::connect(addr).expect("connect to cordon's HTTP port");
-    let mut head = format!("{method} /mcp HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
+    let stream = TcpStream::connect(addr).expect("connect to cordon's HTTP port");
+    exchange(stream, method, "/mcp", headers, body)
+}
+
+/// One HTTP/1.1 request for `path` (with its query) at `addr` (`host:port`),
+/// with `Connection: close` and a `Host` header unless `headers` has one; the
+/// response read to the end (chunked bodies decoded).
+pub fn request(addr: &str, method: &str, path: &str, headers: &[(&str, String)], body: &[u8]) -> HttpResponse {
+    let stream = TcpStream::connect(addr).unwrap_or_else(|e| panic!("connect to {addr}: {e}"));
+    let mut all = headers.to_vec();
+    if !headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("host")) {
+        all.push(("Host", addr.to_string()));
+    }
+    exchange(stream, method, path, &all, body)
+}
+
+/// Writes one request on `stream` and reads its response to the end.
+fn exchange(mut stream: TcpStream, method: &str, path: &str, headers: &[(&str, String)], body: &[u8]) -> HttpResponse {
+    let mut head = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
     for (name, value) in headers {
         head.push_str(&format!("{name}: {value}\r\n"));
     }

@@ -7,7 +7,7 @@
 //! - [`server`]: the `Server` client, over stdio, TCP or HTTP.
 //! - [`input`]: the stateless-era stdio and the HTTP inputs a `Server` writes to.
 //! - [`process`]: servers listening on sockets, bounded client runs, peak memory.
-//! - [`http`]: plain HTTP/1.1 requests to `/mcp`.
+//! - [`http`]: plain HTTP/1.1 requests to `/mcp` (and to any path of a loopback server).
 //! - [`pages`]: a result's page, payload and cursor, and whole results paged through.
 //! - [`rng`]: a small deterministic PRNG.
 
@@ -29,9 +29,11 @@ pub use rng::Rng;
 pub use server::{REPLY_TIMEOUT, Server, TOKEN, initialize_params};
 
 // Public names no test spells out today (the types of `Listening`'s fields, the
-// check `read_all` makes of each page), kept at `crate::support::NAME` too.
+// check `read_all` makes of each page, a request to any path), kept at
+// `crate::support::NAME` too.
 #[allow(unused_imports)]
 pub use {
+    http::request,
     pages::check_structured_payload,
     process::{Reaped, ServerLog},
 };
