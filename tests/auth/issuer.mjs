@@ -2,8 +2,9 @@
 // (a certified OpenID provider) on loopback, issuing RFC 9068 JWT access tokens
 // through the client-credentials grant, with RFC 8707 resource indicators (the
 // token's `aud` is the resource asked for), plus an admin API under /admin that
-// the tests drive (tokens, arbitrary signed or forged JWTs, key rotation, and
-// how often the JWKS was fetched). A test fixture: no admin auth, loopback only.
+// the tests drive: POST token (a real grant), sign (any claims, any header, or
+// forged), rotate (a new key), GET stats (JWKS and discovery fetches) and jwks.
+// A test fixture: no admin auth, loopback only.
 //
 //   node tests/auth/issuer.mjs [--port N] [--alg ES256|RS256|EdDSA] [--clients FILE]
 //
@@ -168,18 +169,26 @@ const admin = {
     if (!response.ok) throw new Error(`token endpoint ${response.status}: ${JSON.stringify(body)}`);
     return { access_token: body.access_token };
   },
-  async 'POST /admin/sign'({ header = {}, claims = {}, key = signingAlg }) {
-    return { token: sign(header, claims, key) };
+  async 'POST /admin/sign'({ header, claims, key }) {
+    return { token: sign(header ?? {}, claims ?? {}, key ?? signingAlg) };
   },
   // A new current key for `alg`, published beside the old ones.
-  async 'POST /admin/rotate'({ alg = signingAlg }) {
-    const { kid } = await newKey(alg);
+  async 'POST /admin/rotate'({ alg }) {
+    const { kid } = await newKey(alg ?? signingAlg);
     provider = makeProvider(issuer);
     handler = provider.callback();
     return { kid };
   },
   async 'GET /admin/stats'() {
     return stats;
+  },
+  // The published keys, for tests that want a kid, without counting as a JWKS fetch.
+  async 'GET /admin/jwks'() {
+    return {
+      keys: keys.map(({ kid, use, alg, ...jwk }) => ({
+        ...crypto.createPublicKey({ key: jwk, format: 'jwk' }).export({ format: 'jwk' }), kid, use, alg,
+      })),
+    };
   },
 };
 

@@ -8,6 +8,8 @@
 //! - [`input`]: the stateless-era stdio and the HTTP inputs a `Server` writes to.
 //! - [`process`]: servers listening on sockets, bounded client runs, peak memory.
 //! - [`http`]: plain HTTP/1.1 requests to `/mcp` (and to any path of a loopback server).
+//! - [`issuer`]: a real OAuth 2.1 authorization server (`tests/auth/issuer.mjs`)
+//!   and its admin API, used as `crate::support::issuer::{Issuer, now}`.
 //! - [`pages`]: a result's page, payload and cursor, and whole results paged through.
 //! - [`rng`]: a small deterministic PRNG.
 
@@ -15,6 +17,9 @@ mod env;
 mod fixture;
 mod http;
 mod input;
+// Used by the authorization tests, written alongside; drop the allow once they land.
+#[allow(dead_code)]
+pub mod issuer;
 mod pages;
 mod process;
 mod rng;
