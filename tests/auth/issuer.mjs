@@ -60,7 +60,7 @@ async function newKey(alg) {
   return jwk;
 }
 for (const alg of Object.keys(ALGS)) await newKey(alg);
-let signingAlg = args.alg;
+const signingAlg = args.alg; // the process's; /admin/token may pick another per token
 if (!(signingAlg in ALGS)) throw new Error(`--alg ${signingAlg}: one of ${Object.keys(ALGS)}`);
 
 // --- The provider, rebuilt (with the same clients and the grown key set) on
