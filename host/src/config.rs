@@ -66,6 +66,15 @@ pub struct FileConfig {
     /// with NAME gets when a call does not ask (see `clients`).
     #[serde(default)]
     pub clients: std::collections::BTreeMap<String, crate::clients::ClientTable>,
+    /// `[auth]`: OAuth access tokens from an issuer (see `auth`).
+    pub auth: Option<crate::auth::OauthSettings>,
+    /// `[[tokens]]`: named static tokens, by digest, environment variable or
+    /// owner-only file (never the token itself).
+    #[serde(default)]
+    pub tokens: Vec<crate::auth::TokenSpec>,
+    /// `[[access]]`: who may use which roots and tools (see `policy::access`).
+    #[serde(default)]
+    pub access: Vec<crate::policy::AccessSpec>,
     /// Refused: secrets come from the environment.
     #[serde(default, deserialize_with = "secret")]
     pub token: Option<()>,

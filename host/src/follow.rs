@@ -29,8 +29,8 @@ pub fn follow(
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let signal = std::sync::Arc::new(crate::runtime::CallSignal::new());
-    let who = || crate::audit::Who::new("cli");
-    let entry = match server.called(tool, &who()) {
+    let caller = server.local("cli");
+    let entry = match server.called(tool, &caller) {
         Ok(entry) => entry,
         Err(fault) => {
             eprintln!("cordon: {}", serde_json::to_string(&ErrorObject::from(fault))?);
@@ -44,7 +44,7 @@ pub fn follow(
             client_roots: None,
             signal: &signal,
             for_model: false,
-            who: who(),
+            caller: caller.clone(),
             client: crate::clients::Client::default(),
         };
         let page = match server.call(request) {

@@ -24,6 +24,7 @@
 pub mod ambient;
 pub mod args;
 pub mod audit;
+pub mod auth;
 pub mod cleanup;
 pub mod cli;
 pub mod clients;

@@ -202,8 +202,9 @@ limit_table! {
         /// Calls started and not yet answered on a stdio or TCP session
         /// (running, or waiting for a slot); past it, input is not read until one finishes.
         pending_calls: usize = 256;
-        /// The longest first line a TCP connection is read for, waiting for the token.
-        token_line_bytes: u64 = 1024;
+        /// The longest first line a TCP connection is read for, waiting for its
+        /// credential (an access token with many groups runs to a few KiB).
+        token_line_bytes: u64 = 16384;
     }
 }
 

@@ -23,6 +23,8 @@ pub enum Code {
     InternalError,
     /// -32001: a TCP connection or HTTP request without the right token.
     Unauthorized,
+    /// -32003: a request its principal's token lacks the scope for (HTTP 403).
+    Forbidden,
     /// -32002: a request other than `initialize` or `ping` before
     /// `initialize` (as in LSP).
     NotInitialized,
@@ -43,6 +45,7 @@ impl Code {
             Code::InvalidParams => -32602,
             Code::InternalError => -32603,
             Code::Unauthorized => -32001,
+            Code::Forbidden => -32003,
             Code::NotInitialized => -32002,
             Code::HeaderMismatch => -32020,
             Code::UnsupportedVersion => -32022,

@@ -2,8 +2,8 @@
 //! read what" — every tool call and page, refusals before a call, changes to
 //! the installed tools, and the server's start and stop.
 //!
-//! Secrets never appear: no token (only its id, the first 16 hex digits of its
-//! SHA-256), no cursor key, and no argument value that is not on the
+//! Secrets never appear: no token (a record names the principal: an access
+//! token's issuer, subject and client, or a static token's name), no cursor key, and no argument value that is not on the
 //! allow-list of `redact` (paths, counts, flags, small enums, a handle):
 //! everything else is replaced by its size and an HMAC keyed with a server
 //! secret.
@@ -24,7 +24,6 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde::Serialize;
 use serde_json::{Map, Value, json};
-use sha2::{Digest, Sha256};
 
 use chain::Chain;
 pub use redact::DigestKey;
@@ -64,9 +63,10 @@ pub struct Who {
     /// The peer's address (TCP, HTTP), or the parent process (stdio).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub peer: Option<String>,
-    /// The token's id (the first 16 hex digits of its SHA-256), when one was sent.
+    /// The principal: its issuer, subject and client, or the static
+    /// token's name (never a token or a part of one).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub token_id: Option<String>,
+    pub principal: Option<crate::auth::Named>,
     /// The client's name and version, as it gave them at `initialize`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub client: Option<String>,
@@ -78,11 +78,6 @@ pub struct Who {
 impl Who {
     pub fn new(transport: &'static str) -> Who {
         Who { transport, ..Who::default() }
-    }
-
-    /// The id of a token: the first 16 hex digits of its SHA-256.
-    pub fn token_id(token: &str) -> String {
-        hex::encode(&Sha256::digest(token.as_bytes())[..8])
     }
 }
 

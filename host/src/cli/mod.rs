@@ -2,19 +2,19 @@
 //! `cordon tool …` (installing third-party tools, in `tool`).
 
 mod audit;
+mod serve;
 mod template;
 mod tool;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use serde_json::{Value, json};
 use tracing_subscriber::EnvFilter;
 
-use crate::audit::{AuditSettings, OnFailure, Who};
+use crate::audit::{AuditSettings, OnFailure};
 use crate::config::{FileConfig, Loaded};
 use crate::limits::Settings;
 use crate::policy::DirSpec;
@@ -35,27 +35,7 @@ pub struct Cli {
 enum Command {
     /// Serve MCP over stdio (newline-delimited JSON-RPC), over TCP with --tcp,
     /// or over Streamable HTTP with --http.
-    Serve {
-        /// Serve over TCP on this address (e.g. 127.0.0.1:7070) instead of stdio;
-        /// every connection must first send the token.
-        #[arg(long, value_name = "ADDR", conflicts_with = "http")]
-        tcp: Option<std::net::SocketAddr>,
-        /// Serve Streamable HTTP at http://ADDR/mcp (e.g. 127.0.0.1:7071) instead of stdio.
-        #[arg(long, value_name = "ADDR")]
-        http: Option<std::net::SocketAddr>,
-        /// The token: TCP clients send it first; HTTP clients send `Authorization:
-        /// Bearer TOKEN` [TCP, and HTTP off loopback: a random one, printed on stderr;
-        /// HTTP on loopback: none required unless set].
-        #[arg(long, env = "CORDON_TOKEN", value_name = "TOKEN", hide_env_values = true)]
-        token: Option<String>,
-        /// Compile every tool before answering anything (a cold start then waits
-        /// for all of them) [default: list the tools at once, compile them in
-        /// the background, a call first compiling its own tool].
-        #[arg(long)]
-        compile_first: bool,
-        #[command(flatten)]
-        common: Common,
-    },
+    Serve(serve::ServeArgs),
     /// List the tools with their schemas.
     Tools {
         #[command(flatten)]
@@ -165,6 +145,15 @@ struct Common {
     /// The configuration file's `[clients.NAME]` tables (no flag).
     #[arg(skip)]
     clients: std::collections::BTreeMap<String, crate::clients::ClientTable>,
+    /// The configuration file's `[auth]` (flags of `serve` override it).
+    #[arg(skip)]
+    oauth: Option<crate::auth::OauthSettings>,
+    /// The configuration file's `[[tokens]]`, their files taken from its directory.
+    #[arg(skip)]
+    tokens: Vec<crate::auth::TokenSpec>,
+    /// The configuration file's `[[access]]`, their roots taken from its directory.
+    #[arg(skip)]
+    access: Vec<crate::policy::AccessSpec>,
 }
 
 impl Common {
@@ -194,9 +183,21 @@ impl Common {
             trusted_keys,
             require_signatures,
             clients,
+            auth,
+            tokens,
+            access,
             ..
         } = &loaded.file;
         self.clients = clients.clone();
+        self.oauth = auth.clone();
+        self.tokens = tokens.clone();
+        for token in &mut self.tokens {
+            token.file = token.file.as_ref().map(|f| loaded.path(f));
+        }
+        self.access = access.clone();
+        for root in self.access.iter_mut().flat_map(|a| a.roots.iter_mut().flatten()) {
+            root.path = loaded.path(&root.path);
+        }
         if let (false, Some(roots)) = (given("roots"), roots) {
             self.roots = roots.iter().map(|r| r.resolve(&loaded.base)).collect();
         }
@@ -257,6 +258,8 @@ impl Common {
             require_signatures: self.require_signatures,
             defer_tools: self.defer_tools,
             clients: crate::clients::Clients::new(&self.clients),
+            access: self.access.clone(),
+            scope_names: self.oauth.as_ref().map(|o| o.scopes.clone()).unwrap_or_default(),
             audit: AuditSettings {
                 path: match self.no_audit {
                     true => None,
@@ -297,7 +300,9 @@ pub fn main() -> ExitCode {
         sub = inner;
     }
     let common = match &mut cli.command {
-        Command::Serve { common, .. } | Command::Tools { common, .. } | Command::Call { common, .. } => Some(common),
+        Command::Serve(serve::ServeArgs { common, .. })
+        | Command::Tools { common, .. }
+        | Command::Call { common, .. } => Some(common),
         Command::Tool { command } => command.common(),
         Command::Audit { .. } => None,
     };
@@ -312,7 +317,7 @@ pub fn main() -> ExitCode {
         None => (false, None),
     };
     init_logging(debug);
-    if let (Command::Serve { tcp, http, .. }, Some(serve)) = (&mut cli.command, file_serve)
+    if let (Command::Serve(serve::ServeArgs { tcp, http, .. }), Some(serve)) = (&mut cli.command, file_serve)
         && tcp.is_none()
         && http.is_none()
     {
@@ -329,74 +334,7 @@ pub fn main() -> ExitCode {
 
 fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
-        Command::Serve { tcp, http, token, compile_first, common } => {
-            if tcp.is_some() && http.is_some() {
-                anyhow::bail!("the configuration names both [serve] tcp and http; choose one");
-            }
-            let config = common.config()?;
-            if config.roots.is_empty() {
-                anyhow::bail!("no roots: give at least one directory with --root DIR (or DIR:ro)");
-            }
-            let server = Server::start(&config)?;
-            let serving = match (tcp, http) {
-                (Some(addr), _) => format!("tcp {addr}"),
-                (None, Some(addr)) => format!("http {addr}"),
-                (None, None) => "stdio".to_string(),
-            };
-            if let Err(e) = server.record_start(&serving, &config)
-                && config.audit.on_failure == OnFailure::Closed
-            {
-                anyhow::bail!("{e}; no call may run unrecorded (audit-on-failure = closed)");
-            }
-            server.watch_installed();
-            match compile_first {
-                true => server.compile_all()?,
-                false => server.compile_in_background(),
-            }
-            let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-            if token.as_ref().is_some_and(|t| t.len() < 16) {
-                anyhow::bail!("--token must be at least 16 characters");
-            }
-            let random_token = || {
-                let random = crate::pager::parked::new_id;
-                format!("{:016x}{:016x}", random(), random())
-            };
-            let stopping = Arc::clone(&server);
-            let served = match (tcp, http) {
-                (None, None) => {
-                    runtime.block_on(crate::transport::stdio::serve(server));
-                    Ok(())
-                }
-                (None, Some(addr)) => {
-                    let token = match token {
-                        None if !addr.ip().is_loopback() => {
-                            let token = random_token();
-                            eprintln!("cordon: HTTP bearer token (send `Authorization: Bearer TOKEN`): {token}");
-                            Some(token)
-                        }
-                        token => token,
-                    };
-                    let options = crate::transport::http::HttpOptions { addr, token };
-                    runtime.block_on(crate::transport::http::serve(server, options))
-                }
-                (Some(addr), _) => {
-                    let token = token.unwrap_or_else(|| {
-                        let token = random_token();
-                        eprintln!("cordon: TCP token (send it alone on the first line): {token}");
-                        token
-                    });
-                    if !addr.ip().is_loopback() {
-                        tracing::warn!(
-                            "serving TCP on a non-loopback address ({addr}); anyone who can reach it and knows the token can use the roots"
-                        );
-                    }
-                    runtime.block_on(crate::transport::tcp::serve(server, addr, token))
-                }
-            };
-            stopping.record_stop();
-            served?;
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Serve(args) => serve::run(args),
         Command::Tools { common, json } => {
             let server = Server::start(&common.config()?)?;
             // Listing checks every tool: each is compiled (or loaded from the cache).
@@ -436,15 +374,15 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
                 return Ok(crate::follow::follow(&server, &tool, arguments, jsonl)?);
             }
             let signal = std::sync::Arc::new(crate::runtime::CallSignal::new());
-            let who = Who::new("cli");
-            let answer = server.called(&tool, &who).and_then(|tool| {
+            let caller = server.local("cli");
+            let answer = server.called(&tool, &caller).and_then(|tool| {
                 let request = CallRequest {
                     tool,
                     arguments: &arguments,
                     client_roots: None,
                     signal: &signal,
                     for_model: true,
-                    who,
+                    caller,
                     client: crate::clients::Client::default(),
                 };
                 server.call(request)

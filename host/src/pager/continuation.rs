@@ -11,7 +11,7 @@ use super::cursor::{Cursor, Heading};
 use super::handles::{self, HandleError, Mint};
 use super::page::Page;
 use super::start::{Parked, Start, parked_key};
-use super::{PageRequest, Pager, sealed};
+use super::{PageRequest, Pager, parked, sealed};
 
 impl Pager {
     /// Gives `page` (pulled from `start`, which moved past where it
@@ -25,6 +25,7 @@ impl Pager {
             key_id: Cursor::key_id(&self.key),
             tool: tool.manifest.name.clone(),
             tool_version: tool.identity(),
+            owner: request.owner.clone(),
             args: start.args.clone(),
             resume,
             fingerprint: start.fingerprint,
@@ -65,6 +66,7 @@ impl Pager {
         start.call.disarm();
         let parked = Parked { call: start.call, pending: start.pending, view: start.view };
         let bytes = parked.bytes();
-        self.parked.park(start.parked_id, key, parked, bytes);
+        let place = parked::Place { position: key, owner: request.owner.clone() };
+        self.parked.park(start.parked_id, place, parked, bytes);
     }
 }

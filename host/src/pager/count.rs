@@ -189,7 +189,7 @@ pub fn count(ctx: &CallContext, counting: Counting) -> Option<Whole> {
     if deadline <= started {
         return None;
     }
-    let counting = CallContext { grants: ctx.grants.clone(), signal: ctx.signal.clone(), deadline };
+    let counting = CallContext { deadline, ..ctx.clone() };
     let mut whole = Whole { items: 0, bytes: 0, exact: false, paths: Vec::new() };
     let mut paths: HashMap<String, u64> = HashMap::new();
     // Sharded like the call itself, when it is: counting keeps pace with it.

@@ -109,6 +109,10 @@ pub struct Cursor {
     pub tool: String,
     #[serde(rename = "tv")]
     pub tool_version: String,
+    /// The id of the principal that started the result (`Principal::id`):
+    /// only it may continue it.
+    #[serde(rename = "o", default)]
+    pub owner: String,
     /// The original arguments, canonical JSON (keys sorted).
     #[serde(rename = "a")]
     pub args: String,
@@ -184,6 +188,9 @@ pub enum CursorError {
     OtherVersion { made_by: String },
     /// The call's other arguments differ from the ones the cursor was made for.
     ArgumentsChanged,
+    /// Started by another principal: only whoever started a result may
+    /// continue it.
+    OtherPrincipal,
     /// A handle no store here holds: expired and swept, made by a server that
     /// does not share this one's handle store, or mistyped.
     UnknownHandle,
@@ -200,6 +207,7 @@ impl CursorError {
             CursorError::OtherTool { .. } => "other_tool",
             CursorError::OtherVersion { .. } => "other_tool_version",
             CursorError::ArgumentsChanged => "arguments_changed",
+            CursorError::OtherPrincipal => "other_principal",
             CursorError::UnknownHandle => "unknown_handle",
         }
     }
@@ -228,6 +236,9 @@ impl fmt::Display for CursorError {
                 f,
                 "the other arguments differ from the call that made the cursor; send only `cursor` (and paging options), or the same arguments"
             ),
+            CursorError::OtherPrincipal => {
+                write!(f, "the cursor belongs to a result another principal started; {again}")
+            }
             CursorError::UnknownHandle => write!(
                 f,
                 "no handle like this one is known here: it expired, was mistyped, or was made by a server that does not \
@@ -293,6 +304,7 @@ mod tests {
             key_id: Cursor::key_id(key),
             tool: "read".into(),
             tool_version: "0.1.0".into(),
+            owner: "alice".into(),
             args: r#"{"path":"a"}"#.into(),
             resume: "10:2".into(),
             fingerprint: Some(Fingerprint { size: 5, mtime_ns: 6, identity: 7 }),

@@ -63,6 +63,9 @@ pub struct PageRequest {
     pub args: Value,
     pub paging: Paging,
     pub for_model: bool,
+    /// The id of the principal asking (`auth::Principal::id`): a result is
+    /// continued only by whoever started it.
+    pub owner: String,
 }
 
 /// The engine: signing key, parked streams, limits, and the printers that

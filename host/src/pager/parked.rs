@@ -1,5 +1,8 @@
 //! Live streams between pages: a bounded table (max count, max bytes, idle
-//! TTL, LRU).
+//! TTL), shared fairly among principals: when it is full, the principal
+//! holding the most (streams, or bytes when bytes are short) gives up its
+//! least recently used stream, so one busy agent evicts its own streams
+//! before anyone else's.
 //!
 //! Keeping a tool's stream alive makes the next page cost only that page. A
 //! stream that is evicted, expires or was lost with a restart is not an error:
@@ -28,7 +31,16 @@ struct Entry<T> {
     /// The resume position after the last chunk delivered; the parked stream
     /// continues exactly there.
     position: String,
+    /// The principal whose result the stream is.
+    owner: String,
     last_used: Instant,
+}
+
+/// Where a stream is parked: its resume position and its principal.
+#[derive(Debug, Clone)]
+pub struct Place {
+    pub position: String,
+    pub owner: String,
 }
 
 /// The entries and the bytes they hold together.
@@ -44,10 +56,25 @@ impl<T> Table<T> {
         Some(entry)
     }
 
-    /// Takes the least recently used entry out.
-    fn remove_oldest(&mut self) -> Option<Entry<T>> {
-        let oldest = self.entries.iter().min_by_key(|(_, e)| e.last_used).map(|(id, _)| *id)?;
-        self.remove(&oldest)
+    /// Takes out the least recently used entry of the principal holding the
+    /// most: streams, or bytes when `by_bytes`.
+    fn remove_fairly(&mut self, by_bytes: bool) -> Option<Entry<T>> {
+        let mut held: HashMap<&str, (usize, usize)> = HashMap::new();
+        for entry in self.entries.values() {
+            let (count, bytes) = held.entry(entry.owner.as_str()).or_default();
+            *count += 1;
+            *bytes += entry.bytes;
+        }
+        let share = |owner: &str| {
+            let (count, bytes) = held[owner];
+            if by_bytes { bytes } else { count }
+        };
+        let most = held.keys().map(|owner| share(owner)).max()?;
+        let victim = (self.entries.iter())
+            .filter(|(_, e)| share(&e.owner) == most)
+            .min_by_key(|(_, e)| e.last_used)
+            .map(|(id, _)| *id)?;
+        self.remove(&victim)
     }
 }
 
@@ -97,7 +124,8 @@ impl<T> ParkedStreams<T> {
     /// Parks a stream holding `bytes`, evicting expired ones and then the
     /// least recently used while the table is full, by count or by bytes. A
     /// stream that alone holds more than the table may is not parked.
-    pub fn park(&self, id: u64, position: String, parked: T, bytes: usize) {
+    pub fn park(&self, id: u64, place: Place, parked: T, bytes: usize) {
+        let Place { position, owner } = place;
         let Bounds { count, bytes: max_bytes, ttl } = self.bounds;
         let mut evicted = Vec::new();
         let mut over_bytes = 0usize;
@@ -111,13 +139,13 @@ impl<T> ParkedStreams<T> {
             let fits = count > 0 && bytes <= max_bytes;
             while fits && (table.entries.len() >= count || table.bytes + bytes > max_bytes) {
                 let by_bytes = table.entries.len() < count;
-                let Some(oldest) = table.remove_oldest() else { break };
+                let Some(oldest) = table.remove_fairly(by_bytes) else { break };
                 over_bytes += usize::from(by_bytes);
                 evicted.push(oldest);
             }
             if fits {
                 table.bytes += bytes;
-                table.entries.insert(id, Entry { parked, bytes, position, last_used: Instant::now() });
+                table.entries.insert(id, Entry { parked, bytes, position, owner, last_used: Instant::now() });
                 None
             } else {
                 Some(parked)
@@ -141,10 +169,10 @@ impl<T> ParkedStreams<T> {
         drop(kept);
     }
 
-    /// Gives up the least recently used stream, if any, and drops it
-    /// (outside the lock).
+    /// Gives up the least recently used stream of the principal holding the
+    /// most streams, if any, and drops it (outside the lock).
     pub fn evict_oldest(&self) -> bool {
-        let oldest = self.lock().remove_oldest();
+        let oldest = self.lock().remove_fairly(false);
         oldest.is_some()
     }
 
@@ -179,6 +207,11 @@ impl<T: Send> Reclaim for ParkedStreams<T> {
 mod tests {
     use super::*;
 
+    /// A place of principal `a`'s.
+    fn at(position: &str) -> Place {
+        Place { position: position.into(), owner: "a".into() }
+    }
+
     fn bounds(count: usize, ttl: Duration) -> Bounds {
         Bounds { count, bytes: usize::MAX, ttl }
     }
@@ -186,14 +219,14 @@ mod tests {
     #[test]
     fn streams_past_the_byte_budget_give_up_the_least_recently_used_and_one_too_large_is_not_parked() {
         let parked = ParkedStreams::new(Bounds { count: 10, bytes: 100, ttl: Duration::from_secs(60) });
-        parked.park(1, "p".into(), 1, 40);
+        parked.park(1, at("p"), 1, 40);
         std::thread::sleep(Duration::from_millis(5));
-        parked.park(2, "p".into(), 2, 40);
+        parked.park(2, at("p"), 2, 40);
         std::thread::sleep(Duration::from_millis(5));
-        parked.park(3, "p".into(), 3, 40);
+        parked.park(3, at("p"), 3, 40);
         assert_eq!((parked.len(), parked.bytes()), (2, 80), "the oldest was given up for the third");
         assert_eq!(parked.take(1, "p"), None);
-        parked.park(4, "p".into(), 4, 101);
+        parked.park(4, at("p"), 4, 101);
         assert_eq!((parked.len(), parked.bytes()), (2, 80), "a stream over the whole budget is not parked");
         assert_eq!(parked.take(4, "p"), None);
         assert_eq!(parked.take(3, "p"), Some(3));
@@ -205,7 +238,7 @@ mod tests {
     #[test]
     fn a_stream_is_taken_once_and_only_at_its_position() {
         let parked = ParkedStreams::new(bounds(4, Duration::from_secs(60)));
-        parked.park(1, "10:2".into(), "stream", 1);
+        parked.park(1, at("10:2"), "stream", 1);
         assert_eq!(parked.take(1, "5:1"), None, "an older cursor does not take the stream");
         assert_eq!(parked.take(1, "10:2"), Some("stream"));
         assert_eq!(parked.take(1, "10:2"), None);
@@ -214,11 +247,11 @@ mod tests {
     #[test]
     fn a_full_table_evicts_the_least_recently_used() {
         let parked = ParkedStreams::new(bounds(2, Duration::from_secs(60)));
-        parked.park(1, "p".into(), 1, 1);
+        parked.park(1, at("p"), 1, 1);
         std::thread::sleep(Duration::from_millis(5));
-        parked.park(2, "p".into(), 2, 1);
+        parked.park(2, at("p"), 2, 1);
         std::thread::sleep(Duration::from_millis(5));
-        parked.park(3, "p".into(), 3, 1);
+        parked.park(3, at("p"), 3, 1);
         assert_eq!(parked.len(), 2);
         assert_eq!(parked.take(1, "p"), None, "the oldest was evicted");
         assert_eq!((parked.take(2, "p"), parked.take(3, "p")), (Some(2), Some(3)));
@@ -228,9 +261,9 @@ mod tests {
     fn reclaiming_gives_up_the_least_recently_used_stream() {
         let parked = ParkedStreams::new(bounds(4, Duration::from_secs(60)));
         assert!(!parked.give_up_one(), "nothing parked, nothing given up");
-        parked.park(1, "p".into(), 1, 1);
+        parked.park(1, at("p"), 1, 1);
         std::thread::sleep(Duration::from_millis(5));
-        parked.park(2, "p".into(), 2, 1);
+        parked.park(2, at("p"), 2, 1);
         assert!(parked.give_up_one());
         assert_eq!((parked.take(1, "p"), parked.take(2, "p")), (None, Some(2)));
     }
@@ -238,19 +271,40 @@ mod tests {
     #[test]
     fn an_idle_stream_expires() {
         let parked = ParkedStreams::new(bounds(4, Duration::from_millis(20)));
-        parked.park(1, "p".into(), (), 1);
+        parked.park(1, at("p"), (), 1);
         std::thread::sleep(Duration::from_millis(40));
         assert_eq!(parked.take(1, "p"), None);
-        parked.park(2, "p".into(), (), 1);
+        parked.park(2, at("p"), (), 1);
         std::thread::sleep(Duration::from_millis(40));
-        parked.park(3, "p".into(), (), 1);
+        parked.park(3, at("p"), (), 1);
         assert_eq!(parked.len(), 1, "parking sweeps out expired streams");
     }
 
     #[test]
     fn a_table_of_size_zero_keeps_nothing() {
         let parked = ParkedStreams::new(bounds(0, Duration::from_secs(60)));
-        parked.park(1, "p".into(), (), 1);
+        parked.park(1, at("p"), (), 1);
         assert!(parked.is_empty());
+    }
+
+    #[test]
+    fn a_full_table_evicts_from_the_principal_holding_the_most() {
+        let parked = ParkedStreams::new(bounds(4, Duration::from_secs(60)));
+        let of = |owner: &str| Place { position: "p".into(), owner: owner.into() };
+        parked.park(1, of("quiet"), 1, 1);
+        std::thread::sleep(Duration::from_millis(5));
+        for id in 2..=4 {
+            parked.park(id, of("busy"), id, 1);
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        parked.park(5, of("busy"), 5, 1);
+        assert_eq!(parked.take(1, "p"), Some(1), "the quiet principal's older stream stays");
+        assert_eq!(parked.take(2, "p"), None, "the busy one gave up its own oldest");
+        let bytes = ParkedStreams::new(Bounds { count: 10, bytes: 100, ttl: Duration::from_secs(60) });
+        bytes.park(1, of("quiet"), 1, 10);
+        std::thread::sleep(Duration::from_millis(5));
+        bytes.park(2, of("busy"), 2, 80);
+        bytes.park(3, of("quiet"), 3, 20);
+        assert_eq!((bytes.take(1, "p"), bytes.take(2, "p")), (Some(1), None), "by bytes: the one holding the most");
     }
 }

@@ -123,6 +123,10 @@ impl Pager {
             false => text,
         };
         let cursor = Cursor::decode(text, &self.key, SystemTime::now())?;
+        // Checked first: another principal learns nothing of the result.
+        if cursor.owner != request.owner {
+            return Err(CursorError::OtherPrincipal.into());
+        }
         if cursor.tool != tool.manifest.name {
             return Err(CursorError::OtherTool { made_by: cursor.tool }.into());
         }

@@ -134,14 +134,24 @@ impl std::error::Error for Refusal {}
 #[derive(Debug)]
 pub struct Judge {
     pub(super) rules: DenyRules,
-    /// Every configured root, with its mode and handle.
-    pub(super) roots: Vec<Held>,
+    /// Every configured root, with its mode and handle (shared by the
+    /// judges of principals with deny rules of their own).
+    pub(super) roots: std::sync::Arc<Vec<Held>>,
 }
 
 impl Judge {
     /// No rules and no roots: nothing is denied, nothing is located.
     pub fn none() -> Judge {
-        Judge { rules: DenyRules::none(), roots: Vec::new() }
+        Judge { rules: DenyRules::none(), roots: std::sync::Arc::new(Vec::new()) }
+    }
+
+    /// This judge with `more` deny rules added to its own (a principal's).
+    pub fn with_more(&self, more: &[String]) -> Result<Judge, super::RuleError> {
+        if more.is_empty() {
+            return Ok(Judge { rules: self.rules.clone(), roots: std::sync::Arc::clone(&self.roots) });
+        }
+        let all: Vec<String> = self.rules().iter().chain(more).cloned().collect();
+        Ok(Judge { rules: DenyRules::new(&all)?, roots: std::sync::Arc::clone(&self.roots) })
     }
 
     /// The rules as configured.

@@ -11,6 +11,7 @@
 //! read-only root, nor a read past a deny rule, and a move neither moves a root
 //! nor takes what a rule covers out from under it.
 
+pub mod access;
 pub mod deny;
 mod judge;
 mod moves;
@@ -23,6 +24,7 @@ use std::sync::Arc;
 use crate::ambient;
 use crate::tool::Access;
 
+pub use access::{AccessError, AccessRules, AccessSpec, Rights};
 pub use deny::{DenyRules, RuleError};
 pub use judge::{Intent, Judge, Refusal};
 pub use moves::MAX_ENTRIES as MAX_MOVE_ENTRIES;
@@ -61,6 +63,17 @@ pub struct Grant {
     pub host: PathBuf,
     pub guest: String,
     pub mode: Mode,
+}
+
+/// What narrows the configured roots for one call; `None` narrows nothing.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Within<'a> {
+    /// The client's roots (canonical), when it gave some.
+    pub client: Option<&'a [PathBuf]>,
+    /// The principal's roots (canonical, with modes), when access rules apply.
+    pub principal: Option<&'a [DirSpec]>,
+    /// An installed tool's grants (canonical, with modes).
+    pub tool: Option<&'a [DirSpec]>,
 }
 
 /// Why the roots could not be set up.
@@ -164,7 +177,7 @@ impl Policy {
                 .map_err(|e| PolicyError { kind: ErrorKind::Unresolvable(e), path: PathBuf::from(&root.path) })?;
             held.push(judge::Held { path: PathBuf::from(&root.path), mode: root.mode, dir });
         }
-        Ok(Policy { roots, judge: Arc::new(Judge { rules, roots: held }), read_only })
+        Ok(Policy { roots, judge: Arc::new(Judge { rules, roots: Arc::new(held) }), read_only })
     }
 
     pub fn roots(&self) -> &[Root] {
@@ -185,24 +198,27 @@ impl Policy {
     /// when the client gave roots (`client`, canonical paths), only the parts
     /// of configured roots that a client root covers.
     pub fn grants(&self, access: Access, client: Option<&[PathBuf]>) -> Vec<Grant> {
-        self.grants_within(access, client, None)
+        self.narrowed(access, Within { client, ..Within::default() })
     }
 
-    /// The preopens of a tool that may use only `tool`'s directories (an
-    /// installed tool's grants, canonical): the configured roots, narrowed to
-    /// the client's roots, then to the tool's grants, never widened, each as
-    /// writable as the root, the grant and the tool's access all allow.
-    pub fn grants_within(&self, access: Access, client: Option<&[PathBuf]>, tool: Option<&[DirSpec]>) -> Vec<Grant> {
+    /// The preopens of one call: the configured roots, narrowed to what
+    /// `within` allows (the client's roots, the principal's, an installed
+    /// tool's grants), never widened, each as writable as the root, every
+    /// narrowing and the tool's access all allow.
+    pub fn narrowed(&self, access: Access, within: Within<'_>) -> Vec<Grant> {
         if access == Access::None {
             return Vec::new();
         }
         let mut grants: Vec<Grant> = Vec::new();
         for root in &self.roots {
             let mut scopes = vec![(PathBuf::from(&root.path), root.mode)];
-            if let Some(client) = client {
+            if let Some(client) = within.client {
                 scopes = narrow(&scopes, client.iter().map(|c| (c.as_path(), Mode::ReadWrite)));
             }
-            if let Some(tool) = tool {
+            if let Some(principal) = within.principal {
+                scopes = narrow(&scopes, principal.iter().map(|g| (g.path.as_path(), g.mode)));
+            }
+            if let Some(tool) = within.tool {
                 scopes = narrow(&scopes, tool.iter().map(|g| (g.path.as_path(), g.mode)));
             }
             for (scope, mode) in scopes {
@@ -354,7 +370,11 @@ mod tests {
         let policy = Policy::new(&specs, &[], false).unwrap();
         let grant = |mode, path: &Path| DirSpec { mode, path: path.to_path_buf() };
         let seen = |access, tool: &[DirSpec], client: Option<&[PathBuf]>| -> Vec<(PathBuf, Mode)> {
-            policy.grants_within(access, client, Some(tool)).into_iter().map(|g| (g.host, g.mode)).collect()
+            policy
+                .narrowed(access, Within { client, tool: Some(tool), ..Within::default() })
+                .into_iter()
+                .map(|g| (g.host, g.mode))
+                .collect()
         };
         assert!(seen(Access::Write, &[], None).is_empty(), "no grants: nothing");
         let data = rw.join("data");

@@ -21,12 +21,14 @@ use super::watchdog::Bounds;
 use crate::policy::{Grant, Judge, Mode};
 use crate::tool::{Budget, Chunk, Fingerprint, Manifest, Summary, ToolError};
 
-/// The request a call serves: the preopens it is granted, its cancellation
-/// and progress, and when it must be answered. Built once per request and
-/// handed down through the pager to the runtime.
+/// The request a call serves: the preopens it is granted, the deny rules and
+/// roots its paths are judged by (the server's, and its principal's own),
+/// its cancellation and progress, and when it must be answered. Built once
+/// per request and handed down through the pager to the runtime.
 #[derive(Debug, Clone)]
 pub struct CallContext {
     pub grants: Vec<Grant>,
+    pub judge: Arc<Judge>,
     pub signal: Arc<CallSignal>,
     pub deadline: Instant,
 }
@@ -90,13 +92,8 @@ impl Runtime {
     /// The instance holds its share of the call's memory, one of `running`
     /// instances the call runs at once (see `CallLimiter::share_memory`), and
     /// is told it in its environment ([`cordon_contract::MEMORY_ENV`]).
-    pub(super) fn store(
-        &self,
-        grants: &[Grant],
-        deadline: Instant,
-        signal: Arc<CallSignal>,
-        running: usize,
-    ) -> Result<Store<CallState>, CallFailure> {
+    pub(super) fn store(&self, ctx: &CallContext, running: usize) -> Result<Store<CallState>, CallFailure> {
+        let CallContext { grants, judge, signal, deadline } = ctx;
         let mut limiter = CallLimiter::new(self.limits, Arc::clone(&self.memory));
         limiter.share_memory(running);
         let mut wasi = WasiCtx::builder();
@@ -117,11 +114,11 @@ impl Runtime {
             wasi: wasi.build(),
             table,
             limiter,
-            grants: grants.to_vec(),
-            judge: Arc::clone(&self.judge),
+            grants: grants.clone(),
+            judge: Arc::clone(judge),
             open_roots: OpenRoots::default(),
-            signal,
-            deadline,
+            signal: Arc::clone(signal),
+            deadline: *deadline,
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limiter);
@@ -149,7 +146,8 @@ impl Runtime {
         let deadline = Instant::now() + super::DESCRIBE_DEADLINE;
         let signal = Arc::new(CallSignal::new());
         let slot = self.slots.acquire(deadline, &signal).map_err(DescribeError::Call)?;
-        let mut store = self.store(&[], deadline, signal, 1).map_err(DescribeError::Call)?;
+        let ctx = CallContext { grants: Vec::new(), judge: Arc::clone(&self.judge), signal, deadline };
+        let mut store = self.store(&ctx, 1).map_err(DescribeError::Call)?;
         let pre = pre.clone();
         let work = move || {
             let described = (|| {
@@ -220,7 +218,7 @@ impl Runtime {
             true => self.slots.free()?,
             false => self.slots.acquire(ctx.deadline, &ctx.signal)?,
         };
-        let mut store = self.store(&ctx.grants, ctx.deadline, Arc::clone(&ctx.signal), running)?;
+        let mut store = self.store(ctx, running)?;
         let result = work(&mut store);
         let (made, answer) = self.answered(name, &store, output, result)?;
         Ok(Fresh { store, slot, made, answer })

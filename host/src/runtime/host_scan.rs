@@ -173,7 +173,10 @@ mod tests {
         let runtime = Runtime::new(limits.call, capacity, None, Arc::clone(policy.judge())).unwrap();
         let grants = policy.grants(Access::Read, None);
         let deadline = Instant::now() + Duration::from_secs(5);
-        runtime.store(&grants, deadline, Arc::new(CallSignal::new()), 1).unwrap()
+        let judge = Arc::clone(policy.judge());
+        runtime
+            .store(&crate::runtime::CallContext { grants, judge, signal: Arc::new(CallSignal::new()), deadline }, 1)
+            .unwrap()
     }
 
     fn read_dir(base: &str, path: &str, follow: bool, max: u32) -> Result<Vec<String>, (WitErrorCode, String)> {

@@ -7,7 +7,7 @@ use crate::installed::InstallError;
 use crate::installed::signature::SignatureError;
 use crate::pager::cursor::KeyError;
 use crate::pager::handles::HandleError;
-use crate::policy::PolicyError;
+use crate::policy::{AccessError, PolicyError};
 use crate::private::TooLoose;
 use crate::registry::LoadError;
 use crate::runtime::{LimitError, RuntimeError};
@@ -20,6 +20,8 @@ pub enum StartError {
     Limits(LimitError),
     /// The roots or deny rules cannot be used.
     Policy(PolicyError),
+    /// An access rule cannot be used.
+    Access(AccessError),
     /// A directory the server keeps state in cannot be opened or created.
     Dir { what: &'static str, path: PathBuf, source: std::io::Error },
     /// A mode in the state directory lets other users in and cannot be tightened.
@@ -52,6 +54,7 @@ impl std::fmt::Display for StartError {
         match self {
             StartError::Limits(e) => e.fmt(f),
             StartError::Policy(e) => e.fmt(f),
+            StartError::Access(e) => e.fmt(f),
             StartError::Dir { what, path, source } => write!(f, "{what} {}: {source}", path.display()),
             StartError::Private(e) => write!(f, "the state directory is not private: {e}"),
             StartError::CursorKey(e) => write!(f, "the cursor key is unusable: {e}"),

@@ -9,14 +9,15 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::audit::{Audit, AuditSettings, DigestKey, Event, Who};
+use crate::audit::{Audit, AuditSettings, DigestKey, Event};
+use crate::auth::ScopeNames;
 use crate::installed::ToolsDir;
 use crate::installed::signature::Signing;
 use crate::limits::Limits;
 use crate::pager::cursor::CursorKey;
 use crate::pager::handles::{RedisStore, Store};
 use crate::pager::{PageError, PageRequest, Pager, PagerParts};
-use crate::policy::{DirSpec, Policy};
+use crate::policy::{AccessRules, AccessSpec, DirSpec, Policy, Within};
 use crate::private;
 use crate::protocol::mcp::Version;
 use crate::registry::{Entry, HostTool, Origin, Registry, Source};
@@ -25,9 +26,11 @@ use crate::runtime::{CallContext, CallFailure, CallSignal, Capacity, Runtime, Sl
 use crate::staging;
 use crate::tool::{Access, Manifest};
 use crate::uploads::Uploads;
+pub use access::Caller;
 pub use error::StartError;
 use record::{Seen, tool_ref};
 
+mod access;
 mod error;
 mod record;
 
@@ -64,6 +67,10 @@ pub struct Config {
     pub defer_tools: bool,
     /// The agent clients known by name, and the page each gets (`clients`).
     pub clients: crate::clients::Clients,
+    /// Who may do what (`[[access]]`, roots already relative to nothing).
+    pub access: Vec<AccessSpec>,
+    /// What the read and write scopes are called.
+    pub scope_names: ScopeNames,
 }
 
 impl Config {
@@ -99,6 +106,10 @@ pub struct Server {
     loading: results::Loading,
     /// The agent clients known by name (`clients`).
     clients: crate::clients::Clients,
+    /// Who may do what (see `access`).
+    access: AccessRules,
+    /// What the read and write scopes are called, for a refusal.
+    scope_names: ScopeNames,
 }
 
 impl Server {
@@ -161,6 +172,7 @@ impl Server {
         let pager = Arc::new(Pager::new(parts, Arc::clone(&runtime)));
         let calls = Slots::new("max_calls_in_flight", config.limits.max_calls_in_flight);
         let instructions = results::instructions(policy.roots());
+        let access = AccessRules::new(&config.access, &policy).map_err(StartError::Access)?;
         let audit = Audit::open(&config.audit, digests).map_err(StartError::Audit)?;
         Ok(Arc::new(Server {
             runtime,
@@ -176,6 +188,8 @@ impl Server {
             recorded: AtomicU64::new(0),
             loading: if config.defer_tools { results::Loading::Deferred } else { results::Loading::UpFront },
             clients: config.clients.clone(),
+            access,
+            scope_names: config.scope_names.clone(),
         }))
     }
 
@@ -225,15 +239,6 @@ impl Server {
             Some(_) => Err(Fault::ReadOnly { name: name.to_string() }),
             None => Err(Fault::UnknownTool { name: name.to_string() }),
         }
-    }
-
-    /// The tool a call by `who` names, as offered, looked up once where the
-    /// call is taken (a session, `cordon call`); a call of a tool not offered
-    /// is recorded as refused.
-    pub fn called(&self, name: &str, who: &Who) -> Result<Entry, Fault> {
-        self.offered(name).inspect_err(|fault| {
-            self.refused(who, &results::outcome::reason(fault), Some(name), fault.to_string());
-        })
     }
 
     /// Whether a tool is offered: any tool, but none that writes on a read-only server.
@@ -339,7 +344,7 @@ impl Server {
         let started = Instant::now();
         if !self.audit.admits_calls() {
             let fault = Fault::AuditUnavailable { reason: "the audit log cannot be written".into() };
-            tracing::warn!(tool = request.name(), who = ?request.who, "{fault}");
+            tracing::warn!(tool = request.name(), who = ?request.caller.who, "{fault}");
             return Err(fault);
         }
         let mut seen = Seen::default();
@@ -371,11 +376,13 @@ impl Server {
             Some(Ok(attached)) => Some(attached),
             Some(Err(e)) => return Ok(Answer::Failed(CallFailure::Tool(e).into())),
         };
+        let rights = &request.caller.rights;
+        let within = Within { client: request.client_roots, principal: rights.roots.as_deref(), tool: None };
         let mut grants = match &tool.origin {
-            Origin::Builtin => self.policy.grants(tool.manifest.access, request.client_roots),
+            Origin::Builtin => self.policy.narrowed(tool.manifest.access, within),
             Origin::Component(_) => Vec::new(),
             Origin::Installed { grants } => {
-                self.policy.grants_within(tool.manifest.access, request.client_roots, Some(grants))
+                self.policy.narrowed(tool.manifest.access, Within { tool: Some(grants), ..within })
             }
         };
         grants.extend(attached.as_ref().map(|a| a.grant.clone()));
@@ -388,7 +395,8 @@ impl Server {
             Ok(slot) => slot,
             Err(busy) => return Ok(Answer::Failed(busy.into())),
         };
-        let ctx = CallContext { grants, signal: Arc::clone(request.signal), deadline };
+        let ctx =
+            CallContext { grants, judge: Arc::clone(&rights.judge), signal: Arc::clone(request.signal), deadline };
         let paging = request.client.fit(host.paging);
         let asked = PageRequest {
             ctx,
@@ -396,6 +404,7 @@ impl Server {
             args: Value::Object(args),
             paging,
             for_model: request.for_model,
+            owner: request.caller.owner.clone(),
         };
         let page = self.pager.page(asked);
         match page {
@@ -431,8 +440,8 @@ pub struct CallRequest<'a> {
     /// result's count; a program following the signed cursor (`cordon call
     /// --all`) needs neither.
     pub for_model: bool,
-    /// Who asked, for the audit trail.
-    pub who: Who,
+    /// Who asked: for the audit trail, their rights, and whose results are continued.
+    pub caller: Caller,
     /// The agent client asking, whose cut sets the default page (`clients`).
     pub client: crate::clients::Client,
 }

@@ -36,7 +36,7 @@ impl Server {
         }
         let written = match (&answer, seen.tool) {
             (Err(fault), _) => self.audit.record(&Event::Refused {
-                who: &request.who,
+                who: &request.caller.who,
                 reason: &results::outcome::reason(fault),
                 tool: Some(request.name()),
                 detail: fault.to_string(),
@@ -49,7 +49,7 @@ impl Server {
                     signer: None,
                 });
                 let record = CallRecord {
-                    who: request.who.clone(),
+                    who: request.caller.who.clone(),
                     tool,
                     arguments: self.audit.redact(request.arguments),
                     grants: Value::Array(seen.grants),

@@ -22,7 +22,6 @@ use std::time::Instant;
 use serde_json::{Value, json};
 use tokio::sync::{Semaphore, mpsc};
 
-use crate::audit::Who;
 use crate::clients::Client;
 use crate::framing::Frame;
 use crate::protocol::jsonrpc::{self, Code, ErrorObject, Id, Message};
@@ -30,7 +29,7 @@ use crate::protocol::mcp::{LogLevel, Request, ToolCall, Version};
 use crate::protocol::modern::{self, Headers};
 use crate::results::{self, Answer, Failed, Fault};
 use crate::runtime::CallSignal;
-use crate::server::{CallRequest, Server};
+use crate::server::{CallRequest, Caller, Server};
 use roots::ClientRoots;
 
 /// What handling a frame gives: an answer now, or a call to run.
@@ -112,25 +111,25 @@ pub struct Session {
     roots: ClientRoots,
     /// The latest stream of unsolicited messages (see `unsolicited`).
     listener: AtomicU64,
-    /// Who the client is, for the audit trail: the transport's part, then
-    /// the name and version `initialize` gave.
-    who: Mutex<Who>,
+    /// Who the client is: its principal and rights, and for the audit
+    /// trail the transport's part, then the name and version `initialize` gave.
+    caller: Mutex<Caller>,
 }
 
 impl Session {
     /// A session on a transport that only answers (Streamable HTTP here: it
     /// has no stream on which to ask the client anything).
-    pub fn new(server: Arc<Server>, who: Who) -> Arc<Session> {
-        Session::with(server, who, false)
+    pub fn new(server: Arc<Server>, caller: Caller) -> Arc<Session> {
+        Session::with(server, caller, false)
     }
 
     /// A session on a transport that also carries the server's requests to the
     /// client (stdio, TCP), so it can ask for the client's roots.
-    pub fn duplex(server: Arc<Server>, who: Who) -> Arc<Session> {
-        Session::with(server, who, true)
+    pub fn duplex(server: Arc<Server>, caller: Caller) -> Arc<Session> {
+        Session::with(server, caller, true)
     }
 
-    fn with(server: Arc<Server>, who: Who, duplex: bool) -> Arc<Session> {
+    fn with(server: Arc<Server>, caller: Caller, duplex: bool) -> Arc<Session> {
         let slots = Arc::new(Semaphore::new(server.limits().max_concurrent_calls.max(1)));
         Arc::new(Session {
             server,
@@ -140,8 +139,17 @@ impl Session {
             slots,
             roots: ClientRoots::new(duplex),
             listener: AtomicU64::new(0),
-            who: Mutex::new(who),
+            caller: Mutex::new(caller),
         })
+    }
+
+    /// The id of the principal the session serves (`Principal::id`).
+    pub fn owner(&self) -> String {
+        self.caller.lock().expect("caller lock").owner.clone()
+    }
+
+    fn rights(&self) -> Arc<crate::policy::Rights> {
+        Arc::clone(&self.caller.lock().expect("caller lock").rights)
     }
 
     /// Whether `initialize` has negotiated a revision (legacy era).
@@ -268,10 +276,11 @@ impl Session {
                 (Request::Initialize { protocol_version, client, roots }, _) => {
                     let version = Version::negotiate(protocol_version);
                     tracing::info!(%client, requested = %protocol_version, negotiated = version.as_str(), "initialize");
-                    self.who.lock().expect("who lock").client = Some(client.clone());
+                    self.caller.lock().expect("caller lock").who.client = Some(client.clone());
                     *self.version.lock().expect("version lock") = Some(version);
                     self.roots.initialized(*roots);
-                    return reply(None, Ok(results::initialize_result(version, self.server.instructions())));
+                    let instructions = self.server.instructions_for(&self.rights());
+                    return reply(None, Ok(results::initialize_result(version, &instructions)));
                 }
                 (Request::Ping, _) => return reply(None, Ok(json!({}))),
                 (_, None) => {
@@ -285,9 +294,10 @@ impl Session {
         match request {
             Request::Discover => {
                 let capabilities = results::capabilities(Version::MODERN);
-                done(Ok(modern::discover_result(capabilities, self.server.instructions())), true)
+                let instructions = self.server.instructions_for(&self.rights());
+                done(Ok(modern::discover_result(capabilities, &instructions)), true)
             }
-            Request::ListTools => done(Ok(self.server.list_tools(ctx.version)), true),
+            Request::ListTools => done(Ok(self.server.list_tools_for(ctx.version, &self.rights())), true),
             Request::ListResources => done(Ok(results::empty_list("resources")), true),
             Request::ListResourceTemplates => done(Ok(results::empty_list("resourceTemplates")), true),
             Request::ListPrompts => done(Ok(results::empty_list("prompts")), true),
@@ -322,10 +332,13 @@ impl Session {
             }
             None => CallSignal::new(),
         });
-        let who = Who { era: Some(ctx.version.as_str()), ..self.who.lock().expect("who lock").clone() };
-        let client =
-            ctx.client.or_else(|| who.client.as_deref().map(|name| self.server.client(name))).unwrap_or_default();
-        let tool = match self.server.called(&name, &who) {
+        let mut caller = self.caller.lock().expect("caller lock").clone();
+        caller.who.era = Some(ctx.version.as_str());
+        let client = ctx
+            .client
+            .or_else(|| caller.who.client.as_deref().map(|name| self.server.client(name)))
+            .unwrap_or_default();
+        let tool = match self.server.called(&name, &caller) {
             Ok(tool) => tool,
             Err(fault) => return Handled::Now(Some(self.respond(&id, Err(fault.into()), ctx.version.is_modern()))),
         };
@@ -366,7 +379,7 @@ impl Session {
                     client_roots,
                     signal: &signal,
                     for_model: true,
-                    who,
+                    caller,
                     client,
                 })
             })

@@ -1,12 +1,13 @@
 //! MCP over TCP: the same newline-delimited framing as stdio, one session per
-//! connection, behind a token.
+//! connection, behind a credential.
 //!
-//! The first line a client sends must be the server's token, alone on the line;
-//! only then are requests read. A wrong or missing token is answered with one
-//! `-32001` error line and the connection is closed. A first line that looks
-//! like HTTP (`GET `, `POST `, …, or a `Host:` header) closes the connection at
-//! once with nothing written, so a web page that reaches the port cannot drive
-//! the server.
+//! The first line a client sends must be its credential alone on the line (a
+//! static token, or an OAuth access token when an issuer is configured; see
+//! `auth`); only then are requests read, as its principal. A wrong or missing
+//! one is answered with one `-32001` error line and the connection is closed.
+//! A first line that looks like HTTP (`GET `, `POST `, …, or a `Host:` header)
+//! closes the connection at once with nothing written, so a web page that
+//! reaches the port cannot drive the server.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -15,6 +16,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::audit::Who;
+use crate::auth::Auth;
 use crate::limits::FIXED;
 use crate::results::faults::refusal::Refusal;
 use crate::server::Server;
@@ -22,17 +24,15 @@ use crate::session::Session;
 
 /// What the first line of a connection is.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Greeting {
-    /// The right token: serve the session.
-    Authorized,
-    /// Something else: refuse with an error line.
-    Refused,
+pub enum Greeting<'a> {
+    /// A credential, to check.
+    Credential(&'a str),
     /// An HTTP request: close without answering.
     Http,
 }
 
-/// Classifies a connection's first line against `token`.
-pub fn greet(line: &[u8], token: &str) -> Greeting {
+/// Classifies a connection's first line (without its newline).
+pub fn greet(line: &[u8]) -> Greeting<'_> {
     const HTTP: [&[u8]; 9] =
         [b"GET ", b"POST ", b"PUT ", b"HEAD ", b"OPTIONS ", b"DELETE ", b"PATCH ", b"CONNECT ", b"TRACE "];
     let lower = line.to_ascii_lowercase();
@@ -43,24 +43,21 @@ pub fn greet(line: &[u8], token: &str) -> Greeting {
         return Greeting::Http;
     }
     let given = line.strip_suffix(b"\r").unwrap_or(line);
-    if constant_time_eq(given, token.as_bytes()) { Greeting::Authorized } else { Greeting::Refused }
+    Greeting::Credential(std::str::from_utf8(given).unwrap_or_default())
 }
 
-pub(super) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
-/// Accepts connections on `addr` until the process ends.
-pub async fn serve(server: Arc<Server>, addr: SocketAddr, token: String) -> std::io::Result<()> {
+/// Accepts connections on `addr` until the process ends; each must present
+/// a credential `auth` accepts.
+pub async fn serve(server: Arc<Server>, addr: SocketAddr, auth: Arc<Auth>) -> std::io::Result<()> {
     let listener = TcpListener::bind(addr).await?;
     tracing::info!("listening on {}", listener.local_addr()?);
-    let token: Arc<str> = token.into();
+    auth.warm().await;
     loop {
         let (stream, peer) = accept(&listener).await?;
-        let (server, token) = (Arc::clone(&server), Arc::clone(&token));
+        let (server, auth) = (Arc::clone(&server), Arc::clone(&auth));
         tokio::spawn(async move {
             tracing::debug!(%peer, "connection");
-            if let Err(e) = connection(server, stream, peer, &token).await {
+            if let Err(e) = connection(server, stream, peer, &auth).await {
                 tracing::debug!(%peer, "connection ended: {e}");
             }
         });
@@ -74,31 +71,31 @@ async fn accept(listener: &TcpListener) -> std::io::Result<(TcpStream, SocketAdd
     Ok((stream, peer))
 }
 
-async fn connection(server: Arc<Server>, stream: TcpStream, peer: SocketAddr, token: &str) -> std::io::Result<()> {
+async fn connection(server: Arc<Server>, stream: TcpStream, peer: SocketAddr, auth: &Auth) -> std::io::Result<()> {
     let who = Who { peer: Some(peer.to_string()), ..Who::new("tcp") };
     let (read, mut write) = stream.into_split();
     let mut reader = BufReader::new(read);
     let mut first = Vec::new();
     (&mut reader).take(FIXED.token_line_bytes).read_until(b'\n', &mut first).await?;
     let line = first.strip_suffix(b"\n").unwrap_or(&first);
-    match greet(line, token) {
+    let credential = match greet(line) {
         Greeting::Http => {
             tracing::warn!("an HTTP request reached the TCP port; closed");
-            Ok(())
+            return Ok(());
         }
-        Greeting::Refused => {
-            let refusal = Refusal::LineToken;
-            if let Some(reason) = refusal.audit_reason() {
-                server.refused(&who, reason, None, "the first line was not the server's token".into());
-            }
-            write.write_all(format!("{}\n", refusal.body()).as_bytes()).await?;
-            write.shutdown().await
-        }
-        Greeting::Authorized => {
+        Greeting::Credential(credential) => credential,
+    };
+    match auth.authenticate(Some(credential)).await {
+        Ok(principal) => {
             let max_line = server.limits().max_line_bytes;
-            let who = Who { token_id: Some(Who::token_id(token)), ..who };
-            super::lines::serve(reader, write, Session::duplex(server, who), max_line).await;
+            let caller = server.caller(&principal, who);
+            super::lines::serve(reader, write, Session::duplex(server, caller), max_line).await;
             Ok(())
+        }
+        Err(failure) => {
+            server.refused(&who, failure.reason(), None, failure.to_string());
+            write.write_all(format!("{}\n", Refusal::LineToken.body()).as_bytes()).await?;
+            write.shutdown().await
         }
     }
 }
@@ -108,12 +105,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_first_line_is_the_token_or_the_connection_is_refused() {
-        assert_eq!(greet(b"s3cret", "s3cret"), Greeting::Authorized);
-        assert_eq!(greet(b"s3cret\r", "s3cret"), Greeting::Authorized);
-        assert_eq!(greet(b"s3cre", "s3cret"), Greeting::Refused);
-        assert_eq!(greet(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#, "s3cret"), Greeting::Refused);
-        assert_eq!(greet(b"", "s3cret"), Greeting::Refused);
+    fn the_first_line_is_the_credential() {
+        assert_eq!(greet(b"s3cret"), Greeting::Credential("s3cret"));
+        assert_eq!(greet(b"s3cret\r"), Greeting::Credential("s3cret"));
+        assert_eq!(greet(b"\xff\xfe"), Greeting::Credential(""), "not UTF-8: no credential");
     }
 
     /// The mechanism behind answers without a 40 ms stall: every accepted
@@ -129,7 +124,7 @@ mod tests {
     #[test]
     fn http_is_recognized_before_anything_runs() {
         for line in [&b"POST /mcp HTTP/1.1"[..], b"GET / HTTP/1.0", b"Host: 127.0.0.1", b"OPTIONS * HTTP/1.1"] {
-            assert_eq!(greet(line, "s3cret"), Greeting::Http, "{}", String::from_utf8_lossy(line));
+            assert_eq!(greet(line), Greeting::Http, "{}", String::from_utf8_lossy(line));
         }
     }
 }

@@ -44,6 +44,10 @@ pub enum Kind {
     Host,
     /// No such tool.
     NotFound,
+    /// A tool the principal's access rules do not give it.
+    NoAccess,
+    /// A tool the principal's token lacks the scope for.
+    InsufficientScope,
     /// The audit trail cannot be written and the server fails closed.
     AuditUnavailable,
 }
@@ -87,6 +91,11 @@ pub enum Fault {
     ReadOnly { name: String },
     /// A call of a tool that does not exist.
     UnknownTool { name: String },
+    /// A call of a tool the principal's access rules do not give it (`by`:
+    /// the rules that matched it, empty when none did).
+    NoAccess { name: String, by: String },
+    /// A call of a tool that needs `scope`, which the principal's token lacks.
+    InsufficientScope { name: String, scope: String },
     /// A read of a resource that does not exist (every one: the server has none).
     UnknownResource { uri: String },
     /// A prompt that does not exist (every one: the server has none).
@@ -137,6 +146,11 @@ impl Fault {
             Fault::UnknownTool { name } => {
                 ErrorObject::new(Code::InvalidParams, message).with_kind(Kind::NotFound, json!({ "tool": name }))
             }
+            Fault::NoAccess { name, .. } => {
+                ErrorObject::new(Code::InvalidParams, message).with_kind(Kind::NoAccess, json!({ "tool": name }))
+            }
+            Fault::InsufficientScope { name, scope } => ErrorObject::new(Code::Forbidden, message)
+                .with_kind(Kind::InsufficientScope, json!({ "tool": name, "scope": scope })),
             Fault::UnknownResource { uri } => ErrorObject::new(Code::InvalidParams, message).with_data(json!({ "uri": uri })),
             Fault::UnknownPrompt { name } => {
                 ErrorObject::new(Code::InvalidParams, message).with_data(json!({ "name": name }))
@@ -183,6 +197,19 @@ impl fmt::Display for Fault {
             }
             Fault::UnknownTool { name } => {
                 write!(f, "Unknown tool: `{name}`; tools/list shows the tools this server has")
+            }
+            Fault::NoAccess { name, by } if by.is_empty() => write!(
+                f,
+                "Tool `{name}` is not offered to you: no access rule of this server names you (by subject, \
+                 group, client or token), so you may call nothing; ask its operator for an `[[access]]` rule"
+            ),
+            Fault::NoAccess { name, by } => write!(
+                f,
+                "Tool `{name}` is not offered to you: the access rules that name you ({by}) do not list it; \
+                 tools/list shows the tools you may call"
+            ),
+            Fault::InsufficientScope { name, scope } => {
+                write!(f, "Tool `{name}` needs the scope `{scope}`, which your access token does not carry")
             }
             Fault::UnknownResource { uri } => {
                 write!(f, "Resource not found: `{uri}`; this server offers tools, not resources")

@@ -108,6 +108,42 @@ impl Refusal {
     pub fn body(self) -> String {
         jsonrpc::failure(None, &ErrorObject::new(self.code(), self.message()))
     }
+
+    /// The response, with `challenge` as its `WWW-Authenticate` header.
+    pub fn challenged(self, challenge: &Challenge<'_>) -> Response {
+        let mut response = self.into_response();
+        response.headers_mut().insert(header::WWW_AUTHENTICATE, challenge.value());
+        response
+    }
+}
+
+/// What a `WWW-Authenticate: Bearer` challenge says (RFC 6750 §3): where
+/// the protected resource metadata is (RFC 9728 §5.1), the error code (none
+/// when the request carried no credential), and the scope a refused request
+/// needs.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Challenge<'a> {
+    pub metadata: Option<&'a str>,
+    pub error: Option<&'static str>,
+    pub scope: Option<&'a str>,
+}
+
+impl Challenge<'_> {
+    /// The header's value.
+    pub fn value(&self) -> HeaderValue {
+        // Quoted strings hold neither quotes nor backslashes here.
+        let quoted = |name: &str, value: &str| format!("{name}=\"{}\"", value.replace(['"', '\\'], ""));
+        let params: Vec<String> = [
+            self.metadata.map(|m| quoted("resource_metadata", m)),
+            self.error.map(|e| quoted("error", e)),
+            self.scope.map(|s| quoted("scope", s)),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        let value = if params.is_empty() { "Bearer".to_string() } else { format!("Bearer {}", params.join(", ")) };
+        HeaderValue::from_str(&value).unwrap_or_else(|_| HeaderValue::from_static("Bearer"))
+    }
 }
 
 /// The HTTP status of an answered request whose error (if any) has `code`,
@@ -116,6 +152,7 @@ impl Refusal {
 pub fn status_of(code: Option<Code>, modern: bool) -> StatusCode {
     match code {
         None => StatusCode::OK,
+        Some(Code::Forbidden) => StatusCode::FORBIDDEN,
         Some(Code::MethodNotFound) if modern => StatusCode::NOT_FOUND,
         Some(Code::ParseError | Code::InvalidRequest) => StatusCode::BAD_REQUEST,
         Some(code) if modern && (code.is_server_error() || code == Code::InvalidParams) => StatusCode::BAD_REQUEST,
@@ -167,6 +204,28 @@ mod tests {
     }
 
     #[test]
+    fn a_challenge_names_the_metadata_the_error_and_the_scope() {
+        assert_eq!(Challenge::default().value(), "Bearer");
+        let missing = Challenge {
+            metadata: Some("https://f.example/.well-known/oauth-protected-resource/mcp"),
+            ..Challenge::default()
+        };
+        assert_eq!(
+            missing.value(),
+            r#"Bearer resource_metadata="https://f.example/.well-known/oauth-protected-resource/mcp""#
+        );
+        let scope = Challenge { error: Some("insufficient_scope"), scope: Some("cordon:\"write"), ..missing };
+        assert_eq!(
+            scope.value(),
+            r#"Bearer resource_metadata="https://f.example/.well-known/oauth-protected-resource/mcp", error="insufficient_scope", scope="cordon:write""#
+        );
+        let response =
+            Refusal::BadToken.challenged(&Challenge { error: Some("invalid_token"), ..Challenge::default() });
+        assert_eq!(response.status(), 401);
+        assert_eq!(response.headers()[header::WWW_AUTHENTICATE], r#"Bearer error="invalid_token""#);
+    }
+
+    #[test]
     fn an_answered_error_has_the_status_its_era_gives_its_code() {
         let table = [
             (None, false, 200, 200),
@@ -176,6 +235,7 @@ mod tests {
             (Some(Code::InvalidParams), false, 200, 400),
             (Some(Code::Unauthorized), false, 200, 400),
             (Some(Code::InternalError), false, 200, 500),
+            (Some(Code::Forbidden), false, 403, 403),
         ];
         for (code, _, legacy, modern) in table {
             assert_eq!(status_of(code, false).as_u16(), legacy, "{code:?}, legacy");

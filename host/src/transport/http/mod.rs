@@ -2,7 +2,8 @@
 //!
 //! Every POST carries one JSON-RPC message, handed to the same session core as
 //! stdio and TCP. What this adapter adds is HTTP's own: checks of `Origin` and
-//! `Host` (against DNS rebinding) and of the bearer token, the legacy era's
+//! `Host` (against DNS rebinding) and of the bearer credential, which makes the
+//! request's principal (`admit`), the protected resource metadata, the legacy era's
 //! sessions (`Mcp-Session-Id`, minted by `initialize`, ended by `DELETE`), and
 //! the status codes each era gives to JSON-RPC errors. A request answered at
 //! once gets a JSON body; a tool call gets an SSE stream that carries its
@@ -21,35 +22,40 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::routing::{get, post};
 use axum::serve::{ListenerExt, TapIo};
 use futures_util::StreamExt;
 use futures_util::stream::{self, Stream};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 
-use crate::audit::Who;
+use crate::auth::Auth;
 use crate::framing::Frame;
 use crate::limits::FIXED;
+use crate::protocol::jsonrpc::Code;
 use crate::protocol::modern::Headers;
-use crate::results::faults::refusal::{Refusal, status_of};
+use crate::results::faults::refusal::{Challenge, Refusal, status_of};
+use crate::server::Caller;
 use crate::server::Server;
 use crate::session::{Handled, Outbox, Reply, Session};
 
 /// The header naming a legacy session.
 const SESSION_ID: &str = "mcp-session-id";
 
-/// How the endpoint is protected.
-#[derive(Debug, Clone)]
+mod admit;
+
+/// Where the endpoint listens and how it is protected.
 pub struct HttpOptions {
     pub addr: SocketAddr,
-    /// Required as `Authorization: Bearer …` when set (always set off loopback).
-    pub token: Option<String>,
+    /// The credentials accepted as `Authorization: Bearer …` (see `auth`).
+    pub auth: Arc<Auth>,
 }
 
 struct Endpoint {
     server: Arc<Server>,
-    token: Option<String>,
+    auth: Arc<Auth>,
+    /// Where the protected resource metadata is, for challenges.
+    metadata_url: Option<String>,
     loopback: bool,
     sessions: Mutex<HashMap<String, (Arc<Session>, Instant)>>,
 }
@@ -60,13 +66,19 @@ pub async fn serve(server: Arc<Server>, options: HttpOptions) -> std::io::Result
     let local = listener.local_addr()?;
     let listener = answering_at_once(listener);
     tracing::info!("listening on http://{local}/mcp");
+    options.auth.warm().await;
     let endpoint = Arc::new(Endpoint {
         server,
-        token: options.token,
+        metadata_url: options.auth.resource_metadata_url(),
+        auth: options.auth,
         loopback: local.ip().is_loopback(),
         sessions: Mutex::new(HashMap::new()),
     });
-    let app = Router::new().route("/mcp", post(on_post).get(on_get).delete(on_delete)).with_state(endpoint);
+    let app = Router::new()
+        .route("/mcp", post(on_post).get(on_get).delete(on_delete))
+        .route("/.well-known/oauth-protected-resource", get(admit::on_metadata))
+        .route("/.well-known/oauth-protected-resource/mcp", get(admit::on_metadata))
+        .with_state(endpoint);
     axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>()).await?;
     Ok(())
 }
@@ -78,50 +90,23 @@ fn answering_at_once(listener: tokio::net::TcpListener) -> TapIo<tokio::net::Tcp
 }
 
 impl Endpoint {
-    /// Who sent a request: the peer, and the id of the token when one is
-    /// required (the request gets past `admit` only with it).
-    fn who(&self, peer: Option<Peer>) -> Who {
-        let token_id = self.token.as_deref().map(Who::token_id);
-        Who { peer: peer.map(|p| p.to_string()), token_id, ..Who::new("http") }
+    /// The legacy session `id`, if it is still there and serves `caller`'s
+    /// principal (another principal's session is as unknown as a made-up one).
+    fn session(&self, id: &str, caller: &Caller) -> Option<Arc<Session>> {
+        let session = self.live_session(id)?;
+        (session.owner() == caller.owner).then_some(session)
     }
 
-    /// Origin, Host and token, before anything else is looked at.
-    /// A refusal is recorded in the audit trail with who sent it.
-    fn admit(&self, headers: &HeaderMap, who: &Who) -> Result<(), Refusal> {
-        let refused = |refusal: Refusal, detail: String| {
-            if let Some(reason) = refusal.audit_reason() {
-                self.server.refused(who, reason, None, detail);
-            }
-            Err(refusal)
-        };
-        if let Some(origin) = headers.get(header::ORIGIN) {
-            let allowed = origin.to_str().ok().and_then(origin_host).is_some_and(is_loopback_name);
-            if !allowed {
-                tracing::warn!(?origin, "refused a request from a foreign origin");
-                return refused(Refusal::ForeignOrigin, format!("the Origin {origin:?} is not allowed"));
-            }
-        }
-        if self.loopback {
-            let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).map(host_name);
-            if !host.is_some_and(is_loopback_name) {
-                tracing::warn!(?host, "refused a request for a foreign Host (DNS rebinding?)");
-                return refused(Refusal::ForeignHost, format!("the Host {host:?} is not allowed"));
-            }
-        }
-        if let Some(token) = &self.token {
-            let given = headers
-                .get(header::AUTHORIZATION)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.strip_prefix("Bearer "))
-                .map(str::trim);
-            if !given.is_some_and(|g| super::tcp::constant_time_eq(g.as_bytes(), token.as_bytes())) {
-                return refused(Refusal::BadToken, "no bearer token, or not the server's".into());
-            }
-        }
-        Ok(())
+    /// The 403 a request whose token lacks a scope gets, with its challenge.
+    fn forbidden(&self, mut response: Response, line: &str) -> Response {
+        let error: Option<serde_json::Value> = serde_json::from_str(line).ok();
+        let scope = error.as_ref().and_then(|e| e.pointer("/error/data/scope")).and_then(|s| s.as_str());
+        let challenge = Challenge { metadata: self.metadata_url.as_deref(), error: Some("insufficient_scope"), scope };
+        response.headers_mut().insert(header::WWW_AUTHENTICATE, challenge.value());
+        response
     }
 
-    fn session(&self, id: &str) -> Option<Arc<Session>> {
+    fn live_session(&self, id: &str) -> Option<Arc<Session>> {
         let mut sessions = self.sessions.lock().expect("sessions lock");
         let entry = sessions.get_mut(id)?;
         if entry.1.elapsed() > FIXED.http_session_idle {
@@ -150,25 +135,6 @@ impl Endpoint {
 
 /// The address a connection comes from, as handlers see it.
 type Peer = SocketAddr;
-
-/// The host of an `Origin` (`scheme://host[:port]`).
-fn origin_host(origin: &str) -> Option<&str> {
-    let rest = origin.split_once("://")?.1;
-    Some(host_name(rest))
-}
-
-/// A `Host` value without its port.
-fn host_name(host: &str) -> &str {
-    if let Some(v6) = host.strip_prefix('[') {
-        return v6.split(']').next().unwrap_or(v6);
-    }
-    host.rsplit_once(':')
-        .map_or(host, |(name, port)| if port.chars().all(|c| c.is_ascii_digit()) { name } else { host })
-}
-
-fn is_loopback_name(name: &str) -> bool {
-    matches!(name.to_ascii_lowercase().as_str(), "localhost" | "127.0.0.1" | "::1")
-}
 
 /// The MCP headers, for the session's checks.
 fn mcp_headers(headers: &HeaderMap) -> Headers {
@@ -205,10 +171,11 @@ fn json_reply(reply: Reply, modern: bool, session_id: Option<&str>) -> Response 
 
 async fn on_post(State(endpoint): State<Arc<Endpoint>>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
-    let who = endpoint.who(parts.extensions.get::<ConnectInfo<Peer>>().map(|p| p.0));
-    if let Err(refusal) = endpoint.admit(&parts.headers, &who) {
-        return refusal.into_response();
-    }
+    let peer = parts.extensions.get::<ConnectInfo<Peer>>().map(|p| p.0);
+    let caller = match endpoint.admit(&parts, peer).await {
+        Ok(caller) => caller,
+        Err(refused) => return refused,
+    };
     let content_type = parts.headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
     if !content_type.to_ascii_lowercase().starts_with("application/json") {
         return Refusal::NotJson.into_response();
@@ -223,11 +190,11 @@ async fn on_post(State(endpoint): State<Arc<Endpoint>>, request: Request) -> Res
     let session_header = parts.headers.get(SESSION_ID).and_then(|v| v.to_str().ok()).map(str::to_string);
     // Legacy: the session named by the header, or a new one (kept if it initializes).
     let (session, known) = match (&session_header, modern) {
-        (Some(id), false) => match endpoint.session(id) {
+        (Some(id), false) => match endpoint.session(id, &caller) {
             Some(session) => (session, true),
             None => return Refusal::UnknownSession.into_response(),
         },
-        _ => (Session::new(Arc::clone(&endpoint.server), who), false),
+        _ => (Session::new(Arc::clone(&endpoint.server), caller), false),
     };
     let limit = endpoint.server.limits().max_line_bytes;
     let frame = match axum::body::to_bytes(body, limit).await {
@@ -246,6 +213,10 @@ async fn on_post(State(endpoint): State<Arc<Endpoint>>, request: Request) -> Res
     let outbox = Outbox::new(tx);
     match session.handle(frame, &outbox, Some(&headers)) {
         Handled::Now(None) => StatusCode::ACCEPTED.into_response(),
+        Handled::Now(Some(reply)) if reply.error == Some(Code::Forbidden) => {
+            let line = reply.line.clone();
+            endpoint.forbidden(json_reply(reply, modern, None), &line)
+        }
         Handled::Now(Some(reply)) => {
             let modern = modern || reply.modern;
             if too_long {
@@ -312,16 +283,19 @@ fn events(
 async fn on_get(
     State(endpoint): State<Arc<Endpoint>>,
     ConnectInfo(peer): ConnectInfo<Peer>,
-    headers: HeaderMap,
+    request: Request,
 ) -> Response {
-    if let Err(refusal) = endpoint.admit(&headers, &endpoint.who(Some(peer))) {
-        return refusal.into_response();
-    }
+    let (parts, _) = request.into_parts();
+    let caller = match endpoint.admit(&parts, Some(peer)).await {
+        Ok(caller) => caller,
+        Err(refused) => return refused,
+    };
+    let headers = &parts.headers;
     let session_id = headers.get(SESSION_ID).and_then(|v| v.to_str().ok());
-    let (true, Some(id)) = (!modern_header(&mcp_headers(&headers)), session_id) else {
+    let (true, Some(id)) = (!modern_header(&mcp_headers(headers)), session_id) else {
         return Refusal::GetWithoutSession.into_response();
     };
-    let Some(session) = endpoint.session(id) else {
+    let Some(session) = endpoint.session(id, &caller) else {
         return Refusal::UnknownSession.into_response();
     };
     let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
@@ -339,17 +313,23 @@ async fn on_get(
 async fn on_delete(
     State(endpoint): State<Arc<Endpoint>>,
     ConnectInfo(peer): ConnectInfo<Peer>,
-    headers: HeaderMap,
+    request: Request,
 ) -> Response {
-    if let Err(refusal) = endpoint.admit(&headers, &endpoint.who(Some(peer))) {
-        return refusal.into_response();
-    }
-    if modern_header(&mcp_headers(&headers)) {
+    let (parts, _) = request.into_parts();
+    let caller = match endpoint.admit(&parts, Some(peer)).await {
+        Ok(caller) => caller,
+        Err(refused) => return refused,
+    };
+    let headers = &parts.headers;
+    if modern_header(&mcp_headers(headers)) {
         return Refusal::DeleteStateless.into_response();
     }
     let Some(id) = headers.get(SESSION_ID).and_then(|v| v.to_str().ok()) else {
         return Refusal::DeleteWithoutSession.into_response();
     };
+    if endpoint.session(id, &caller).is_none() {
+        return Refusal::UnknownSession.into_response();
+    }
     match endpoint.sessions.lock().expect("sessions lock").remove(id) {
         Some(_) => StatusCode::NO_CONTENT.into_response(),
         None => Refusal::UnknownSession.into_response(),
@@ -371,16 +351,5 @@ mod tests {
         let _client = std::net::TcpStream::connect(addr).unwrap();
         let (stream, _) = axum::serve::Listener::accept(&mut listener).await;
         assert!(stream.nodelay().unwrap(), "TCP_NODELAY is set");
-    }
-
-    #[test]
-    fn hosts_and_origins_are_reduced_to_their_names() {
-        assert_eq!(host_name("127.0.0.1:8080"), "127.0.0.1");
-        assert_eq!(host_name("[::1]:80"), "::1");
-        assert_eq!(host_name("localhost"), "localhost");
-        assert_eq!(origin_host("http://localhost:3000"), Some("localhost"));
-        assert_eq!(origin_host("http://evil.example.com"), Some("evil.example.com"));
-        assert!(is_loopback_name("LOCALHOST") && !is_loopback_name("evil.example.com"));
-        assert_eq!(origin_host("null"), None);
     }
 }
