@@ -105,7 +105,7 @@ fn a_session_is_recorded_call_by_call_and_page_by_page_without_content_or_secret
         .filter(|r| r["event"] == "refused")
         .map(|r| (r["reason"].as_str().unwrap(), r["who"]["transport"].as_str().unwrap()))
         .collect();
-    assert_eq!(refusals, [("not_found", "stdio"), ("invalid_cursor", "stdio"), ("bad_token", "tcp")]);
+    assert_eq!(refusals, [("not_found", "stdio"), ("invalid_cursor", "stdio"), ("unknown_token", "tcp")]);
     assert!(records.iter().any(|r| r["event"] == "stop"), "the stdio server recorded its stop: {events:?}");
     let (code, said) = verify(&[&log]);
     assert_eq!(code, 0, "{said}");

@@ -14,13 +14,13 @@ use crate::support::{Fixture, Server, next_cursor, page_meta, payload, run_bound
 
 /// A `redis-server` on a free loopback port, stopped when dropped. It keeps
 /// nothing on disk.
-struct Redis {
+pub(crate) struct Redis {
     child: Child,
     port: u16,
 }
 
 impl Redis {
-    fn start() -> Redis {
+    pub(crate) fn start() -> Redis {
         let binary = redis_server();
         let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let child = Command::new(&binary)
@@ -37,7 +37,7 @@ impl Redis {
         Redis { child, port }
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("redis://127.0.0.1:{}/0", self.port)
     }
 }

@@ -45,6 +45,7 @@ mod sandbox;
 mod shards;
 mod signed;
 mod stdio;
+mod teams;
 mod tools;
 mod transports;
 mod write;

@@ -1,4 +1,6 @@
-//! `cordon audit verify FILE...`: checks an audit trail's chain and anchor.
+//! `cordon audit verify FILE...`: checks an audit trail's chain and anchor;
+//! `cordon audit show FILE... [--who NAME] [--event E]`: prints its records,
+//! those of one principal or one kind.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -24,11 +26,37 @@ pub enum AuditCommand {
         #[arg(long)]
         no_anchor: bool,
     },
+    /// Print the records of audit files (oldest first), one JSON line each, as written.
+    Show {
+        /// The audit files, oldest first.
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+        /// Only the records of this principal: an OAuth subject (`sub`) or a static token's name.
+        #[arg(long, value_name = "NAME")]
+        who: Option<String>,
+        /// Only records of this event (`call`, `refused`, `start`, …).
+        #[arg(long, value_name = "EVENT")]
+        event: Option<String>,
+    },
 }
 
 impl AuditCommand {
     pub fn run(self) -> anyhow::Result<ExitCode> {
         match self {
+            AuditCommand::Show { files, who, event } => {
+                for file in &files {
+                    let text = std::fs::read_to_string(file)
+                        .map_err(|e| anyhow::anyhow!("{} cannot be read: {e}", file.display()))?;
+                    for line in text.lines() {
+                        let record: serde_json::Value = serde_json::from_str(line)
+                            .map_err(|e| anyhow::anyhow!("{} is not an audit log: {e}", file.display()))?;
+                        if shown(&record, who.as_deref(), event.as_deref()) {
+                            println!("{line}");
+                        }
+                    }
+                }
+                Ok(ExitCode::SUCCESS)
+            }
             AuditCommand::Verify { files, anchor, no_anchor } => {
                 let files: Vec<&std::path::Path> = files.iter().map(PathBuf::as_path).collect();
                 let anchoring = match (&anchor, no_anchor) {
@@ -60,5 +88,29 @@ impl AuditCommand {
                 }
             }
         }
+    }
+}
+
+/// Whether `record` is one of `who`'s (its principal's subject or token
+/// name) and of `event`, when they are given.
+fn shown(record: &serde_json::Value, who: Option<&str>, event: Option<&str>) -> bool {
+    let principal = &record["who"]["principal"];
+    let named = |name: &str| principal["sub"] == name || principal["token"] == name;
+    who.is_none_or(named) && event.is_none_or(|e| record["event"] == e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn records_are_shown_by_principal_and_event() {
+        let call = json!({"event": "call", "who": {"principal": {"kind": "oauth", "sub": "alice"}}});
+        let refused = json!({"event": "refused", "who": {"principal": {"kind": "token", "token": "ci"}}});
+        let start = json!({"event": "start"});
+        assert!(shown(&call, Some("alice"), None) && !shown(&refused, Some("alice"), None));
+        assert!(shown(&refused, Some("ci"), Some("refused")) && !shown(&refused, Some("ci"), Some("call")));
+        assert!(!shown(&start, Some("alice"), None) && shown(&start, None, None));
     }
 }

@@ -50,12 +50,6 @@ impl Issuer {
         Issuer::start_args(&[])
     }
 
-    /// Starts the issuer, signing access tokens with `alg` (`ES256`, `RS256`
-    /// or `EdDSA`); keys of all three are published either way.
-    pub fn start_with(alg: &str) -> Issuer {
-        Issuer::start_args(&["--alg", alg])
-    }
-
     /// Starts the issuer with these flags of `tests/auth/issuer.mjs`: `--alg
     /// ALG`, `--port N`, `--clients FILE` (a JSON array of `{client_id,
     /// client_secret, scope, groups, sub?}`). Waits until it listens, and panics
@@ -143,17 +137,6 @@ impl Issuer {
     /// How many times a discovery document (RFC 8414 or OpenID) was fetched.
     pub fn metadata_requests(&self) -> u64 {
         self.admin("GET", "/admin/stats", None)["metadata_requests"].as_u64().expect("metadata_requests")
-    }
-
-    /// The published keys (`{"keys": [{kid, alg, use, kty, …}, …]}`, newest
-    /// first), read through the admin API so that it is not counted as a fetch.
-    pub fn jwks(&self) -> Value {
-        self.admin("GET", "/admin/jwks", None)
-    }
-
-    /// `127.0.0.1:PORT`, for a test's own [`request`] (e.g. `POST /token`).
-    pub fn addr(&self) -> &str {
-        &self.addr
     }
 
     /// Everything the issuer logged so far, for failure messages.

@@ -17,8 +17,6 @@ mod env;
 mod fixture;
 mod http;
 mod input;
-// Used by the authorization tests, written alongside; drop the allow once they land.
-#[allow(dead_code)]
 pub mod issuer;
 mod pages;
 mod process;
