@@ -1,7 +1,9 @@
 //! Streamable HTTP: the latency of a small tool call on one keep-alive
 //! connection, in both protocol eras, with the `Accept` header SDK clients
 //! send (`application/json, text/event-stream`, so a tool call is answered as
-//! an SSE stream), and the throughput of 64 connections at once.
+//! an SSE stream), and the throughput of 64 connections at once; each with no
+//! authentication and with an OAuth access token (a JWT whose ES256 signature,
+//! issuer, audience and expiry the server checks on every request).
 
 use std::process::{Child, Stdio};
 use std::sync::{Arc, Barrier};
@@ -13,6 +15,7 @@ use serde_json::{Value, json};
 use crate::Options;
 use crate::contenders::cordon_serve;
 use crate::corpus::{Corpus, SMALL};
+use crate::issuer::{AUDIENCE, Issuer};
 use crate::report::{Report, Table};
 use crate::stats::{median, percentile, secs};
 
@@ -42,14 +45,17 @@ struct Client {
     agent: ureq::Agent,
     url: String,
     era: Era,
+    /// Sent as `Authorization: Bearer …` when the server wants one.
+    bearer: Option<String>,
     session: Option<String>,
     next_id: u64,
 }
 
 impl Client {
-    fn connect(url: &str, era: Era) -> Result<Client> {
+    fn connect(serving: &Serving, era: Era) -> Result<Client> {
         let agent: ureq::Agent = ureq::Agent::config_builder().http_status_as_error(false).build().into();
-        let mut client = Client { agent, url: url.into(), era, session: None, next_id: 1 };
+        let (url, bearer) = (serving.url.clone(), serving.bearer.clone());
+        let mut client = Client { agent, url, era, bearer, session: None, next_id: 1 };
         if let Era::Legacy = era {
             let params = json!({"protocolVersion": "2025-11-25", "capabilities": {},
                                 "clientInfo": {"name": "cordon-bench", "version": "0"}});
@@ -68,6 +74,9 @@ impl Client {
             .post(&self.url)
             .header("Content-Type", "application/json")
             .header("Accept", "application/json, text/event-stream");
+        if let Some(token) = &self.bearer {
+            request = request.header("Authorization", &format!("Bearer {token}"));
+        }
         match self.era {
             Era::Legacy => {
                 request = request.header("MCP-Protocol-Version", "2025-11-25");
@@ -114,10 +123,12 @@ impl Client {
     }
 }
 
-/// The server, serving HTTP on a free loopback port until dropped.
+/// The server, serving HTTP on a free loopback port until dropped, and the
+/// token its clients send, when it wants one.
 struct Serving {
     child: Child,
     url: String,
+    bearer: Option<String>,
 }
 
 impl Drop for Serving {
@@ -127,12 +138,18 @@ impl Drop for Serving {
     }
 }
 
-fn serve(opts: &Options, corpus: &Corpus) -> Result<Serving> {
+/// `cordon serve --http` on a free port, taking `issuer`'s tokens when given.
+fn serve(opts: &Options, corpus: &Corpus, issuer: Option<&Issuer>) -> Result<Serving> {
     let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
     let addr = format!("127.0.0.1:{port}");
-    let launch = cordon_serve(&opts.cordon, &[&corpus.small_root], &opts.state_dir, &["--http", &addr]);
+    let mut flags = vec!["--http", &addr];
+    if let Some(issuer) = issuer {
+        flags.extend(["--auth-issuer", &issuer.url, "--auth-jwks", &issuer.jwks, "--auth-audience", AUDIENCE]);
+    }
+    let launch = cordon_serve(&opts.cordon, &[&corpus.small_root], &opts.state_dir, &flags);
     let child = launch.command().stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).spawn()?;
-    let serving = Serving { child, url: format!("http://{addr}/mcp") };
+    let bearer = issuer.map(|i| i.token.clone());
+    let serving = Serving { child, url: format!("http://{addr}/mcp"), bearer };
     let deadline = Instant::now() + Duration::from_secs(60);
     while std::net::TcpStream::connect(&addr).is_err() {
         if Instant::now() > deadline {
@@ -144,8 +161,8 @@ fn serve(opts: &Options, corpus: &Corpus) -> Result<Serving> {
 }
 
 /// `calls` sequential calls on one connection: (p50, p99) in seconds.
-fn sequential(url: &str, era: Era, calls: usize) -> Result<(f64, f64)> {
-    let mut client = Client::connect(url, era)?;
+fn sequential(serving: &Serving, era: Era, calls: usize) -> Result<(f64, f64)> {
+    let mut client = Client::connect(serving, era)?;
     client.read_small()?; // warm: the connection and the tool's first instance
     let mut times: Vec<f64> =
         (0..calls).map(|_| client.read_small().map(|d| d.as_secs_f64())).collect::<Result<_>>()?;
@@ -154,13 +171,14 @@ fn sequential(url: &str, era: Era, calls: usize) -> Result<(f64, f64)> {
 }
 
 /// `CONNECTIONS` clients calling for `seconds`: (calls/s, p50, p99, errors).
-fn concurrent(url: &str, era: Era, seconds: Duration) -> Result<(f64, f64, f64, usize)> {
+fn concurrent(serving: &Serving, era: Era, seconds: Duration) -> Result<(f64, f64, f64, usize)> {
     let barrier = Arc::new(Barrier::new(CONNECTIONS));
-    let threads: Vec<_> = (0..CONNECTIONS)
-        .map(|_| {
-            let (url, barrier) = (url.to_string(), Arc::clone(&barrier));
+    let clients: Vec<Client> = (0..CONNECTIONS).map(|_| Client::connect(serving, era)).collect::<Result<_>>()?;
+    let threads: Vec<_> = clients
+        .into_iter()
+        .map(|mut client| {
+            let barrier = Arc::clone(&barrier);
             std::thread::spawn(move || -> (Vec<f64>, usize) {
-                let Ok(mut client) = Client::connect(&url, era) else { return (Vec::new(), 1) };
                 barrier.wait();
                 let (start, mut times, mut errors) = (Instant::now(), Vec::new(), 0);
                 while start.elapsed() < seconds {
@@ -185,50 +203,88 @@ fn concurrent(url: &str, era: Era, seconds: Duration) -> Result<(f64, f64, f64, 
 }
 
 pub fn run(opts: &Options, corpus: &Corpus, report: &mut Report) -> Result<()> {
-    let serving = serve(opts, corpus)?;
+    let issuer = Issuer::start()?;
+    let open = serve(opts, corpus, None)?;
+    let guarded = serve(opts, corpus, Some(&issuer))?;
     let calls = if opts.smoke { 50 } else { 1000 };
     let seconds = Duration::from_secs_f64(opts.seconds.min(5.0));
     let mut table = Table::new(
         "Streamable HTTP",
-        &["era", "one connection: p50", "p99", &format!("{CONNECTIONS} connections: calls/s"), "p50", "p99", "errors"],
+        &[
+            "era",
+            "auth",
+            "one connection: p50",
+            "p99",
+            &format!("{CONNECTIONS} connections: calls/s"),
+            "p50",
+            "p99",
+            "errors",
+        ],
     );
     table.intro.push(format!(
         "A `tools/call` reading a {}-byte file over Streamable HTTP on loopback, with `Accept: application/json, \
          text/event-stream` (as the SDK clients send it: the answer is an SSE stream). One keep-alive connection making \
          {calls} calls one after another (after one to warm up), then {CONNECTIONS} connections calling for {:.0} s. \
-         Median of {} run(s).",
+         Each era with no authentication, then as an OAuth resource server: every request carries an access token \
+         (an ES256 JWT) that the server checks (signature, issuer, audience, expiry) against the key set it fetched \
+         at start. The two servers' rows alternate within each run. Median of {} run(s).",
         SMALL.len(),
         seconds.as_secs_f64(),
         opts.runs
     ));
     for era in [Era::Legacy, Era::Modern] {
-        let (mut p50s, mut p99s, mut rates, mut cp50, mut cp99) = (vec![], vec![], vec![], vec![], vec![]);
-        let mut errors = 0;
+        let mut rows = [Measured::default(), Measured::default()];
         for _ in 0..opts.runs {
-            let (p50, p99) = sequential(&serving.url, era, calls)?;
-            let (rate, c50, c99, e) = concurrent(&serving.url, era, seconds)?;
-            p50s.push(p50);
-            p99s.push(p99);
-            rates.push(rate);
-            cp50.push(c50);
-            cp99.push(c99);
-            errors += e;
+            for (serving, row) in [&open, &guarded].into_iter().zip(rows.iter_mut()) {
+                let (p50, p99) = sequential(serving, era, calls)?;
+                let (rate, c50, c99, e) = concurrent(serving, era, seconds)?;
+                row.p50.push(p50);
+                row.p99.push(p99);
+                row.rate.push(rate);
+                row.cp50.push(c50);
+                row.cp99.push(c99);
+                row.errors += e;
+            }
         }
-        table.row(vec![
-            era.name().into(),
-            secs(median(&p50s)),
-            secs(median(&p99s)),
-            format!("{:.0}", median(&rates)),
-            secs(median(&cp50)),
-            secs(median(&cp99)),
-            errors.to_string(),
-        ]);
-        if errors > 0 {
-            report.error("http", format!("{}: {errors} calls failed with {CONNECTIONS} connections", era.name()));
+        for (auth, row) in ["none", "JWT (ES256)"].into_iter().zip(&rows) {
+            table.row(vec![
+                era.name().into(),
+                auth.into(),
+                secs(median(&row.p50)),
+                secs(median(&row.p99)),
+                format!("{:.0}", median(&row.rate)),
+                secs(median(&row.cp50)),
+                secs(median(&row.cp99)),
+                row.errors.to_string(),
+            ]);
+            if row.errors > 0 {
+                let what =
+                    format!("{} ({auth}): {} calls failed with {CONNECTIONS} connections", era.name(), row.errors);
+                report.error("http", what);
+            }
         }
+        let [none, jwt] = &rows;
+        table.notes.push(format!(
+            "{}: with tokens checked, one connection's p50 is {:+.3} ms and {CONNECTIONS} connections make {:.1} % of \
+             the calls/s without (goals: within 0.1 ms, at least 90 %).",
+            era.name(),
+            (median(&jwt.p50) - median(&none.p50)) * 1e3,
+            100.0 * median(&jwt.rate) / median(&none.rate).max(f64::MIN_POSITIVE)
+        ));
     }
     table.notes.push("Goal: p50 ≤ 2 ms on one connection, in both eras.".into());
     report.push(table);
-    drop(serving);
+    drop((open, guarded));
     Ok(())
+}
+
+/// One row's measurements over the runs.
+#[derive(Default)]
+struct Measured {
+    p50: Vec<f64>,
+    p99: Vec<f64>,
+    rate: Vec<f64>,
+    cp50: Vec<f64>,
+    cp99: Vec<f64>,
+    errors: usize,
 }

@@ -17,6 +17,7 @@ pub mod stats;
 mod agent;
 pub mod claude;
 mod http;
+mod issuer;
 mod read;
 mod search;
 pub mod standin;

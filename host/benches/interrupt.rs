@@ -55,6 +55,8 @@ fn main() {
         trusted_keys: Vec::new(),
         defer_tools: false,
         clients: Default::default(),
+        access: Vec::new(),
+        scope_names: Default::default(),
         require_signatures: false,
         audit: cordon::audit::AuditSettings {
             path: None,
@@ -101,7 +103,7 @@ fn lateness(server: &Arc<Server>, behaviour: &str, wall_time: Duration) -> Durat
         client_roots: None,
         signal: &signal,
         for_model: false,
-        who: cordon::audit::Who::new("bench"),
+        caller: server.local("bench"),
         client: cordon::clients::Client::default(),
     };
     let answer = server.call(request).unwrap();

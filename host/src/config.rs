@@ -218,6 +218,26 @@ mod tests {
     }
 
     #[test]
+    fn the_documented_teams_example_parses() {
+        let text = include_str!("../../cordon.example.toml");
+        let start = text.find("# [auth]").expect("the teams example");
+        // The commented-out settings (not the prose between them), uncommented.
+        let uncommented: Vec<&str> = (text[start..].lines())
+            .filter_map(|l| l.strip_prefix("# "))
+            .filter(|l| l.starts_with('[') || l.contains(" = "))
+            .collect();
+        let uncommented = uncommented.join("\n");
+        let file = parse(&uncommented).unwrap_or_else(|e| panic!("the teams example: {e}\n{uncommented}"));
+        let auth = file.auth.expect("[auth]");
+        assert_eq!((auth.groups_claim.as_str(), auth.scopes.write.as_str()), ("groups", "cordon:write"));
+        assert_eq!(file.tokens.len(), 2);
+        assert_eq!(file.access[0].who, crate::policy::access::WhoSpec::Group("eng".into()));
+        assert_eq!(file.access[0].roots.as_ref().map(Vec::len), Some(2));
+        assert!(parse("[[access]]\nwho = { team = \"x\" }\n").is_err(), "an unknown kind of principal");
+        assert!(parse("[[tokens]]\nname = \"a\"\ntoken = \"secret\"\n").is_err(), "never the token itself");
+    }
+
+    #[test]
     fn client_tables_set_a_page_size_by_name_and_nothing_else() {
         let file = parse("[clients.codex]\nmax-tokens = 6000\n[clients.\"my-agent\"]\n").unwrap();
         assert_eq!(file.clients["codex"].max_tokens, Some(6000));

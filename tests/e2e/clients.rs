@@ -25,6 +25,7 @@ use rmcp::{ClientLifecycleMode, ClientServiceExt, RoleClient};
 use serde_json::{Value, json};
 use sha2::Digest;
 
+use crate::support::issuer::Issuer;
 use crate::support::{
     Fixture, HttpServer, cordon_bin, node_dir, node_path, page_meta, payload, python_with_mcp, run_bounded,
     shared_state_dir, workspace,
@@ -82,6 +83,12 @@ fn run(command: Command, what: &str) -> (Vec<u8>, String) {
 
 /// Runs tests/interop/python_eras.py in `mode` over `transport` and checks what it saw.
 fn python_client(mode: &str, transport: &str) {
+    python_client_as(mode, transport, None);
+}
+
+/// `python_client`, over HTTP holding an access token from `issuer` (alice's,
+/// from its real client-credentials grant) when one is given.
+fn python_client_as(mode: &str, transport: &str, issuer: Option<&Issuer>) {
     let fx = Fixture::new();
     let text = paged_file(&fx, &format!("python {mode} over {transport}"), 800);
     let mut command = Command::new(python_with_mcp());
@@ -92,7 +99,14 @@ fn python_client(mode: &str, transport: &str) {
             None
         }
         "http" => {
-            let server = HttpServer::start(&fx.root());
+            let server = match issuer {
+                None => HttpServer::start(&fx.root()),
+                Some(issuer) => {
+                    command.env("CORDON_TEST_BEARER", issuer.token("alice", crate::teams::AUDIENCE, None));
+                    let flags = ["--auth-issuer", &issuer.url, "--auth-audience", crate::teams::AUDIENCE];
+                    HttpServer::start_with(&fx.root(), &flags)
+                }
+            };
             command.arg(&server.url);
             Some(server)
         }
@@ -157,6 +171,13 @@ fn python_legacy_over_http() {
 #[test]
 fn python_2026_over_http() {
     python_client(MODERN, "http");
+}
+
+#[test]
+fn python_legacy_and_2026_over_http_with_an_access_token() {
+    let issuer = Issuer::start();
+    python_client_as("legacy", "http", Some(&issuer));
+    python_client_as(MODERN, "http", Some(&issuer));
 }
 
 #[test]
@@ -313,6 +334,9 @@ fn rmcp_client(transport: &str, lifecycle: ClientLifecycleMode, era: &str) {
                 ClientConfig::default().serve_with_lifecycle(child, lifecycle).await
             }
             Some(server) => {
+                // reqwest is built with rustls but no default crypto provider (the
+                // server's choice, unified into this build): ring, as the server uses.
+                let _ = rustls::crypto::ring::default_provider().install_default();
                 let transport = StreamableHttpClientTransport::from_uri(server.url.as_str());
                 ClientConfig::default().serve_with_lifecycle(transport, lifecycle).await
             }

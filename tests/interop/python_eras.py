@@ -4,6 +4,9 @@ Usage:
   python_eras.py MODE stdio CORDON_BIN ROOT STATE_DIR FILE MAX_TOKENS
   python_eras.py MODE http URL FILE MAX_TOKENS
 
+Over http, a bearer token in the environment (CORDON_TEST_BEARER) is sent as `Authorization: Bearer …`
+on every request, as a client holding an OAuth access token does.
+
 MODE is the SDK's `mode=`: "legacy" (initialize handshake), "auto" (probe `server/discover`, fall back to
 legacy) or a modern version such as "2026-07-28" (adopted without a probe). The client lists the tools,
 then reads FILE with `max_tokens=MAX_TOKENS`, following `next_cursor` to the end. Prints one JSON object
@@ -16,7 +19,11 @@ import hashlib
 import json
 import sys
 
+import os
+
 from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 TIMEOUT = 120.0  # seconds per request: the suite must pass on a slow, busy machine
 
@@ -37,7 +44,12 @@ async def main() -> None:
         binary, root, state_dir, file, max_tokens = sys.argv[3:8]
         server = StdioServerParameters(command=binary, args=["serve", "--root", root, "--state-dir", state_dir])
     elif transport == "http":
-        server, file, max_tokens = sys.argv[3:6]
+        url, file, max_tokens = sys.argv[3:6]
+        bearer = os.environ.get("CORDON_TEST_BEARER")
+        server = url
+        if bearer:
+            headers = {"Authorization": f"Bearer {bearer}"}
+            server = streamable_http_client(url, http_client=create_mcp_http_client(headers=headers))
     else:
         raise SystemExit(f"unknown transport {transport!r}")
     max_tokens = int(max_tokens)

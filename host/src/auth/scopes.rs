@@ -80,7 +80,7 @@ mod tests {
         assert_eq!(granted(json!({ "scope": "cordon:readwrite" })), Scopes::default(), "names are whole words");
         assert_eq!(granted(json!({})), Scopes::default());
         let renamed = ScopeNames { read: "files.read".into(), write: "files.write".into() };
-        assert_eq!(renamed.granted(json!({ "scp": "files.write" }).as_object().unwrap()).write, true);
+        assert!(renamed.granted(json!({ "scp": "files.write" }).as_object().unwrap()).write);
         assert_eq!(names.parse(["cordon:read"]), Ok(Scopes { read: true, write: false }));
         assert_eq!(names.parse(["root"]), Err("root".to_string()));
     }

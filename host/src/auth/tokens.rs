@@ -7,7 +7,7 @@
 
 use std::fmt;
 use std::os::unix::fs::PermissionsExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
@@ -177,14 +177,15 @@ fn digest_of(token: &str) -> Option<[u8; 32]> {
 }
 
 /// A token file's text, refused when others may read it.
-fn read_private(path: &PathBuf) -> Result<String, ErrorKind> {
-    let file = crate::ambient::open_file(path).map_err(|e| ErrorKind::Unreadable(path.clone(), e))?;
-    let mode = file.metadata().map_err(|e| ErrorKind::Unreadable(path.clone(), e))?.permissions().mode() & 0o777;
+fn read_private(path: &Path) -> Result<String, ErrorKind> {
+    let file = crate::ambient::open_file(path).map_err(|e| ErrorKind::Unreadable(path.to_path_buf(), e))?;
+    let mode = file.metadata().map_err(|e| ErrorKind::Unreadable(path.to_path_buf(), e))?.permissions().mode() & 0o777;
     if mode & 0o077 != 0 {
-        return Err(ErrorKind::Loose(path.clone(), mode));
+        return Err(ErrorKind::Loose(path.to_path_buf(), mode));
     }
-    let bytes = crate::ambient::read_file(path).map_err(|e| ErrorKind::Unreadable(path.clone(), e))?;
-    String::from_utf8(bytes).map_err(|_| ErrorKind::Unreadable(path.clone(), std::io::ErrorKind::InvalidData.into()))
+    let bytes = crate::ambient::read_file(path).map_err(|e| ErrorKind::Unreadable(path.to_path_buf(), e))?;
+    String::from_utf8(bytes)
+        .map_err(|_| ErrorKind::Unreadable(path.to_path_buf(), std::io::ErrorKind::InvalidData.into()))
 }
 
 /// Compares two byte strings in time that depends only on their lengths.

@@ -45,9 +45,9 @@ impl AuditCommand {
         match self {
             AuditCommand::Show { files, who, event } => {
                 for file in &files {
-                    let text = std::fs::read_to_string(file)
+                    let bytes = crate::ambient::read_file(file)
                         .map_err(|e| anyhow::anyhow!("{} cannot be read: {e}", file.display()))?;
-                    for line in text.lines() {
+                    for line in String::from_utf8_lossy(&bytes).lines() {
                         let record: serde_json::Value = serde_json::from_str(line)
                             .map_err(|e| anyhow::anyhow!("{} is not an audit log: {e}", file.display()))?;
                         if shown(&record, who.as_deref(), event.as_deref()) {

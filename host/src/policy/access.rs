@@ -130,12 +130,16 @@ struct Rule {
     deny: Vec<String>,
 }
 
+/// What a principal's rights depend on: whether it has the server's full
+/// rights, the rules that match it, and its scopes.
+type Matched = (bool, Vec<usize>, Scopes);
+
 /// The access rules, and the rights they give, kept per set of rules that
 /// match (principals matching the same rules share one `Rights`).
 #[derive(Debug, Default)]
 pub struct AccessRules {
     rules: Vec<Rule>,
-    given: Mutex<HashMap<(bool, Vec<usize>, Scopes), Arc<Rights>>>,
+    given: Mutex<HashMap<Matched, Arc<Rights>>>,
 }
 
 impl AccessRules {

@@ -53,6 +53,7 @@ use serde_json::{Value, json};
 
 use crate::agents::{Checks, tail, trimmed};
 use crate::clients::warm_cache;
+use crate::support::issuer::Issuer;
 use crate::support::{Fixture, HttpServer, cordon_bin, shared_state_dir};
 use api::ToolResultSeen;
 use run::run_claude;
@@ -397,11 +398,17 @@ fn claude_code_over_stdio() {
     converse(&fx, &config, None);
 }
 
+/// Over HTTP as a team member would: Cordon takes access tokens from a real
+/// issuer, and Claude Code sends alice's as `Authorization: Bearer …`.
 #[test]
 fn claude_code_over_http() {
     let fx = conversation_fixture();
-    let server = HttpServer::start(&fx.root());
-    let config = json!({"mcpServers": {"cordon": {"type": "http", "url": server.url}}});
+    let issuer = Issuer::start();
+    let flags = ["--auth-issuer", issuer.url.as_str(), "--auth-audience", crate::teams::AUDIENCE];
+    let server = HttpServer::start_with(&fx.root(), &flags);
+    let token = issuer.token("alice", crate::teams::AUDIENCE, None);
+    let headers = json!({"Authorization": format!("Bearer {token}")});
+    let config = json!({"mcpServers": {"cordon": {"type": "http", "url": server.url, "headers": headers}}});
     converse(&fx, &config, Some(&server));
 }
 

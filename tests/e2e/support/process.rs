@@ -102,7 +102,12 @@ pub struct HttpServer {
 
 impl HttpServer {
     pub fn start(root: &Path) -> HttpServer {
-        let Listening { child, addr: url, log } = spawn_listening(root, &["--http", "127.0.0.1:0"], &[]);
+        HttpServer::start_with(root, &[])
+    }
+
+    /// `cordon serve --http` with `extra` flags (e.g. an issuer to take tokens from).
+    pub fn start_with(root: &Path, extra: &[&str]) -> HttpServer {
+        let Listening { child, addr: url, log } = spawn_listening(root, &["--http", "127.0.0.1:0"], extra);
         assert!(url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"), "{url}");
         HttpServer { child: child.into_child(), url, log }
     }

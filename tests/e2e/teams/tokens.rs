@@ -110,7 +110,7 @@ fn every_bad_token_is_refused_with_401_and_changes_nothing_in_both_eras() {
     let reasons: Vec<&str> =
         records.iter().filter(|r| r["event"] == "refused").map(|r| r["reason"].as_str().unwrap()).collect();
     for (what, _, reason) in &bad {
-        assert_eq!(reasons.iter().filter(|r| *r == reason).count() >= 2, true, "{what}: {reason} in {reasons:?}");
+        assert!(reasons.iter().filter(|r| *r == reason).count() >= 2, "{what}: {reason} in {reasons:?}");
     }
     assert!(reasons.contains(&"missing_token") && reasons.contains(&"token_in_query"), "{reasons:?}");
     let refusal = records.iter().find(|r| r["reason"] == "expired").unwrap();
