@@ -9,9 +9,8 @@ use serde_json::{Value, json};
 
 use super::{attempt, every_tool, json_items, refused, s};
 use crate::canary::Outside;
-use crate::support::{Fixture, Server, payload};
+use crate::support::{Fixture, payload};
 
-#[test]
 fn paths_that_climb_out_of_the_root_are_denied_for_every_tool() {
     let fx = Fixture::new();
     let (root, base) = (fx.root(), fx.dir.path().canonicalize().unwrap());
@@ -36,7 +35,7 @@ fn paths_that_climb_out_of_the_root_are_denied_for_every_tool() {
         ("through a symlinked directory to the sibling", json!("link-evil/secret.txt")),
         ("out through a symlink and back into the root", json!("link-dir/root/hello.txt")),
     ];
-    let mut server = Server::initialized(&root, &[]);
+    let mut server = super::serve(&root, &[]);
     let mut id = 0;
     for (what, path) in &cases {
         for (tool, args) in every_tool(path) {
@@ -48,11 +47,10 @@ fn paths_that_climb_out_of_the_root_are_denied_for_every_tool() {
     assert_eq!(fs::read_to_string(root.join("hello.txt")).unwrap(), "hello\nworld\n");
 }
 
-#[test]
 fn glob_and_grep_patterns_that_climb_out_match_nothing_outside() {
     let fx = Fixture::new();
     let outside = Outside::snapshot(&fx);
-    let mut server = Server::initialized(&fx.root(), &[]);
+    let mut server = super::serve(&fx.root(), &[]);
     let mut id = 0;
     let root = s(&fx.root());
     for (tool, args) in [
@@ -70,4 +68,11 @@ fn glob_and_grep_patterns_that_climb_out_match_nothing_outside() {
         }
     }
     outside.assert_unchanged();
+}
+
+mod tests {
+    super::super::both! {
+        paths_that_climb_out_of_the_root_are_denied_for_every_tool => paths_that_climb_out_of_the_root_are_denied_for_every_tool_as_a_confined_principal,
+        glob_and_grep_patterns_that_climb_out_match_nothing_outside => glob_and_grep_patterns_that_climb_out_match_nothing_outside_as_a_confined_principal,
+    }
 }

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use super::{attempt, every_tool, json_items, refused, s};
 use crate::canary::Outside;
-use crate::support::{CANARY, Fixture, Server, payload};
+use crate::support::{CANARY, Fixture, payload};
 
 /// Symlinks inside the root that lead out of it, by name and target.
 fn outward_links(fx: &Fixture) -> Vec<(&'static str, &'static str)> {
@@ -33,13 +33,12 @@ fn outward_links(fx: &Fixture) -> Vec<(&'static str, &'static str)> {
         .collect()
 }
 
-#[test]
 fn symlinks_leading_outside_are_never_followed_by_the_reading_tools() {
     let fx = Fixture::new();
     let links = outward_links(&fx);
     symlink("link-loop", fx.root().join("link-loop")).unwrap();
     let outside = Outside::snapshot(&fx);
-    let mut server = Server::initialized(&fx.root(), &[]);
+    let mut server = super::serve(&fx.root(), &[]);
     let mut id = 0;
     for (what, name) in links.iter().copied().chain([("a symlink loop", "link-loop")]) {
         for (tool, args) in every_tool(&json!(name)).into_iter().take(5) {
@@ -75,13 +74,12 @@ fn symlinks_leading_outside_are_never_followed_by_the_reading_tools() {
     outside.assert_unchanged();
 }
 
-#[test]
 fn writes_through_symlinks_leading_outside_never_touch_the_outside() {
     let fx = Fixture::new();
     let root = fx.root();
     let links = outward_links(&fx);
     let outside = Outside::snapshot(&fx);
-    let mut server = Server::initialized(&root, &[]);
+    let mut server = super::serve(&root, &[]);
     let mut id = 0;
     for &(what, name) in &links {
         let inner = format!("{name}/planted.txt");
@@ -120,7 +118,6 @@ fn writes_through_symlinks_leading_outside_never_touch_the_outside() {
     assert_eq!(fs::read_to_string(fx.outside()).unwrap(), CANARY);
 }
 
-#[test]
 fn a_hard_link_to_a_file_outside_is_never_modified_by_write_edit_or_move() {
     let fx = Fixture::new();
     let root = fx.root();
@@ -133,7 +130,7 @@ fn a_hard_link_to_a_file_outside_is_never_modified_by_write_edit_or_move() {
     };
     relink();
     let outside = Outside::snapshot(&fx);
-    let mut server = Server::initialized(&root, &[]);
+    let mut server = super::serve(&root, &[]);
     let mut id = 0;
     let what = "a hard link to a file outside";
     for (tool, args, codes) in [
@@ -178,5 +175,13 @@ fn a_hard_link_to_a_file_outside_is_never_modified_by_write_edit_or_move() {
         assert_eq!(fs::read_to_string(&link).unwrap(), now);
         assert_eq!(fs::metadata(&link).unwrap().nlink(), 1, "{tool}: the name inside now has its own file");
         outside.assert_unchanged();
+    }
+}
+
+mod tests {
+    super::super::both! {
+        symlinks_leading_outside_are_never_followed_by_the_reading_tools => symlinks_leading_outside_are_never_followed_by_the_reading_tools_as_a_confined_principal,
+        writes_through_symlinks_leading_outside_never_touch_the_outside => writes_through_symlinks_leading_outside_never_touch_the_outside_as_a_confined_principal,
+        a_hard_link_to_a_file_outside_is_never_modified_by_write_edit_or_move => a_hard_link_to_a_file_outside_is_never_modified_by_write_edit_or_move_as_a_confined_principal,
     }
 }

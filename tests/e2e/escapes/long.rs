@@ -7,9 +7,8 @@ use serde_json::json;
 
 use super::{attempt, code, every_tool, refused, s};
 use crate::canary::Outside;
-use crate::support::{Fixture, Server, payload};
+use crate::support::{Fixture, payload};
 
-#[test]
 fn very_long_and_very_deep_paths_get_structured_errors_or_work() {
     let fx = Fixture::new();
     let root = fx.root();
@@ -24,7 +23,7 @@ fn very_long_and_very_deep_paths_get_structured_errors_or_work() {
     fs::rename(root.join("c2"), root.join("abyss").join(&half).join("c2")).unwrap();
     let abyss_file = format!("abyss/{half}c2/{half}f.txt");
     let outside = Outside::snapshot(&fx);
-    let mut server = Server::initialized(&root, &[]);
+    let mut server = super::serve(&root, &[]);
     let mut id = 0;
     let long_name = "a".repeat(256);
     let documented =
@@ -92,14 +91,13 @@ fn very_long_and_very_deep_paths_get_structured_errors_or_work() {
     outside.assert_unchanged();
 }
 
-#[test]
 fn mkdir_of_a_path_1200_levels_deep_answers_with_a_result_not_a_protocol_error() {
     // 2400 bytes, within PATH_MAX. The `created` list grows with the square of
     // the depth (1.5 MB here); the answer must still be a tool result, paged or
     // refused, never a response too large to send.
     let fx = Fixture::new();
     let outside = Outside::snapshot(&fx);
-    let mut server = Server::initialized(&fx.root(), &[]);
+    let mut server = super::serve(&fx.root(), &[]);
     let mut id = 0;
     let args = json!({"path": "d/".repeat(1200), "format": "json"});
     let result = attempt(&mut server, &mut id, "1200 levels", "mkdir", &args);
@@ -115,4 +113,11 @@ fn mkdir_of_a_path_1200_levels_deep_answers_with_a_result_not_a_protocol_error()
         }
     }
     outside.assert_unchanged();
+}
+
+mod tests {
+    super::super::both! {
+        very_long_and_very_deep_paths_get_structured_errors_or_work => very_long_and_very_deep_paths_get_structured_errors_or_work_as_a_confined_principal,
+        mkdir_of_a_path_1200_levels_deep_answers_with_a_result_not_a_protocol_error => mkdir_of_a_path_1200_levels_deep_answers_with_a_result_not_a_protocol_error_as_a_confined_principal,
+    }
 }

@@ -10,12 +10,21 @@
 //! swapped in during reads and writes), [`special`] (FIFOs, sockets, devices),
 //! [`long`] (very long and deep paths) and [`names`] (NUL bytes, Unicode
 //! look-alikes). Here: the helpers they share.
+//!
+//! Every test runs twice: over stdio with the fixture's root the server's
+//! only root, and again as a principal confined by an access rule
+//! (`as_a_principal`): the server's root is then the root's parent, where the
+//! canary and the `root_evil` sibling are, and the principal's one rule gives
+//! it the root alone, so each escape tries the rule's boundary.
 
+use std::cell::RefCell;
 use std::path::Path;
 
 use serde_json::{Value, json};
 
+use crate::support::issuer::Issuer;
 use crate::support::{CANARY, Server};
+use crate::teams::AUDIENCE;
 
 mod climbing;
 mod links;
@@ -23,6 +32,64 @@ mod long;
 mod names;
 mod special;
 mod swaps;
+
+/// What a test running as a principal holds: the issuer of its token, and
+/// the configuration (kept apart from the fixture, whose outside must not change).
+struct Confined {
+    issuer: Issuer,
+    config: tempfile::TempDir,
+}
+
+thread_local! {
+    /// Set while a test runs as a principal (each test runs on a thread of its own).
+    static CONFINED: RefCell<Option<Confined>> = const { RefCell::new(None) };
+}
+
+/// Runs `test` as a principal confined to the fixture's root by its access
+/// rule (alice, over TCP, with an access token from a real issuer), the
+/// server's root being the root's parent.
+fn as_a_principal(test: fn()) {
+    let confined = Confined { issuer: Issuer::start(), config: tempfile::tempdir().unwrap() };
+    CONFINED.with(|c| *c.borrow_mut() = Some(confined));
+    test();
+    CONFINED.with(|c| c.borrow_mut().take());
+}
+
+/// The server an escape test talks to, initialized: over stdio with `root`
+/// its only root, or, as a principal, confined to `root` by an access rule.
+fn serve(root: &Path, extra: &[&str]) -> Server {
+    let confined = CONFINED.with(|c| {
+        let c = c.borrow();
+        let c = c.as_ref()?;
+        Some((c.issuer.url.clone(), c.issuer.token("alice", AUDIENCE, None), c.config.path().join("cordon.toml")))
+    });
+    let Some((issuer, token, config)) = confined else { return Server::initialized(root, extra) };
+    let rule = format!("[[access]]\nwho = {{ client = \"alice\" }}\nroots = [\"{}:rw\"]\n", root.display());
+    std::fs::write(&config, rule).unwrap();
+    let config = config.to_str().unwrap().to_string();
+    let mut flags = vec!["--auth-issuer", issuer.as_str(), "--auth-audience", AUDIENCE, "--config", config.as_str()];
+    flags.extend_from_slice(extra);
+    let parent = root.parent().expect("the root has a parent");
+    let mut server = Server::start_tcp(parent, &flags, Some(format!("{token}\n").as_bytes()));
+    server.handshake();
+    server
+}
+
+/// `#[test]` twice: as written, and as a principal confined by its rule.
+macro_rules! both {
+    ($($name:ident => $confined:ident),* $(,)?) => {$(
+        #[test]
+        fn $name() {
+            super::$name();
+        }
+
+        #[test]
+        fn $confined() {
+            super::super::as_a_principal(super::$name);
+        }
+    )*};
+}
+use both;
 
 /// Calls a tool and checks that the answer is a tool result that never holds
 /// the canary.

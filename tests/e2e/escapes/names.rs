@@ -7,13 +7,12 @@ use serde_json::{Value, json};
 
 use super::{attempt, every_tool, refused, s};
 use crate::canary::Outside;
-use crate::support::{CANARY, Fixture, Server, payload};
+use crate::support::{CANARY, Fixture, payload};
 
-#[test]
 fn nul_bytes_in_paths_are_invalid_for_every_tool() {
     let fx = Fixture::new();
     let outside = Outside::snapshot(&fx);
-    let mut server = Server::initialized(&fx.root(), &[]);
+    let mut server = super::serve(&fx.root(), &[]);
     let mut id = 0;
     for (what, path) in [
         ("a NUL byte alone", "\0"),
@@ -30,7 +29,6 @@ fn nul_bytes_in_paths_are_invalid_for_every_tool() {
     outside.assert_unchanged();
 }
 
-#[test]
 fn unicode_look_alikes_never_reach_the_outside() {
     let fx = Fixture::new();
     let base = fx.dir.path().canonicalize().unwrap();
@@ -45,7 +43,7 @@ fn unicode_look_alikes_never_reach_the_outside() {
     fs::write(base.join(format!("{nfc}.txt")), CANARY).unwrap();
     fs::write(base.join(format!("{nfd}.txt")), CANARY).unwrap();
     let outside = Outside::around(&fx, &root);
-    let mut server = Server::initialized(&root, &[]);
+    let mut server = super::serve(&root, &[]);
     let mut id = 0;
     let cases = [
         ("dot-dot to an NFC name outside", format!("../{nfc}.txt")),
@@ -86,4 +84,11 @@ fn unicode_look_alikes_never_reach_the_outside() {
     );
     assert_eq!(payload(&inside), b"inside, NFC\n");
     outside.assert_unchanged();
+}
+
+mod tests {
+    super::super::both! {
+        nul_bytes_in_paths_are_invalid_for_every_tool => nul_bytes_in_paths_are_invalid_for_every_tool_as_a_confined_principal,
+        unicode_look_alikes_never_reach_the_outside => unicode_look_alikes_never_reach_the_outside_as_a_confined_principal,
+    }
 }

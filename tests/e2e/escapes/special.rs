@@ -8,9 +8,8 @@ use serde_json::{Value, json};
 
 use super::{attempt, every_tool, refused};
 use crate::canary::Outside;
-use crate::support::{Fixture, Server, payload};
+use crate::support::{Fixture, payload};
 
-#[test]
 fn fifos_sockets_and_devices_inside_a_root_get_errors_without_hanging() {
     let fx = Fixture::new();
     let root = fx.root();
@@ -29,7 +28,7 @@ fn fifos_sockets_and_devices_inside_a_root_get_errors_without_hanging() {
         eprintln!("mknod is not permitted here: the device node case is left out (the /dev symlinks remain)");
     }
     let outside = Outside::snapshot(&fx);
-    let mut server = Server::initialized(&root, &[]);
+    let mut server = super::serve(&root, &[]);
     let mut id = 0;
     for name in &specials {
         let what = format!("the special file {name}");
@@ -78,4 +77,10 @@ fn fifos_sockets_and_devices_inside_a_root_get_errors_without_hanging() {
     let listed = String::from_utf8(payload(&list)).unwrap();
     assert_eq!(listed.lines().count(), specials.len() + 2, "{listed}");
     outside.assert_unchanged();
+}
+
+mod tests {
+    super::super::both! {
+        fifos_sockets_and_devices_inside_a_root_get_errors_without_hanging => fifos_sockets_and_devices_inside_a_root_get_errors_without_hanging_as_a_confined_principal,
+    }
 }

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::{attempt, refused};
 use crate::canary::Outside;
-use crate::support::{CANARY, Fixture, Server, payload};
+use crate::support::{CANARY, Fixture, payload};
 
 /// Runs `swap` in a loop on another thread until `body` returns.
 fn while_swapping(swap: impl Fn() + Send + 'static, body: impl FnOnce()) {
@@ -44,7 +44,6 @@ fn swapper(fx: &Fixture, name: &str, content: Vec<u8>, hold: Duration) -> impl F
     }
 }
 
-#[test]
 fn a_symlink_swapped_during_a_paged_read_never_yields_the_canary() {
     let fx = Fixture::new();
     let real: Vec<u8> = (0..400).map(|i| format!("real line {i:04}\n")).collect::<String>().into_bytes();
@@ -52,7 +51,7 @@ fn a_symlink_swapped_during_a_paged_read_never_yields_the_canary() {
     let outside = Outside::snapshot(&fx);
     // One parked stream at a time: a page of swap.txt after a page of
     // hello.txt reopens the file by its path, racing the swapper.
-    let mut server = Server::initialized(&fx.root(), &["--max-sessions", "1"]);
+    let mut server = super::serve(&fx.root(), &["--max-sessions", "1"]);
     let (mut pages, mut refusals, mut id) = (0, 0, 0);
     // Flat out, then holding the real file a moment so that pages get through
     // and cursors are followed across swaps.
@@ -99,13 +98,12 @@ fn a_symlink_swapped_during_a_paged_read_never_yields_the_canary() {
     outside.assert_unchanged();
 }
 
-#[test]
 fn a_symlink_swapped_during_writes_never_modifies_the_canary() {
     let fx = Fixture::new();
     let root = fx.root();
     fx.write("swap.txt", "real must-never content\n");
     let outside = Outside::snapshot(&fx);
-    let mut server = Server::initialized(&root, &[]);
+    let mut server = super::serve(&root, &[]);
     let (mut done, mut id) = (0, 0);
     for hold in [Duration::ZERO, Duration::from_millis(2)] {
         while_swapping(swapper(&fx, "swap.txt", b"real must-never content\n".to_vec(), hold), || {
@@ -138,4 +136,11 @@ fn a_symlink_swapped_during_writes_never_modifies_the_canary() {
     assert_eq!(fs::read_to_string(fx.outside()).unwrap(), CANARY);
     let left: Vec<_> = fs::read_dir(&root).unwrap().filter_map(|e| e.ok()).map(|e| e.file_name()).collect();
     assert!(!left.iter().any(|n| n.to_string_lossy().starts_with(".cordon-")), "temporary files left: {left:?}");
+}
+
+mod tests {
+    super::super::both! {
+        a_symlink_swapped_during_a_paged_read_never_yields_the_canary => a_symlink_swapped_during_a_paged_read_never_yields_the_canary_as_a_confined_principal,
+        a_symlink_swapped_during_writes_never_modifies_the_canary => a_symlink_swapped_during_writes_never_modifies_the_canary_as_a_confined_principal,
+    }
 }
