@@ -14,7 +14,10 @@
 //! keys, defaults, validation); `installed` keeps the third-party tools added
 //! with `cordon tool add`, pinned by digest and, with `installed::signature`,
 //! by a trusted key's signature; `audit` is the chained audit trail the
-//! server records each call and refusal in; `staging` and `uploads` hold content staged for
+//! server records each call and refusal in; `auth` turns the credential an
+//! HTTP or TCP request carries (an OAuth access token, a static token) into
+//! its principal at the edge, and `policy::access` gives the principal its
+//! rights (`server::Caller` carries both through a call); `staging` and `uploads` hold content staged for
 //! writes; `cli` is the front door and `config` its file; `cleanup` sweeps
 //! stray temporary files at start; `ambient` is the only module that opens
 //! paths with ambient authority. Each imports only modules below it:

@@ -3,6 +3,15 @@
 //! which a public key would make forgeable), by a key of the algorithm's own
 //! type from the issuer's set; the issuer; an audience that holds this
 //! server's resource URI (RFC 8707); `exp` and `nbf` with `LEEWAY`; a subject.
+//!
+//! A client sends the same token with every request until it expires, so a
+//! token that passed is remembered (by its SHA-256) until its `exp` and
+//! accepted again without checking its signature: one hash and a lookup
+//! instead of an ECDSA or RSA verification per request.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
@@ -10,6 +19,7 @@ use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::{Algorithm, Validation};
 use serde::Deserialize;
 use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
 
 use super::AuthFailure;
 use super::keys::KeySet;
@@ -56,16 +66,21 @@ fn groups_claim() -> String {
     "groups".into()
 }
 
+/// The most tokens remembered as verified at once.
+const REMEMBERED: usize = 4096;
+
 /// Checks access tokens from one issuer for one resource.
 pub struct Verifier {
     settings: OauthSettings,
     keys: KeySet,
+    /// Tokens that passed, by their SHA-256: their subject and `exp`.
+    passed: Mutex<HashMap<[u8; 32], (Subject, u64)>>,
 }
 
 impl Verifier {
     pub fn new(settings: OauthSettings) -> Verifier {
         let keys = KeySet::new(&settings.issuer, settings.jwks.as_deref());
-        Verifier { settings, keys }
+        Verifier { settings, keys, passed: Mutex::new(HashMap::new()) }
     }
 
     pub fn settings(&self) -> &OauthSettings {
@@ -78,6 +93,27 @@ impl Verifier {
 
     /// The subject of `token`, or why it is not accepted.
     pub async fn verify(&self, token: &str) -> Result<Subject, AuthFailure> {
+        let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        if let Some((subject, exp)) = self.passed.lock().expect("passed lock").get(&digest)
+            && now <= exp.saturating_add(LEEWAY)
+        {
+            return Ok(subject.clone());
+        }
+        let (subject, exp) = self.check(token).await?;
+        let mut passed = self.passed.lock().expect("passed lock");
+        if passed.len() >= REMEMBERED {
+            passed.retain(|_, (_, exp)| now <= exp.saturating_add(LEEWAY));
+            if passed.len() >= REMEMBERED {
+                passed.clear();
+            }
+        }
+        passed.insert(digest, (subject.clone(), exp));
+        Ok(subject)
+    }
+
+    /// Checks `token` in full: its subject and `exp`.
+    async fn check(&self, token: &str) -> Result<(Subject, u64), AuthFailure> {
         let (alg, kid) = header_of(token)?;
         let key = match self.keys.find(kid.as_deref(), alg).await {
             Ok(Some(key)) => key,
@@ -102,13 +138,16 @@ impl Verifier {
             Some(Value::String(one)) => vec![one.clone()],
             _ => Vec::new(),
         };
-        Ok(Subject {
+        let exp = claims.get("exp").and_then(|v| v.as_u64().or_else(|| v.as_f64().map(|f| f as u64)));
+        let exp = exp.ok_or(AuthFailure::Malformed)?;
+        let subject = Subject {
             issuer: self.settings.issuer.clone(),
             subject,
             client: text("client_id").or_else(|| text("azp")),
             groups,
             scopes: self.settings.scopes.granted(&claims),
-        })
+        };
+        Ok((subject, exp))
     }
 }
 

@@ -46,6 +46,9 @@ pub struct Reply {
     pub error: Option<Code>,
     /// Whether it answers a request of the stateless era.
     pub modern: bool,
+    /// The scope the request needed and its token lacks (a `-32003`
+    /// `insufficient_scope` error), for HTTP's challenge.
+    pub scope: Option<String>,
 }
 
 /// How one request is served: its revision, the log messages it wants, and
@@ -405,13 +408,13 @@ impl Session {
     /// The response line for a request's outcome; a response over the
     /// server's response limit is replaced by a `payload_too_large` error.
     fn respond(&self, id: &Id, result: Result<Value, ErrorObject>, modern: bool) -> Reply {
-        let (line, error) = match result {
-            Ok(value) => (jsonrpc::success(id, value), None),
-            Err(error) => (jsonrpc::failure(Some(id), &error), Some(error.code)),
+        let (line, error, scope) = match result {
+            Ok(value) => (jsonrpc::success(id, value), None, None),
+            Err(error) => (jsonrpc::failure(Some(id), &error), Some(error.code), needed_scope(&error)),
         };
         let limit = self.server.limits().max_response_bytes;
         if line.len() <= limit {
-            return Reply { line, error, modern };
+            return Reply { line, error, modern, scope };
         }
         tracing::warn!(?id, bytes = line.len(), limit, "response over the limit replaced by an error");
         // A page's payload can appear escaped and again in a footer: an eighth of
@@ -424,7 +427,13 @@ impl Session {
 }
 
 fn error_reply(id: Option<&Id>, error: &ErrorObject, modern: bool) -> Reply {
-    Reply { line: jsonrpc::failure(id, error), error: Some(error.code), modern }
+    Reply { line: jsonrpc::failure(id, error), error: Some(error.code), modern, scope: needed_scope(error) }
+}
+
+/// The scope an `insufficient_scope` error names.
+fn needed_scope(error: &ErrorObject) -> Option<String> {
+    let data = error.data.as_ref().filter(|_| error.code == Code::Forbidden)?;
+    data.get("scope").and_then(Value::as_str).map(str::to_string)
 }
 
 /// A result as the request's era wants it: stamped in the stateless one.

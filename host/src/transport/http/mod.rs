@@ -97,10 +97,8 @@ impl Endpoint {
         (session.owner() == caller.owner).then_some(session)
     }
 
-    /// The 403 a request whose token lacks a scope gets, with its challenge.
-    fn forbidden(&self, mut response: Response, line: &str) -> Response {
-        let error: Option<serde_json::Value> = serde_json::from_str(line).ok();
-        let scope = error.as_ref().and_then(|e| e.pointer("/error/data/scope")).and_then(|s| s.as_str());
+    /// The 403 a request whose token lacks `scope` gets, with its challenge.
+    fn forbidden(&self, mut response: Response, scope: Option<&str>) -> Response {
         let challenge = Challenge { metadata: self.metadata_url.as_deref(), error: Some("insufficient_scope"), scope };
         response.headers_mut().insert(header::WWW_AUTHENTICATE, challenge.value());
         response
@@ -213,9 +211,9 @@ async fn on_post(State(endpoint): State<Arc<Endpoint>>, request: Request) -> Res
     let outbox = Outbox::new(tx);
     match session.handle(frame, &outbox, Some(&headers)) {
         Handled::Now(None) => StatusCode::ACCEPTED.into_response(),
-        Handled::Now(Some(reply)) if reply.error == Some(Code::Forbidden) => {
-            let line = reply.line.clone();
-            endpoint.forbidden(json_reply(reply, modern, None), &line)
+        Handled::Now(Some(mut reply)) if reply.error == Some(Code::Forbidden) => {
+            let scope = reply.scope.take();
+            endpoint.forbidden(json_reply(reply, modern, None), scope.as_deref())
         }
         Handled::Now(Some(reply)) => {
             let modern = modern || reply.modern;
