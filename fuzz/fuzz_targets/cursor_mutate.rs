@@ -16,6 +16,8 @@ use libfuzzer_sys::fuzz_target;
 struct Fields {
     tool: String,
     tool_version: String,
+    /// The principal that started the result.
+    owner: String,
     args: String,
     resume: String,
     fingerprint: Option<(u64, u64, u64)>,
@@ -92,6 +94,7 @@ fuzz_target!(|input: Input| {
         key_id: Cursor::key_id(&key),
         tool: f.tool,
         tool_version: f.tool_version,
+        owner: f.owner,
         args: f.args,
         resume: f.resume,
         fingerprint: f.fingerprint.map(|(size, mtime_ns, identity)| Fingerprint { size, mtime_ns, identity }),
