@@ -56,6 +56,7 @@ fn main() {
         defer_tools: false,
         clients: Default::default(),
         access: Vec::new(),
+        metrics: true,
         scope_names: Default::default(),
         require_signatures: false,
         audit: cordon::audit::AuditSettings {

@@ -32,6 +32,11 @@ pub fn create_dir_with_mode(path: &Path, mode: u32) -> io::Result<Dir> {
     Dir::open_ambient_dir(path, ambient_authority())
 }
 
+/// How many entries the directory at `path` holds (`/proc/self/fd`).
+pub fn entries_in(path: &Path) -> io::Result<usize> {
+    Ok(std::fs::read_dir(path)?.count())
+}
+
 /// The whole content of a file named on the command line.
 pub fn read_file(path: &Path) -> io::Result<Vec<u8>> {
     std::fs::read(path)

@@ -36,6 +36,7 @@ pub mod follow;
 pub mod framing;
 pub mod installed;
 pub mod limits;
+pub mod metrics;
 pub mod pager;
 pub mod policy;
 pub mod private;

@@ -69,6 +69,16 @@ impl Compiled {
 }
 
 impl Tool {
+    /// Whether the component is compiled and can run.
+    pub fn is_compiled(&self) -> bool {
+        self.code.get().is_some_and(Result::is_ok)
+    }
+
+    /// Whether compiling the component failed.
+    pub fn failed_to_compile(&self) -> bool {
+        self.code.get().is_some_and(Result::is_err)
+    }
+
     /// The compiled component: compiles it now if no one has (a caller that
     /// comes while another thread compiles it waits for that one). A built-in
     /// component that cannot be compiled, or whose `describe` does not give the

@@ -21,8 +21,23 @@ pub(crate) struct Redis {
 
 impl Redis {
     pub(crate) fn start() -> Redis {
+        Redis::start_on(TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port())
+    }
+
+    /// Stops this server and starts a new one on the same port (nothing kept).
+    pub(crate) fn restart(&mut self) {
+        self.stop();
+        *self = Redis::start_on(self.port);
+    }
+
+    /// Stops the server (its port then refuses connections).
+    pub(crate) fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    fn start_on(port: u16) -> Redis {
         let binary = redis_server();
-        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let child = Command::new(&binary)
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
             .stdout(Stdio::null())

@@ -36,6 +36,7 @@ mod listing;
 mod media;
 mod memory;
 mod mutate;
+mod operate;
 mod oversized;
 mod paging;
 mod policy;

@@ -142,6 +142,13 @@ struct Common {
     /// Log at debug level (to stderr; RUST_LOG overrides).
     #[arg(long)]
     debug: bool,
+    /// How log lines on stderr are written: `text` for people, `json` (one object a
+    /// line) for a log pipeline.
+    #[arg(long, value_enum, value_name = "FORMAT", default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
+    /// Count no metrics (`/metrics` then shows only what the server holds now).
+    #[arg(long)]
+    no_metrics: bool,
     /// The configuration file's `[clients.NAME]` tables (no flag).
     #[arg(skip)]
     clients: std::collections::BTreeMap<String, crate::clients::ClientTable>,
@@ -259,6 +266,7 @@ impl Common {
             defer_tools: self.defer_tools,
             clients: crate::clients::Clients::new(&self.clients),
             access: self.access.clone(),
+            metrics: !self.no_metrics,
             scope_names: self.oauth.as_ref().map(|o| o.scopes.clone()).unwrap_or_default(),
             audit: AuditSettings {
                 path: match self.no_audit {
@@ -284,10 +292,21 @@ fn default_state_dir() -> Option<PathBuf> {
     Some(base.join("cordon"))
 }
 
-fn init_logging(debug: bool) {
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
+fn init_logging(debug: bool, format: LogFormat) {
     let default = if debug { "cordon=debug,info" } else { "cordon=info,warn" };
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(false).init();
+    let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(false);
+    match format {
+        LogFormat::Text => logs.init(),
+        LogFormat::Json => logs.json().flatten_event(true).with_current_span(false).init(),
+    }
 }
 
 /// Runs the command line; the exit code says how it went.
@@ -306,17 +325,17 @@ pub fn main() -> ExitCode {
         Command::Tool { command } => command.common(),
         Command::Audit { .. } => None,
     };
-    let (debug, file_serve) = match common {
+    let (debug, format, file_serve) = match common {
         Some(common) => match common.merge_file(sub) {
-            Ok(loaded) => (common.debug, loaded.map(|l| l.file.serve)),
+            Ok(loaded) => (common.debug, common.log_format, loaded.map(|l| l.file.serve)),
             Err(e) => {
                 eprintln!("cordon: {e:#}");
                 return ExitCode::from(2);
             }
         },
-        None => (false, None),
+        None => (false, LogFormat::Text, None),
     };
-    init_logging(debug);
+    init_logging(debug, format);
     if let (Command::Serve(serve::ServeArgs { tcp, http, .. }), Some(serve)) = (&mut cli.command, file_serve)
         && tcp.is_none()
         && http.is_none()

@@ -31,6 +31,10 @@ pub struct ServeArgs {
     pub token: Option<String>,
     #[command(flatten)]
     pub auth: AuthFlags,
+    /// Serve `/metrics` (Prometheus), `/healthz` and `/readyz` on this address too, whatever
+    /// the transport (e.g. 127.0.0.1:9464); the HTTP transport also serves them beside `/mcp`.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<SocketAddr>,
     /// Compile every tool before answering anything (a cold start then waits
     /// for all of them) [default: list the tools at once, compile them in
     /// the background, a call first compiling its own tool].
@@ -62,7 +66,7 @@ pub struct AuthFlags {
 
 /// Runs `cordon serve` until its transport ends.
 pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
-    let ServeArgs { tcp, http, token, auth, compile_first, common } = args;
+    let ServeArgs { tcp, http, token, auth, metrics, compile_first, common } = args;
     if tcp.is_some() && http.is_some() {
         anyhow::bail!("the configuration names both [serve] tcp and http; choose one");
     }
@@ -113,6 +117,10 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         false => server.compile_in_background(),
     }
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    if let Some(addr) = metrics {
+        let listener = runtime.block_on(tokio::net::TcpListener::bind(addr))?;
+        runtime.spawn(crate::transport::ops::serve(Arc::clone(&server), listener));
+    }
     let stopping = Arc::clone(&server);
     let served = match (endpoint, tcp) {
         (None, _) => {

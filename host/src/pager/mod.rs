@@ -114,6 +114,17 @@ impl Pager {
         self.parked.len()
     }
 
+    /// Whether the handle store answers; else why not.
+    pub fn handles_reachable(&self) -> Result<(), String> {
+        self.handles.reachable().map_err(|e| e.to_string())
+    }
+
+    /// The streams parked now, the bytes they hold, and how many were given
+    /// up since start.
+    pub fn parked_stats(&self) -> (usize, usize, u64) {
+        (self.parked.len(), self.parked.bytes(), self.parked.given_up())
+    }
+
     /// Produces one page of the tool's output for `request`: the guest work
     /// runs under the runtime's host timeout (`Runtime::bounded`), so the
     /// answer comes by the deadline plus the grace even from a guest blocked

@@ -93,11 +93,14 @@ pub struct Bounds {
 pub struct ParkedStreams<T> {
     table: Mutex<Table<T>>,
     bounds: Bounds,
+    /// Streams given up so far: expired, evicted or reclaimed.
+    given_up: std::sync::atomic::AtomicU64,
 }
 
 impl<T> ParkedStreams<T> {
     pub fn new(bounds: Bounds) -> ParkedStreams<T> {
-        ParkedStreams { table: Mutex::new(Table { entries: HashMap::new(), bytes: 0 }), bounds }
+        let table = Mutex::new(Table { entries: HashMap::new(), bytes: 0 });
+        ParkedStreams { table, bounds, given_up: std::sync::atomic::AtomicU64::new(0) }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Table<T>> {
@@ -111,6 +114,7 @@ impl<T> ParkedStreams<T> {
         let entry = table.entries.get(&id)?;
         if entry.last_used.elapsed() > self.bounds.ttl {
             let stale = table.remove(&id);
+            self.gave_up(1);
             drop(table);
             drop(stale);
             return None;
@@ -164,6 +168,7 @@ impl<T> ParkedStreams<T> {
         if !evicted.is_empty() {
             tracing::debug!(count = evicted.len(), "evicted parked streams");
         }
+        self.gave_up(evicted.len());
         // Stores are dropped here, outside the lock.
         drop(evicted);
         drop(kept);
@@ -173,7 +178,17 @@ impl<T> ParkedStreams<T> {
     /// most streams, if any, and drops it (outside the lock).
     pub fn evict_oldest(&self) -> bool {
         let oldest = self.lock().remove_fairly(false);
+        self.gave_up(usize::from(oldest.is_some()));
         oldest.is_some()
+    }
+
+    fn gave_up(&self, n: usize) {
+        self.given_up.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// How many streams were given up since start (expired, evicted, reclaimed).
+    pub fn given_up(&self) -> u64 {
+        self.given_up.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// How many streams are parked.

@@ -135,6 +135,12 @@ impl Runtime {
         }
     }
 
+    /// The instance slots held now, how many there are, and how many calls
+    /// wait for one.
+    pub fn slot_usage(&self) -> (usize, usize, usize) {
+        self.slots.usage()
+    }
+
     /// Lets `reclaim` (the pager's parked streams) free instance slots when
     /// none is free, and memory when the budget is reached.
     pub fn reclaim_with(&self, reclaim: std::sync::Weak<dyn Reclaim>) {

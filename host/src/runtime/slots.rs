@@ -39,8 +39,19 @@ struct Inner {
     limit: &'static str,
     capacity: usize,
     used: Mutex<usize>,
+    /// Callers waiting for a slot now.
+    waiting: std::sync::atomic::AtomicUsize,
     freed: Condvar,
     reclaim: Mutex<Option<Weak<dyn Reclaim>>>,
+}
+
+/// A caller counted as waiting until dropped.
+struct Waiting<'a>(&'a Inner);
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.waiting.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 /// One slot, held until dropped.
@@ -56,10 +67,17 @@ impl Slots {
                 limit,
                 capacity,
                 used: Mutex::new(0),
+                waiting: std::sync::atomic::AtomicUsize::new(0),
                 freed: Condvar::new(),
                 reclaim: Mutex::new(None),
             }),
         }
+    }
+
+    /// The slots held now, how many there are, and how many callers wait for one.
+    pub fn usage(&self) -> (usize, usize, usize) {
+        let waiting = self.inner.waiting.load(std::sync::atomic::Ordering::Relaxed);
+        (*self.inner.used.lock().expect("slots lock"), self.inner.capacity, waiting)
     }
 
     /// Lets `reclaim` free slots when none is free (replacing any earlier one).
@@ -76,6 +94,11 @@ impl Slots {
     /// A free slot, else one the reclaimer frees, else the first one given back
     /// before `deadline`; `Busy` past it, `Cancelled` once `signal` is.
     pub fn acquire(&self, deadline: Instant, signal: &CallSignal) -> Result<Slot, CallFailure> {
+        if let Some(slot) = self.try_acquire() {
+            return Ok(slot);
+        }
+        self.inner.waiting.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let _waiting = Waiting(&self.inner);
         loop {
             if let Some(slot) = self.try_acquire() {
                 return Ok(slot);

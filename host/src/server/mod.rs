@@ -28,10 +28,12 @@ use crate::tool::{Access, Manifest};
 use crate::uploads::Uploads;
 pub use access::Caller;
 pub use error::StartError;
+pub use operate::NotReady;
 use record::{Seen, tool_ref};
 
 mod access;
 mod error;
+mod operate;
 mod record;
 
 /// Everything needed to start a server.
@@ -71,6 +73,8 @@ pub struct Config {
     pub access: Vec<AccessSpec>,
     /// What the read and write scopes are called.
     pub scope_names: ScopeNames,
+    /// Count metrics (off: `--no-metrics`).
+    pub metrics: bool,
 }
 
 impl Config {
@@ -110,6 +114,8 @@ pub struct Server {
     access: AccessRules,
     /// What the read and write scopes are called, for a refusal.
     scope_names: ScopeNames,
+    /// What an operator scrapes (see `operate`).
+    metrics: crate::metrics::Metrics,
 }
 
 impl Server {
@@ -190,6 +196,7 @@ impl Server {
             clients: config.clients.clone(),
             access,
             scope_names: config.scope_names.clone(),
+            metrics: crate::metrics::Metrics::new(config.metrics),
         }))
     }
 
@@ -276,11 +283,13 @@ impl Server {
         let next = match next {
             Ok(next) => next,
             Err(e) => {
-                let _ = self.audit.record(&Event::ToolsRejected { reason: e.to_string() });
+                self.metrics.reload("rejected");
+                let _ = self.write(&Event::ToolsRejected { reason: e.to_string() });
                 return Err(e);
             }
         };
         if current.same_tools(&next) {
+            self.metrics.reload("unchanged");
             return Ok(false);
         }
         let names =
@@ -289,7 +298,8 @@ impl Server {
         let added = next.components().filter(|t| !before.contains(&(t.manifest.name.clone(), t.digest.clone())));
         let removed = before.iter().filter(|b| !after.contains(b)).map(|(name, _)| name.clone()).collect();
         let added = added.map(|t| tool_ref(t)).collect();
-        let _ = self.audit.record(&Event::ToolsChanged { added, removed });
+        self.metrics.reload("changed");
+        let _ = self.write(&Event::ToolsChanged { added, removed });
         tracing::info!(
             tools = ?next.entries().iter().map(|e| e.manifest().name.as_str()).collect::<Vec<_>>(),
             "the installed tools changed"

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 
 use super::{CallRequest, Config, Server};
 use crate::audit::{AuditError, CallRecord, Event, ToolRef, Who};
+use crate::metrics::Outcome;
 use crate::registry::Tool;
 use crate::results::{self, Answer, Fault};
 
@@ -31,11 +32,12 @@ impl Server {
         answer: Result<Answer, Fault>,
         started: Instant,
     ) -> Result<Answer, Fault> {
+        self.count(request.name(), &answer, started.elapsed().as_secs_f64());
         if !self.audit.is_on() {
             return answer;
         }
         let written = match (&answer, seen.tool) {
-            (Err(fault), _) => self.audit.record(&Event::Refused {
+            (Err(fault), _) => self.write(&Event::Refused {
                 who: &request.caller.who,
                 reason: &results::outcome::reason(fault),
                 tool: Some(request.name()),
@@ -56,7 +58,7 @@ impl Server {
                     outcome: results::outcome::outcome(&answer),
                     duration_ms: (started.elapsed().as_secs_f64() * 1e6).round() / 1e3,
                 };
-                self.audit.record(&Event::Call(&record))
+                self.write(&Event::Call(&record))
             }
         };
         self.recorded.fetch_add(1, Ordering::Relaxed);
@@ -70,7 +72,11 @@ impl Server {
     /// bad token, a foreign Origin, an unknown tool seen by a session); failing
     /// closed changes nothing, as nothing ran.
     pub fn refused(&self, who: &Who, reason: &str, tool: Option<&str>, detail: String) {
-        let _ = self.audit.record(&Event::Refused { who, reason, tool, detail });
+        match tool {
+            Some(name) => self.metrics.call(&self.tool_label(name), Outcome::Refused, reason, None),
+            None => self.metrics.refusal(reason),
+        }
+        let _ = self.write(&Event::Refused { who, reason, tool, detail });
     }
 
     /// Records the server's start: what it serves, its configuration's
@@ -80,12 +86,12 @@ impl Server {
             (self.policy.roots().iter()).map(|r| json!({ "path": r.path, "mode": r.mode.as_str() })).collect();
         let tools = self.registry().components().map(|t| tool_ref(t)).collect();
         let config_sha256 = config.digest();
-        self.audit.record(&Event::Start { config_sha256, roots: Value::Array(roots), tools, serving: serving.into() })
+        self.write(&Event::Start { config_sha256, roots: Value::Array(roots), tools, serving: serving.into() })
     }
 
     /// Records the server's stop.
     pub fn record_stop(&self) {
-        let _ = self.audit.record(&Event::Stop { calls: self.recorded.load(Ordering::Relaxed) });
+        let _ = self.write(&Event::Stop { calls: self.recorded.load(Ordering::Relaxed) });
     }
 }
 

@@ -278,6 +278,8 @@ impl Session {
             let version = match (&request, negotiated) {
                 (Request::Initialize { protocol_version, client, roots }, _) => {
                     let version = Version::negotiate(protocol_version);
+                    let transport = self.caller.lock().expect("caller lock").who.transport;
+                    self.server.metrics().session(transport, version.as_str());
                     tracing::info!(%client, requested = %protocol_version, negotiated = version.as_str(), "initialize");
                     self.caller.lock().expect("caller lock").who.client = Some(client.clone());
                     *self.version.lock().expect("version lock") = Some(version);
@@ -293,6 +295,8 @@ impl Session {
             };
             (request, Context { version, log_level: *self.log_level.lock().expect("log level lock"), client: None })
         };
+        let transport = self.caller.lock().expect("caller lock").who.transport;
+        self.server.metrics().request(transport, ctx.version.as_str());
         let done = |result: Result<Value, ErrorObject>, cacheable| reply(Some(ctx), stamped(ctx, result, cacheable));
         match request {
             Request::Discover => {

@@ -3,6 +3,7 @@
 
 pub mod http;
 pub mod lines;
+pub mod ops;
 pub mod stdio;
 pub mod tcp;
 

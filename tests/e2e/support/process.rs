@@ -81,7 +81,12 @@ pub fn spawn_listening(root: &Path, listen: &[&str], extra: &[&str]) -> Listenin
     std::thread::spawn(move || {
         for line in BufReader::new(source).lines() {
             let Ok(line) = line else { break };
-            if let Some((_, addr)) = line.split_once("listening on ") {
+            // A JSON log line (`--log-format json`) says it in its message.
+            let message = serde_json::from_str::<serde_json::Value>(&line)
+                .ok()
+                .and_then(|v| v["message"].as_str().map(str::to_string))
+                .unwrap_or_else(|| line.clone());
+            if let Some((_, addr)) = message.split_once("listening on ") {
                 let _ = tx.send(addr.trim().to_string());
             }
             lines.0.lock().unwrap().push(line);

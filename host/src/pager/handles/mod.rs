@@ -235,6 +235,15 @@ impl Handles {
         Ok(handle_of(&stream, mint.page))
     }
 
+    /// Whether the store answers: always for memory and a directory; a
+    /// Redis server must answer `PING`.
+    pub fn reachable(&self) -> Result<(), HandleError> {
+        match &self.store {
+            Store::Redis(redis) => redis.ping(),
+            Store::Memory(_) | Store::Dir(_) => Ok(()),
+        }
+    }
+
     /// The cursor behind `handle`.
     pub fn resolve(&self, handle: &str) -> Result<String, HandleError> {
         let (stream, page) = parse(handle).ok_or(HandleError::Unknown)?;

@@ -58,6 +58,11 @@ impl RedisStore {
         unreachable!("the second attempt returns")
     }
 
+    /// Whether Redis answers (`PING`).
+    pub(super) fn ping(&self) -> Result<(), HandleError> {
+        self.run(|c| redis::cmd("PING").query::<String>(c)).map(|_| ())
+    }
+
     /// The entry for `page` of `stream`, if Redis still holds it.
     pub(super) fn lookup(&self, stream: &str, page: u64) -> Result<Option<Entry>, HandleError> {
         let get = redis::cmd("HGET").arg(result_key(stream)).arg(page_field(page)).clone();

@@ -74,10 +74,13 @@ pub async fn serve(server: Arc<Server>, options: HttpOptions) -> std::io::Result
         loopback: local.ip().is_loopback(),
         sessions: Mutex::new(HashMap::new()),
     });
+    let health = super::ops::health_routes(&endpoint.server);
     let app = Router::new()
         .route("/mcp", post(on_post).get(on_get).delete(on_delete))
         .route("/.well-known/oauth-protected-resource", get(admit::on_metadata))
         .route("/.well-known/oauth-protected-resource/mcp", get(admit::on_metadata))
+        .route("/metrics", get(on_metrics))
+        .merge(health)
         .with_state(endpoint);
     axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>()).await?;
     Ok(())
@@ -249,6 +252,16 @@ async fn on_post(State(endpoint): State<Arc<Endpoint>>, request: Request) -> Res
             response.headers_mut().insert("x-accel-buffering", HeaderValue::from_static("no"));
             response
         }
+    }
+}
+
+/// `GET /metrics`, behind the same checks and credentials as `/mcp`.
+async fn on_metrics(State(endpoint): State<Arc<Endpoint>>, request: Request) -> Response {
+    let (parts, _) = request.into_parts();
+    let peer = parts.extensions.get::<ConnectInfo<Peer>>().map(|p| p.0);
+    match endpoint.admit(&parts, peer).await {
+        Ok(_) => super::ops::metrics(&endpoint.server),
+        Err(refused) => refused,
     }
 }
 
