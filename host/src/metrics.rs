@@ -89,6 +89,13 @@ struct ResultLabel {
     result: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StoreLabels {
+    store: &'static str,
+    op: &'static str,
+    result: &'static str,
+}
+
 /// A histogram of seconds, from half a millisecond to half a minute.
 fn seconds() -> Histogram {
     Histogram::new(exponential_buckets(0.0005, 2.0, 17))
@@ -110,6 +117,8 @@ pub struct Metrics {
     refusals: Family<ReasonLabel, Counter>,
     reloads: Family<ResultLabel, Counter>,
     handle_store_errors: Counter,
+    count_seconds: Histogram,
+    handle_ops: Family<StoreLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -149,7 +158,23 @@ impl Metrics {
         let reloads = Family::default();
         registry.register("tool_reloads", "Reloads of the installed tools, by result", reloads.clone());
         let handle_store_errors = Counter::default();
-        registry.register("handle_store_errors", "Handle store reads that failed", handle_store_errors.clone());
+        registry.register(
+            "handle_store_errors",
+            "Calls refused because the handle store failed",
+            handle_store_errors.clone(),
+        );
+        let count_seconds = seconds();
+        registry.register(
+            "first_page_count_duration_seconds",
+            "Time spent counting a whole result for a model's first page",
+            count_seconds.clone(),
+        );
+        let handle_ops = Family::default();
+        registry.register(
+            "handle_store_operations",
+            "Handle store operations, by store (memory, dir, redis), operation (mint, resolve) and result",
+            handle_ops.clone(),
+        );
         Metrics {
             on,
             registry,
@@ -163,6 +188,8 @@ impl Metrics {
             refusals,
             reloads,
             handle_store_errors,
+            count_seconds,
+            handle_ops,
         }
     }
 
@@ -237,6 +264,23 @@ impl Metrics {
             return;
         }
         self.handle_store_errors.inc();
+    }
+
+    /// A first page's count of the whole result took `seconds`.
+    pub fn counted(&self, seconds: f64) {
+        if !self.on {
+            return;
+        }
+        self.count_seconds.observe(seconds);
+    }
+
+    /// A handle store operation (`mint`, `resolve`) on `store` that worked or not.
+    pub fn handle_op(&self, store: &'static str, op: &'static str, ok: bool) {
+        if !self.on {
+            return;
+        }
+        let result = if ok { "ok" } else { "error" };
+        self.handle_ops.get_or_create(&StoreLabels { store, op, result }).inc();
     }
 
     /// The exposition: every metric, and what `live` says the server holds now.

@@ -49,7 +49,9 @@ impl Pager {
                 let page = start.index + 1;
                 let mint =
                     Mint { stream: start.stream.as_deref(), page, cursor: &cursor, position: &position, expires };
-                match self.handles.mint(mint) {
+                let minted = self.handles.mint(mint);
+                self.metrics.handle_op(self.handles.kind(), "mint", !matches!(minted, Err(HandleError::Store(_))));
+                match minted {
                     Ok(handle) => Some(handle),
                     Err(HandleError::Full) => None,
                     Err(e) => {

@@ -272,7 +272,10 @@ impl Pager {
         let view = start.view.as_ref().map(|_| self.printers.printer(base(ctx), None));
         let opener = self.opener(tool, &start.args);
         let counting = Counting { opener, view, bounds: self.limits.count, margin: COUNT_MARGIN };
-        count(ctx, counting)
+        let started = Instant::now();
+        let whole = count(ctx, counting);
+        self.metrics.counted(started.elapsed().as_secs_f64());
+        whole
     }
 }
 

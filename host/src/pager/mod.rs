@@ -77,6 +77,7 @@ pub struct Pager {
     limits: PageLimits,
     runtime: Arc<Runtime>,
     printers: Arc<dyn Printers>,
+    metrics: Arc<crate::metrics::Metrics>,
 }
 
 /// What a pager is made of besides its runtime.
@@ -88,6 +89,8 @@ pub struct PagerParts {
     pub limits: PageLimits,
     /// Render the text form (see `printer`).
     pub printers: Arc<dyn Printers>,
+    /// Where counts and handle store operations are counted.
+    pub metrics: Arc<crate::metrics::Metrics>,
 }
 
 impl Pager {
@@ -96,13 +99,13 @@ impl Pager {
     /// Cursors are signed with the parts' key, and handles for them kept
     /// in their store.
     pub fn new(parts: PagerParts, runtime: Arc<Runtime>) -> Pager {
-        let PagerParts { key, handles, limits, printers } = parts;
+        let PagerParts { key, handles, limits, printers, metrics } = parts;
         let bounds = parked::Bounds { count: limits.parked, bytes: limits.parked_bytes, ttl: limits.parked_ttl };
         let parked = Arc::new(ParkedStreams::new(bounds));
         let reclaim: Arc<dyn Reclaim> = parked.clone();
         runtime.reclaim_with(Arc::downgrade(&reclaim));
         let handles = Handles::new(handles, limits.cursor_ttl.as_secs(), limits.handles);
-        Pager { key, handles, parked, limits, runtime, printers }
+        Pager { key, handles, parked, limits, runtime, printers, metrics }
     }
 
     pub fn limits(&self) -> &PageLimits {

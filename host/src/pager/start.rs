@@ -112,7 +112,10 @@ impl Pager {
         let stream = handles::stream_of(text).map(str::to_owned);
         let text = match handles::is_handle(text) {
             true => {
-                behind = self.handles.resolve(text).map_err(|e| match e {
+                let resolved = self.handles.resolve(text);
+                let failed = matches!(resolved, Err(HandleError::Store(_)));
+                self.metrics.handle_op(self.handles.kind(), "resolve", !failed);
+                behind = resolved.map_err(|e| match e {
                     // Only minting fills a result: a handle that was never minted is unknown.
                     HandleError::Unknown | HandleError::Full => PageError::Cursor(CursorError::UnknownHandle),
                     HandleError::Expired => PageError::Cursor(CursorError::Expired),

@@ -115,7 +115,7 @@ pub struct Server {
     /// What the read and write scopes are called, for a refusal.
     scope_names: ScopeNames,
     /// What an operator scrapes (see `operate`).
-    metrics: crate::metrics::Metrics,
+    metrics: Arc<crate::metrics::Metrics>,
 }
 
 impl Server {
@@ -174,7 +174,8 @@ impl Server {
         };
         let digests = DigestKey::from_cursor_key(&key);
         let printers = Arc::new(results::CompactPrinters);
-        let parts = PagerParts { key, handles, limits: config.limits.pages, printers };
+        let metrics = Arc::new(crate::metrics::Metrics::new(config.metrics));
+        let parts = PagerParts { key, handles, limits: config.limits.pages, printers, metrics: Arc::clone(&metrics) };
         let pager = Arc::new(Pager::new(parts, Arc::clone(&runtime)));
         let calls = Slots::new("max_calls_in_flight", config.limits.max_calls_in_flight);
         let instructions = results::instructions(policy.roots());
@@ -196,7 +197,7 @@ impl Server {
             clients: config.clients.clone(),
             access,
             scope_names: config.scope_names.clone(),
-            metrics: crate::metrics::Metrics::new(config.metrics),
+            metrics,
         }))
     }
 

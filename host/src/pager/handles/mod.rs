@@ -235,6 +235,15 @@ impl Handles {
         Ok(handle_of(&stream, mint.page))
     }
 
+    /// What kind of store it is: `memory`, `dir` or `redis`.
+    pub fn kind(&self) -> &'static str {
+        match &self.store {
+            Store::Memory(_) => "memory",
+            Store::Dir(_) => "dir",
+            Store::Redis(_) => "redis",
+        }
+    }
+
     /// Whether the store answers: always for memory and a directory; a
     /// Redis server must answer `PING`.
     pub fn reachable(&self) -> Result<(), HandleError> {
