@@ -49,6 +49,7 @@ pub fn run(opts: &Options, corpus: &Corpus, report: &mut Report) -> Result<()> {
     let root = corpus.small_root.as_path();
     let cordon = cordon_serve(&opts.cordon, &[root], &opts.state_dir, &[]);
     let unaudited = cordon_serve(&opts.cordon, &[root], &opts.state_dir, &["--no-audit"]);
+    let uncounted = cordon_serve(&opts.cordon, &[root], &opts.state_dir, &["--no-metrics"]);
     let ours = ("read", json!({"path": "small.txt"}));
     let peer = opts.peers.peer(&[root]);
     let file = root.join("small.txt");
@@ -56,10 +57,11 @@ pub fn run(opts: &Options, corpus: &Corpus, report: &mut Report) -> Result<()> {
     let seconds = Duration::from_secs_f64(opts.seconds);
     let n = opts.clients;
     let (mut processes, mut peers, mut pipelined) = (Samples::default(), Samples::default(), Samples::default());
-    let mut without_audit = Samples::default();
+    let (mut without_audit, mut without_metrics) = (Samples::default(), Samples::default());
     for _ in 0..opts.runs {
         processes.0.push(sequential(&cordon, n, seconds, &ours)?);
         without_audit.0.push(sequential(&unaudited, n, seconds, &ours)?);
+        without_metrics.0.push(sequential(&uncounted, n, seconds, &ours)?);
         if let Some(peer) = &peer {
             peers.0.push(sequential(peer, n, seconds, &theirs)?);
         }
@@ -76,7 +78,7 @@ pub fn run(opts: &Options, corpus: &Corpus, report: &mut Report) -> Result<()> {
          speaks stdio only, so each client has its own server process, and Cordon is measured the same way; \
          Cordon is also measured with one session carrying {n} calls in flight, and without its audit trail \
          (`--no-audit`; by default every call appends a chained line to the audit log under a file lock, shared \
-         by the {n} processes). Median of {} run(s).",
+         by the {n} processes) and without counting metrics (`--no-metrics`). Median of {} run(s).",
         crate::corpus::SMALL.len(),
         opts.seconds,
         opts.runs
@@ -90,6 +92,15 @@ pub fn run(opts: &Options, corpus: &Corpus, report: &mut Report) -> Result<()> {
     push(format!("reference server: {n} processes, one client each"), &peers);
     push(format!("Cordon: 1 process, one session, {n} calls in flight"), &pipelined);
     push(format!("Cordon: {n} processes, one client each, no audit trail"), &without_audit);
+    push(format!("Cordon: {n} processes, one client each, no metrics"), &without_metrics);
+    let (on, off) = (processes.median(|s| s.calls_per_sec), without_metrics.median(|s| s.calls_per_sec));
+    if off > 0.0 {
+        table.notes.push(format!(
+            "Metrics cost: with metrics counted (the default) Cordon makes {:.1} % of the calls/s it makes with \
+             `--no-metrics` in the same run (goal: at least 98 %).",
+            100.0 * on / off
+        ));
+    }
     if peer.is_some() {
         let (c, p) = (&processes, &peers);
         table.row(vec![

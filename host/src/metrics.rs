@@ -193,6 +193,11 @@ impl Metrics {
         }
     }
 
+    /// Whether anything is counted (not `--no-metrics`).
+    pub fn is_on(&self) -> bool {
+        self.on
+    }
+
     /// A call of `tool` (a name the server offers, else `UNKNOWN_TOOL`)
     /// ended as `outcome` (`code`: the tool's error code or the reason it was
     /// refused; empty when it answered), after `seconds`.

@@ -7,7 +7,7 @@ use serde_json::Value;
 use super::Server;
 use crate::audit::{AuditError, Event};
 use crate::metrics::{Live, Metrics, Outcome, UNKNOWN_TOOL};
-use crate::results::{self, Answer, Fault};
+use crate::results::{Answer, Fault};
 
 /// Why the server is not ready to take calls.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -107,8 +107,12 @@ impl Server {
         written
     }
 
-    /// Counts a call of `tool` that came to `answer` after `seconds`.
-    pub(super) fn count(&self, tool: &str, answer: &Result<Answer, Fault>, seconds: f64) {
+    /// Counts a call of `tool` that came to `answer` (`outcome`, as the audit
+    /// trail says it) after `seconds`.
+    pub(super) fn count(&self, tool: &str, answer: &Result<Answer, Fault>, outcome: &Value, seconds: f64) {
+        if !self.metrics.is_on() {
+            return;
+        }
         if let Ok(Answer::Page(page)) = answer {
             let form = if matches!(page.view, crate::pager::page::View::Json) { "json" } else { "text" };
             self.metrics.page(form, page.bytes);
@@ -116,7 +120,7 @@ impl Server {
         if let Err(Fault::HandleStore { .. }) = answer {
             self.metrics.handle_store_error();
         }
-        let (outcome, code) = classify(&results::outcome::outcome(answer));
+        let (outcome, code) = classify(outcome);
         self.metrics.call(&self.tool_label(tool), outcome, &code, Some(seconds));
     }
 

@@ -32,7 +32,12 @@ impl Server {
         answer: Result<Answer, Fault>,
         started: Instant,
     ) -> Result<Answer, Fault> {
-        self.count(request.name(), &answer, started.elapsed().as_secs_f64());
+        if !self.metrics.is_on() && !self.audit.is_on() {
+            return answer;
+        }
+        // What the call came to, once, for the metrics and the record.
+        let outcome = results::outcome::outcome(&answer);
+        self.count(request.name(), &answer, &outcome, started.elapsed().as_secs_f64());
         if !self.audit.is_on() {
             return answer;
         }
@@ -55,7 +60,7 @@ impl Server {
                     tool,
                     arguments: self.audit.redact(request.arguments),
                     grants: Value::Array(seen.grants),
-                    outcome: results::outcome::outcome(&answer),
+                    outcome,
                     duration_ms: (started.elapsed().as_secs_f64() * 1e6).round() / 1e3,
                 };
                 self.write(&Event::Call(&record))
