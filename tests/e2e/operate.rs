@@ -15,6 +15,9 @@ use crate::handles::Redis;
 use crate::support::{Fixture, request, spawn_listening};
 use crate::teams::Client;
 
+/// The hostile test component: `{"behaviour": "loop"}` runs until stopped.
+const HOSTILE: &str = env!("CORDON_HOSTILE_COMPONENT");
+
 /// `prometheus` (or `promtool`): `CORDON_TEST_PROMETHEUS_DIR`, else on the PATH.
 fn prometheus_bin(name: &str) -> PathBuf {
     if let Some(dir) = std::env::var_os("CORDON_TEST_PROMETHEUS_DIR") {
@@ -109,7 +112,10 @@ fn prometheus_scrapes_what_a_session_did_and_labels_stay_bounded() {
     let fx = Fixture::new();
     let big: String = (0..3000).map(|i| format!("needle {i}\n")).collect();
     fx.write("big.txt", &big);
-    let server = spawn_listening(&fx.root(), &["--http", "127.0.0.1:0"], &["--no-audit"]);
+    let tools = tempfile::tempdir().unwrap();
+    let tools_dir = tools.path().to_str().unwrap();
+    let flags = ["--no-audit", "--component", HOSTILE, "--timeout-secs", "1", "--tools-dir", tools_dir];
+    let server = spawn_listening(&fx.root(), &["--http", "127.0.0.1:0"], &flags);
     let addr = server.addr.trim_start_matches("http://").trim_end_matches("/mcp").to_string();
     let prometheus = Prometheus::start(&addr);
     let mut client = Client::new(&addr, None, true);
@@ -121,6 +127,11 @@ fn prometheus_scrapes_what_a_session_did_and_labels_stay_bounded() {
     assert!(client.call("nope", json!({})).get("error").is_some());
     let page = client.call("grep", json!({"pattern": "needle", "max_tokens": 200}));
     assert!(page["result"]["_meta"]["cordon/page"]["handle"].is_string(), "a paged grep left unfinished: {page}");
+    let stopped = client.call("hostile", json!({"behaviour": "loop"}));
+    assert_eq!(stopped["result"]["_meta"]["cordon/error"]["code"], "timeout", "{stopped}");
+    // A tool installed while serving: the server reloads its tools.
+    let added = crate::tools::tool_cmd(tools.path(), &["tool", "add", crate::tools::RUST_EXAMPLE]);
+    assert!(added.status.success(), "{}", String::from_utf8_lossy(&added.stderr));
     let exposition = scrape(&addr);
     let checked = Command::new(prometheus_bin("promtool"))
         .args(["check", "metrics"])
@@ -144,6 +155,9 @@ fn prometheus_scrapes_what_a_session_did_and_labels_stay_bounded() {
     prometheus.wait_for(r#"sum(cordon_call_duration_seconds_count{tool="grep"})"#, 1.0);
     prometheus.wait_for(r#"cordon_requests_total{transport="http",era="2026-07-28"}"#, 6.0);
     prometheus.wait_for("cordon_process_open_fds", 1.0);
+    prometheus.wait_for(r#"cordon_calls_total{tool="hostile",outcome="timeout",code="timeout"}"#, 1.0);
+    prometheus.wait_for(r#"cordon_tool_reloads_total{result="changed"}"#, 1.0);
+    prometheus.wait_for("cordon_tools", 11.0);
     // Distinct paths and made-up tool names add no series (once each kind of
     // call has made its own).
     let _ = client.call("read", json!({"path": "missing.txt"}));
