@@ -89,6 +89,8 @@ pub struct FileConfig {
 pub struct FileServe {
     pub tcp: Option<SocketAddr>,
     pub http: Option<SocketAddr>,
+    /// Where `/metrics`, `/healthz` and `/readyz` are served too (`--metrics`).
+    pub metrics: Option<SocketAddr>,
 }
 
 /// A root in the file: a string as on the command line, or a table.

@@ -220,3 +220,35 @@ fn json_logs_are_one_object_a_line() {
         assert!(object["level"].is_string() && object["message"].is_string(), "{object}");
     }
 }
+
+#[test]
+fn a_metrics_listener_serves_any_transport() {
+    let fx = Fixture::new();
+    let tcp = spawn_listening(
+        &fx.root(),
+        &["--tcp", "127.0.0.1:0", "--token", crate::support::TOKEN],
+        &["--no-audit", "--metrics", "127.0.0.1:0"],
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let metrics = loop {
+        let text = tcp.log.text();
+        if let Some(at) = text
+            .split_once("metrics on http://")
+            .map(|(_, rest)| rest.split('/').next().unwrap_or_default().to_string())
+        {
+            break at;
+        }
+        assert!(Instant::now() < deadline, "no metrics address in the log:\n{text}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut session = crate::support::Server::connect_tcp(&tcp.addr, None);
+    session.handshake();
+    assert_eq!(
+        session.request(2, "tools/call", json!({"name": "read", "arguments": {"path": "hello.txt"}}))["result"]["isError"],
+        false
+    );
+    assert_eq!(request(&metrics, "GET", "/healthz", &[], b"").status, 200);
+    let exposition = scrape(&metrics);
+    assert!(exposition.contains(r#"cordon_calls_total{tool="read",outcome="ok",code=""} 1"#), "{exposition}");
+    assert!(exposition.contains(r#"cordon_sessions_total{transport="tcp",era="2025-11-25"} 1"#), "{exposition}");
+}

@@ -336,11 +336,13 @@ pub fn main() -> ExitCode {
         None => (false, LogFormat::Text, None),
     };
     init_logging(debug, format);
-    if let (Command::Serve(serve::ServeArgs { tcp, http, .. }), Some(serve)) = (&mut cli.command, file_serve)
-        && tcp.is_none()
-        && http.is_none()
-    {
-        (*tcp, *http) = (serve.tcp, serve.http);
+    if let (Command::Serve(serve::ServeArgs { tcp, http, metrics, .. }), Some(serve)) = (&mut cli.command, file_serve) {
+        if tcp.is_none() && http.is_none() {
+            (*tcp, *http) = (serve.tcp, serve.http);
+        }
+        if metrics.is_none() {
+            *metrics = serve.metrics;
+        }
     }
     match run(cli.command) {
         Ok(code) => code,

@@ -100,6 +100,11 @@ fn every_bad_token_is_refused_with_401_and_changes_nothing_in_both_eras() {
             assert_eq!(answer["result"]["isError"], false, "{alg}: {answer}");
         }
     }
+    // The metrics on the HTTP listener are behind the same credentials; health is not.
+    assert_eq!(crate::support::request(&addr, "GET", "/metrics", &[], b"").status, 401);
+    let bearer = [("Authorization", format!("Bearer {good}"))];
+    assert_eq!(crate::support::request(&addr, "GET", "/metrics", &bearer, b"").status, 200);
+    assert_eq!(crate::support::request(&addr, "GET", "/healthz", &[], b"").status, 200);
     let metadata = crate::support::request(&addr, "GET", "/.well-known/oauth-protected-resource/mcp", &[], b"");
     let metadata: Value = serde_json::from_slice(&metadata.body).unwrap();
     assert_eq!(metadata["resource"], AUDIENCE);
