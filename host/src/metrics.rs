@@ -11,7 +11,6 @@
 //! opens paths.)
 
 use std::path::Path;
-use std::sync::Arc;
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::{ConstCounter, Counter};
@@ -364,9 +363,6 @@ impl Live {
         registry
     }
 }
-
-/// The server's metrics, shared.
-pub type Shared = Arc<Metrics>;
 
 #[cfg(test)]
 mod tests {

@@ -8,7 +8,6 @@
 //! flood of requests to the issuer.
 
 use std::sync::RwLock;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, PublicKeyUse};
@@ -61,7 +60,6 @@ pub struct KeySet {
     fetched: RwLock<Fetched>,
     /// Held while fetching, so concurrent misses make one request.
     fetching: tokio::sync::Mutex<()>,
-    fetches: AtomicU64,
 }
 
 impl KeySet {
@@ -80,13 +78,7 @@ impl KeySet {
             http,
             fetched: RwLock::new(Fetched::default()),
             fetching: tokio::sync::Mutex::new(()),
-            fetches: AtomicU64::new(0),
         }
-    }
-
-    /// How many times the key set was fetched.
-    pub fn fetches(&self) -> u64 {
-        self.fetches.load(Ordering::Relaxed)
     }
 
     /// The key `kid` names (a token without `kid`: the set's only key that
@@ -106,31 +98,37 @@ impl KeySet {
         if recent {
             return Ok(None);
         }
-        self.refresh().await?;
+        self.fetch().await?;
         Ok(self.lookup(kid, alg))
     }
 
     /// Fetches the key set now (at start, so the first request does not wait).
     pub async fn refresh(&self) -> Result<(), FetchError> {
-        let jwks_uri = self.fetched.read().expect("keys lock").jwks_uri.clone();
+        let _fetching = self.fetching.lock().await;
+        self.fetch().await
+    }
+
+    /// Fetches the key set, its address first when it has to be discovered;
+    /// the time is taken as the fetch starts, so a failed one holds off the
+    /// next for `REFETCH` too. Called with `fetching` held.
+    async fn fetch(&self) -> Result<(), FetchError> {
+        let jwks_uri = {
+            let mut fetched = self.fetched.write().expect("keys lock");
+            fetched.at = Some(Instant::now());
+            fetched.jwks_uri.clone()
+        };
         let uri = match (&self.configured, jwks_uri) {
             (Some(uri), _) => uri.clone(),
             (None, Some(uri)) => uri,
             (None, None) => {
-                let uri = self.discover().await;
-                self.fetched.write().expect("keys lock").at = Some(Instant::now());
-                let uri = uri?;
+                let uri = self.discover().await?;
                 self.fetched.write().expect("keys lock").jwks_uri = Some(uri.clone());
                 uri
             }
         };
-        self.fetches.fetch_add(1, Ordering::Relaxed);
-        let document = self.get(&uri).await;
-        let mut fetched = self.fetched.write().expect("keys lock");
-        fetched.at = Some(Instant::now());
-        let keys = keys_of(&document?);
+        let keys = keys_of(&self.get(&uri).await?);
         tracing::info!(keys = keys.len(), uri, "fetched the issuer's key set");
-        fetched.keys = keys;
+        self.fetched.write().expect("keys lock").keys = keys;
         Ok(())
     }
 

@@ -172,11 +172,6 @@ impl Auth {
         self.oauth.as_ref().map(jwt::Verifier::settings)
     }
 
-    /// How many times the issuer's key set was fetched.
-    pub fn key_fetches(&self) -> u64 {
-        self.oauth.as_ref().map_or(0, |o| o.keys().fetches())
-    }
-
     /// Fetches the issuer's keys ahead of the first request; a failure is
     /// logged (requests try again, at most once per `keys::REFETCH`).
     pub async fn warm(&self) {

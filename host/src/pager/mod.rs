@@ -112,11 +112,6 @@ impl Pager {
         &self.limits
     }
 
-    /// Streams parked now.
-    pub fn parked(&self) -> usize {
-        self.parked.len()
-    }
-
     /// Whether the handle store answers; else why not.
     pub fn handles_reachable(&self) -> Result<(), String> {
         self.handles.reachable().map_err(|e| e.to_string())

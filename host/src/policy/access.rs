@@ -114,11 +114,6 @@ impl Rights {
     pub fn allows_tool(&self, tool: &str) -> bool {
         self.tools.as_ref().is_none_or(|tools| tools.contains(tool))
     }
-
-    /// Whether any rule gave the principal anything.
-    pub fn nothing(&self) -> bool {
-        self.roots.as_ref().is_some_and(Vec::is_empty) && self.tools.as_ref().is_some_and(BTreeSet::is_empty)
-    }
 }
 
 /// A rule, resolved against the server's roots.
@@ -274,7 +269,8 @@ mod tests {
         assert!(bot.allows_tool("grep") && bot.allows_tool("edit"));
         assert_eq!(bot.by, "group eng, client ci-bot-app");
         let stranger = rules.rights(&subject("eve", &[], Scopes::ALL), &policy);
-        assert!(stranger.nothing() && !stranger.allows_tool("read"));
+        assert_eq!((stranger.roots.as_deref(), stranger.tools.as_ref().map(BTreeSet::len)), (Some(&[][..]), Some(0)));
+        assert!(!stranger.allows_tool("read"));
         let local = rules.rights(&Principal::Local, &policy);
         assert!(local.roots.is_none() && local.tools.is_none());
         let again = rules.rights(&subject("alice", &["eng"], Scopes::ALL), &policy);

@@ -48,6 +48,13 @@ struct Inner {
 /// A caller counted as waiting until dropped.
 struct Waiting<'a>(&'a Inner);
 
+impl Waiting<'_> {
+    fn new(inner: &Inner) -> Waiting<'_> {
+        inner.waiting.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Waiting(inner)
+    }
+}
+
 impl Drop for Waiting<'_> {
     fn drop(&mut self) {
         self.0.waiting.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
@@ -94,11 +101,8 @@ impl Slots {
     /// A free slot, else one the reclaimer frees, else the first one given back
     /// before `deadline`; `Busy` past it, `Cancelled` once `signal` is.
     pub fn acquire(&self, deadline: Instant, signal: &CallSignal) -> Result<Slot, CallFailure> {
-        if let Some(slot) = self.try_acquire() {
-            return Ok(slot);
-        }
-        self.inner.waiting.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let _waiting = Waiting(&self.inner);
+        // Counted as waiting from the first wait on until it returns.
+        let mut waiting = None;
         loop {
             if let Some(slot) = self.try_acquire() {
                 return Ok(slot);
@@ -116,6 +120,7 @@ impl Slots {
             }
             let used = self.inner.used.lock().expect("slots lock");
             if *used >= self.inner.capacity {
+                waiting.get_or_insert_with(|| Waiting::new(&self.inner));
                 let wait = (deadline - now).min(CANCEL_POLL);
                 drop(self.inner.freed.wait_timeout(used, wait).expect("slots lock"));
             }

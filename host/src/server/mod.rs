@@ -100,7 +100,8 @@ pub struct Server {
     limits: Limits,
     /// One per tool call being answered, across every session (`max_calls_in_flight`).
     calls: Slots,
-    /// What `initialize` tells the model, the roots named.
+    /// What `initialize` tells the model with the server's full rights, the
+    /// roots named (see `instructions_for`).
     instructions: String,
     /// The audit trail every call, refusal and tool change goes to.
     audit: Audit,
@@ -330,11 +331,6 @@ impl Server {
                 }
             })
             .expect("spawn the tools watcher");
-    }
-
-    /// What `initialize` and `server/discover` tell the model about the server.
-    pub fn instructions(&self) -> &str {
-        &self.instructions
     }
 
     pub fn limits(&self) -> &Limits {

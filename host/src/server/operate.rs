@@ -120,8 +120,9 @@ impl Server {
         if let Err(Fault::HandleStore { .. }) = answer {
             self.metrics.handle_store_error();
         }
+        // A recorded call is of a tool the server offered: its name is a label.
         let (outcome, code) = classify(outcome);
-        self.metrics.call(&self.tool_label(tool), outcome, &code, Some(seconds));
+        self.metrics.call(tool, outcome, &code, Some(seconds));
     }
 
     /// The label a tool name gets: its name when the server offers it, else

@@ -278,13 +278,16 @@ impl Session {
             let version = match (&request, negotiated) {
                 (Request::Initialize { protocol_version, client, roots }, _) => {
                     let version = Version::negotiate(protocol_version);
-                    let transport = self.caller.lock().expect("caller lock").who.transport;
-                    self.server.metrics().session(transport, version.as_str());
                     tracing::info!(%client, requested = %protocol_version, negotiated = version.as_str(), "initialize");
-                    self.caller.lock().expect("caller lock").who.client = Some(client.clone());
+                    let (transport, rights) = {
+                        let mut caller = self.caller.lock().expect("caller lock");
+                        caller.who.client = Some(client.clone());
+                        (caller.who.transport, Arc::clone(&caller.rights))
+                    };
+                    self.server.metrics().session(transport, version.as_str());
                     *self.version.lock().expect("version lock") = Some(version);
                     self.roots.initialized(*roots);
-                    let instructions = self.server.instructions_for(&self.rights());
+                    let instructions = self.server.instructions_for(&rights);
                     return reply(None, Ok(results::initialize_result(version, &instructions)));
                 }
                 (Request::Ping, _) => return reply(None, Ok(json!({}))),
