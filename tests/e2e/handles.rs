@@ -64,30 +64,9 @@ impl Drop for Redis {
     }
 }
 
-/// `redis-server`: `CORDON_TEST_REDIS`, else on the PATH, else installed
-/// with apt on first use (as root, as on CI machines; `.ci/run` installs it).
+/// `redis-server`: `CORDON_TEST_REDIS`, else on the PATH, else installed with apt.
 fn redis_server() -> PathBuf {
-    if let Some(path) = std::env::var_os("CORDON_TEST_REDIS") {
-        return path.into();
-    }
-    let on_path = || {
-        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
-            .map(|dir| dir.join("redis-server"))
-            .find(|path| path.is_file())
-    };
-    if let Some(path) = on_path() {
-        return path;
-    }
-    let mut install = Command::new("sh");
-    install.args(["-c", "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server"]);
-    let (status, _, err) = run_bounded(install, Duration::from_secs(600));
-    on_path().unwrap_or_else(|| {
-        panic!(
-            "redis-server is needed for the replica test and could not be installed ({status:?}: {}); install it \
-             (apt-get install redis-server) or set CORDON_TEST_REDIS",
-            String::from_utf8_lossy(&err)
-        )
-    })
+    crate::support::debian_program("redis-server", "redis-server", "CORDON_TEST_REDIS")
 }
 
 fn handle_of(page: &Value) -> String {

@@ -18,14 +18,13 @@ use crate::teams::Client;
 /// The hostile test component: `{"behaviour": "loop"}` runs until stopped.
 const HOSTILE: &str = env!("CORDON_HOSTILE_COMPONENT");
 
-/// `prometheus` (or `promtool`): `CORDON_TEST_PROMETHEUS_DIR`, else on the PATH.
+/// `prometheus` (or `promtool`, from the same package): in
+/// `CORDON_TEST_PROMETHEUS_DIR`, else on the PATH, else installed with apt.
 fn prometheus_bin(name: &str) -> PathBuf {
     if let Some(dir) = std::env::var_os("CORDON_TEST_PROMETHEUS_DIR") {
         return PathBuf::from(dir).join(name);
     }
-    let found = std::env::var_os("PATH")
-        .and_then(|path| std::env::split_paths(&path).map(|d| d.join(name)).find(|p| p.is_file()));
-    found.unwrap_or_else(|| panic!("{name} is needed (apt-get install prometheus; .ci/run installs it)"))
+    crate::support::debian_program(name, "prometheus", "CORDON_TEST_PROMETHEUS_DIR")
 }
 
 /// A Prometheus server on loopback scraping `target` (`host:port`) every

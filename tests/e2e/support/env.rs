@@ -72,3 +72,36 @@ pub fn node_path() -> std::ffi::OsString {
     paths.extend(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()));
     std::env::join_paths(paths).expect("a valid PATH")
 }
+
+/// A program a test starts, from a Debian package: `$ENV_VAR` (a path), else
+/// on the PATH, else installed with apt on first use (as root, as on CI
+/// machines; `.ci/run` installs it up front). Installs run one at a time.
+pub fn debian_program(program: &str, package: &str, env_var: &str) -> PathBuf {
+    if let Some(path) = std::env::var_os(env_var) {
+        return path.into();
+    }
+    let on_path = || {
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+            .map(|dir| dir.join(program))
+            .find(|path| path.is_file())
+    };
+    if let Some(path) = on_path() {
+        return path;
+    }
+    static INSTALLING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one_at_a_time = INSTALLING.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(path) = on_path() {
+        return path;
+    }
+    let mut install = Command::new("sh");
+    let script = format!("apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq {package}");
+    install.args(["-c", &script]);
+    let (status, _, err) = super::run_bounded(install, std::time::Duration::from_secs(600));
+    on_path().unwrap_or_else(|| {
+        panic!(
+            "{program} is needed and could not be installed ({status:?}: {}); install it (apt-get install \
+             {package}) or set {env_var}",
+            String::from_utf8_lossy(&err)
+        )
+    })
+}

@@ -23,7 +23,7 @@ mod process;
 mod rng;
 mod server;
 
-pub use env::{cordon_bin, node_dir, node_path, python_with_mcp, shared_state_dir, workspace};
+pub use env::{cordon_bin, debian_program, node_dir, node_path, python_with_mcp, shared_state_dir, workspace};
 pub use fixture::{CANARY, Fixture};
 pub use http::{HttpResponse, http_post, http_request};
 pub use pages::{json_form, next_cursor, page_meta, payload, read_all, read_all_reopened, text};
