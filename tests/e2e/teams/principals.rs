@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 
 use super::{AUDIENCE, Client, addr_of, audit_lines, serve};
 use crate::handles::Redis;
-use crate::support::issuer::Issuer;
+use crate::support::issuer::{Issuer, now};
 use crate::support::{Fixture, Server, cordon_bin, page_meta};
 
 /// The static token no access rule names.
@@ -212,6 +212,17 @@ fn tcp_takes_an_access_token_or_a_static_token_as_its_first_line() {
     let mut nobody = Server::connect_tcp(&tcp.addr, Some(format!("{NOBODY}\n").as_bytes()));
     nobody.handshake();
     assert_eq!(nobody.request(2, "tools/list", json!({}))["result"]["tools"], json!([]));
+    // An access token with many groups (a few KiB) fits the first line's limit.
+    let mut groups: Vec<String> = (0..300).map(|i| format!("team-{i:04}")).collect();
+    groups.push("eng".into());
+    let claims = json!({"iss": issuer.url, "sub": "alice", "aud": AUDIENCE, "exp": now() + 600,
+                        "scope": "cordon:read", "client_id": "alice", "groups": groups});
+    let long = issuer.sign(json!({}), claims, "ES256");
+    assert!(long.len() > 4096, "{} bytes", long.len());
+    let mut alice = Server::connect_tcp(&tcp.addr, Some(format!("{long}\n").as_bytes()));
+    alice.handshake();
+    let names = alice.request(2, "tools/list", json!({}))["result"]["tools"].to_string();
+    assert!(names.contains("\"read\""), "alice (group eng) is served: {names}");
 }
 
 #[test]
@@ -228,4 +239,19 @@ fn http_off_loopback_without_authentication_refuses_to_start() {
     for flag in ["--auth-issuer", "--token", "[[tokens]]", "--insecure-no-auth"] {
         assert!(said.contains(flag), "{flag} named in: {said}");
     }
+}
+
+#[test]
+fn http_off_loopback_with_insecure_no_auth_serves_anyone_as_anonymous() {
+    let fx = Fixture::new();
+    let log = fx.dir.path().join("audit.log");
+    let flags = ["--insecure-no-auth", "--audit-log", log.to_str().unwrap()];
+    let server = crate::support::spawn_listening(&fx.root(), &["--http", "0.0.0.0:0"], &flags);
+    let port = server.addr.trim_end_matches("/mcp").rsplit(':').next().unwrap().to_string();
+    let mut client = Client::new(&format!("127.0.0.1:{port}"), None, true);
+    assert_eq!(client.call("read", json!({"path": "hello.txt"}))["result"]["isError"], false);
+    drop(server);
+    let records = audit_lines(&log);
+    let call = records.iter().find(|r| r["event"] == "call").expect("a call record");
+    assert_eq!(call["who"]["principal"], json!({"kind": "anonymous"}), "{call}");
 }
