@@ -20,14 +20,23 @@ pub(crate) struct Redis {
 }
 
 impl Redis {
+    /// A server on a free port (another, should a concurrent test take the
+    /// one picked before this server binds it).
     pub(crate) fn start() -> Redis {
-        Redis::start_on(TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port())
+        for _ in 0..5 {
+            let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+            if let Some(redis) = Redis::start_on(port) {
+                return redis;
+            }
+        }
+        panic!("redis-server could not bind a free port in 5 tries");
     }
 
     /// Stops this server and starts a new one on the same port (nothing kept).
     pub(crate) fn restart(&mut self) {
         self.stop();
-        *self = Redis::start_on(self.port);
+        let port = self.port;
+        *self = Redis::start_on(port).unwrap_or_else(|| panic!("redis-server could not bind port {port} again"));
     }
 
     /// Stops the server (its port then refuses connections).
@@ -36,20 +45,32 @@ impl Redis {
         let _ = self.child.wait();
     }
 
-    fn start_on(port: u16) -> Redis {
+    /// A server listening on `port`, or `None` when it exited (the port was
+    /// taken): a connection that works is then never another test's server.
+    fn start_on(port: u16) -> Option<Redis> {
         let binary = redis_server();
-        let child = Command::new(&binary)
+        let mut child = Command::new(&binary)
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .unwrap_or_else(|e| panic!("start {}: {e}", binary.display()));
         let started = Instant::now();
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        loop {
+            if child.try_wait().ok().flatten().is_some() {
+                return None;
+            }
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                // Listening, unless it is exiting after failing to bind.
+                std::thread::sleep(Duration::from_millis(50));
+                if child.try_wait().ok().flatten().is_some() {
+                    return None;
+                }
+                return Some(Redis { child, port });
+            }
             assert!(started.elapsed() < Duration::from_secs(20), "redis-server did not listen on {port}");
             std::thread::sleep(Duration::from_millis(20));
         }
-        Redis { child, port }
     }
 
     pub(crate) fn url(&self) -> String {
