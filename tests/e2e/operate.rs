@@ -2,7 +2,8 @@
 //! on loopback) scrapes `/metrics` and finds what a session did; `promtool`
 //! accepts the exposition; labels stay bounded however many paths are asked
 //! for; `/readyz` follows the handle store (a real Redis) while `/healthz`
-//! stays up; `--log-format json` writes one JSON object a line.
+//! stays up, and waits for the tools to compile and for a failing audit log;
+//! `--log-format json` writes one JSON object a line.
 
 use std::net::TcpListener;
 use std::path::PathBuf;
@@ -173,6 +174,64 @@ fn prometheus_scrapes_what_a_session_did_and_labels_stay_bounded() {
     assert!(!after.contains("missing-") && !after.contains("made-up-"), "no path or name becomes a label");
 }
 
+/// The status and JSON body of `GET path` at `addr`.
+fn status(addr: &str, path: &str) -> (u16, Value) {
+    let response = request(addr, "GET", path, &[], b"");
+    (response.status, serde_json::from_slice::<Value>(&response.body).unwrap_or(Value::Null))
+}
+
+/// The body of `GET path` once it answers `want` (two minutes at most).
+fn until(addr: &str, path: &str, want: u16) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let (code, body) = status(addr, path);
+        if code == want {
+            return body;
+        }
+        assert!(Instant::now() < deadline, "{path} stayed {code}: {body}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn readiness_waits_for_the_tools_to_compile_and_for_a_failing_audit_log() {
+    let fx = Fixture::new();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("audit.log");
+    // No compile cache: the built-in tools compile in the background once the
+    // listener is up (seconds in a dev build), so the first probe finds them compiling.
+    let flags = ["--no-cache", "--audit-log", log.to_str().unwrap()];
+    let server = spawn_listening(&fx.root(), &["--http", "127.0.0.1:0"], &flags);
+    let addr = server.addr.trim_start_matches("http://").trim_end_matches("/mcp").to_string();
+    let (code, first) = status(&addr, "/readyz");
+    assert_eq!((code, first["reason"].as_str()), (503, Some("compiling")), "{first}");
+    let detail = first["detail"].as_str().unwrap_or_default();
+    let counts: Vec<u64> = detail.split_whitespace().filter_map(|w| w.parse().ok()).collect();
+    assert!(counts.len() == 2 && counts[0] < counts[1], "compiled of tools: {detail}");
+    assert_eq!(status(&addr, "/healthz").0, 200, "live while compiling");
+    until(&addr, "/readyz", 200);
+
+    // The audit log can no longer be appended to (as on a full disk): failing
+    // closed, a call is refused and the server is not ready until it can be.
+    let mut client = Client::new(&addr, None, true);
+    assert_eq!(client.call("read", json!({"path": "hello.txt"}))["result"]["isError"], false);
+    std::fs::remove_file(&log).unwrap();
+    std::fs::create_dir(&log).unwrap();
+    let refused = client.call("read", json!({"path": "hello.txt"}));
+    assert_eq!(refused["error"]["data"]["error"], "audit_unavailable", "{refused}");
+    for _ in 0..3 {
+        // Asked again and again (past the calls' retry wait), it stays unready.
+        let (code, body) = status(&addr, "/readyz");
+        assert_eq!((code, body["reason"].as_str()), (503, Some("audit_unavailable")), "{body}");
+        std::thread::sleep(Duration::from_millis(600));
+    }
+    std::fs::remove_dir(&log).unwrap();
+    // Ready again with no call made: the probe itself finds the file writable.
+    until(&addr, "/readyz", 200);
+    std::thread::sleep(Duration::from_millis(1100));
+    assert_eq!(client.call("read", json!({"path": "hello.txt"}))["result"]["isError"], false);
+}
+
 #[test]
 fn readiness_follows_the_handle_store_while_liveness_stays_up() {
     let fx = Fixture::new();
@@ -180,21 +239,8 @@ fn readiness_follows_the_handle_store_while_liveness_stays_up() {
     let store = redis.url();
     let server = spawn_listening(&fx.root(), &["--http", "127.0.0.1:0"], &["--no-audit", "--handle-store", &store]);
     let addr = server.addr.trim_start_matches("http://").trim_end_matches("/mcp").to_string();
-    let status = |path: &str| {
-        let response = request(&addr, "GET", path, &[], b"");
-        (response.status, serde_json::from_slice::<Value>(&response.body).unwrap_or(Value::Null))
-    };
-    let until = |path: &str, want: u16| {
-        let deadline = Instant::now() + Duration::from_secs(120);
-        loop {
-            let (code, body) = status(path);
-            if code == want {
-                return body;
-            }
-            assert!(Instant::now() < deadline, "{path} stayed {code}: {body}");
-            std::thread::sleep(Duration::from_millis(200));
-        }
-    };
+    let status = |path: &str| status(&addr, path);
+    let until = |path: &str, want: u16| until(&addr, path, want);
     until("/readyz", 200);
     redis.stop();
     let down = until("/readyz", 503);

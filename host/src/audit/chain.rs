@@ -139,6 +139,14 @@ impl Chain {
         appended
     }
 
+    /// Whether the file at the path can be opened for appending (it is
+    /// opened, created if gone, as the next record would open it; nothing is
+    /// written).
+    pub fn writable(&self) -> std::io::Result<()> {
+        let mut open = self.open.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        self.current(&mut open).map(|_| ())
+    }
+
     /// The file at the path, kept open unless another process rotated it.
     fn current<'a>(&self, open: &'a mut Option<Open>) -> std::io::Result<&'a mut Open> {
         let ino = match self.dir.metadata(&self.name) {

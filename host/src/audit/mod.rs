@@ -264,6 +264,18 @@ impl Audit {
         }
     }
 
+    /// Whether the trail lets calls be answered, for readiness: failing
+    /// closed after a failed record, not until its file can be opened for
+    /// appending again (checked here, without writing a record or using up
+    /// the calls' retry, so a server no call reaches can become ready again).
+    pub fn ready(&self) -> bool {
+        let Some(chain) = &self.chain else { return true };
+        if self.on_failure == OnFailure::Open || self.failing.lock().expect("failing lock").is_none() {
+            return true;
+        }
+        chain.writable().is_ok()
+    }
+
     /// Whether a failed record must fail its call.
     pub fn fails_closed(&self) -> bool {
         self.on_failure == OnFailure::Closed

@@ -92,7 +92,7 @@ impl Server {
             return Err(NotReady::Compiling { compiled, tools });
         }
         self.pager.handles_reachable().map_err(|reason| NotReady::HandleStore { reason })?;
-        if !self.audit.admits_calls() {
+        if !self.audit.ready() {
             return Err(NotReady::Audit);
         }
         Ok(())
