@@ -16,6 +16,7 @@ pub mod stats;
 
 mod agent;
 pub mod claude;
+pub mod collector;
 mod http;
 mod issuer;
 mod read;

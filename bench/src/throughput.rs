@@ -50,24 +50,32 @@ pub fn run(opts: &Options, corpus: &Corpus, report: &mut Report) -> Result<()> {
     let cordon = cordon_serve(&opts.cordon, &[root], &opts.state_dir, &[]);
     let unaudited = cordon_serve(&opts.cordon, &[root], &opts.state_dir, &["--no-audit"]);
     let uncounted = cordon_serve(&opts.cordon, &[root], &opts.state_dir, &["--no-metrics"]);
+    let collector = crate::collector::Collector::start()?;
+    let traced = cordon_serve(&opts.cordon, &[root], &opts.state_dir, &["--otlp-endpoint", &collector.url]);
     let ours = ("read", json!({"path": "small.txt"}));
     let peer = opts.peers.peer(&[root]);
     let file = root.join("small.txt");
     let theirs = ("read_text_file", json!({"path": file}));
     let seconds = Duration::from_secs_f64(opts.seconds);
     let n = opts.clients;
-    let (mut processes, mut peers, mut pipelined) = (Samples::default(), Samples::default(), Samples::default());
-    let (mut without_audit, mut without_metrics) = (Samples::default(), Samples::default());
-    for _ in 0..opts.runs {
-        processes.0.push(sequential(&cordon, n, seconds, &ours)?);
-        without_audit.0.push(sequential(&unaudited, n, seconds, &ours)?);
-        without_metrics.0.push(sequential(&uncounted, n, seconds, &ours)?);
+    let (mut peers, mut pipelined) = (Samples::default(), Samples::default());
+    // Cordon's variants run in an order that turns with each run, so that none
+    // always runs first or after the same one; the costs below are ratios of
+    // runs made side by side.
+    let variants = [&cordon, &unaudited, &uncounted, &traced];
+    let mut samples: [Samples; 4] = Default::default();
+    for run in 0..opts.runs {
+        for turn in 0..variants.len() {
+            let at = (turn + run) % variants.len();
+            samples[at].0.push(sequential(variants[at], n, seconds, &ours)?);
+        }
         if let Some(peer) = &peer {
             peers.0.push(sequential(peer, n, seconds, &theirs)?);
         }
         pipelined.0.push(in_flight(&cordon, n, seconds, &ours)?);
     }
 
+    let [processes, without_audit, without_metrics, with_traces] = samples;
     let mut table = Table::new(
         "Small-call throughput and latency",
         &["configuration", "calls/s", "latency p50", "latency p99", "peak RSS per server"],
@@ -78,7 +86,8 @@ pub fn run(opts: &Options, corpus: &Corpus, report: &mut Report) -> Result<()> {
          speaks stdio only, so each client has its own server process, and Cordon is measured the same way; \
          Cordon is also measured with one session carrying {n} calls in flight, and without its audit trail \
          (`--no-audit`; by default every call appends a chained line to the audit log under a file lock, shared \
-         by the {n} processes) and without counting metrics (`--no-metrics`). Median of {} run(s).",
+         by the {n} processes), without counting metrics (`--no-metrics`), and with traces exported \
+         (`--otlp-endpoint`, to a stand-in collector on loopback that accepts every export). Median of {} run(s).",
         crate::corpus::SMALL.len(),
         opts.seconds,
         opts.runs
@@ -93,12 +102,20 @@ pub fn run(opts: &Options, corpus: &Corpus, report: &mut Report) -> Result<()> {
     push(format!("Cordon: 1 process, one session, {n} calls in flight"), &pipelined);
     push(format!("Cordon: {n} processes, one client each, no audit trail"), &without_audit);
     push(format!("Cordon: {n} processes, one client each, no metrics"), &without_metrics);
-    let (on, off) = (processes.median(|s| s.calls_per_sec), without_metrics.median(|s| s.calls_per_sec));
-    if off > 0.0 {
+    push(format!("Cordon: {n} processes, one client each, traces exported"), &with_traces);
+    if let Some(share) = paired(&processes, &without_metrics) {
         table.notes.push(format!(
-            "Metrics cost: with metrics counted (the default) Cordon makes {:.1} % of the calls/s it makes with \
-             `--no-metrics` in the same run (goal: at least 98 %).",
-            100.0 * on / off
+            "Metrics cost: with metrics counted (the default) Cordon makes {share} of the calls/s it makes with \
+             `--no-metrics` run beside it (goal: at least 98 %)."
+        ));
+    }
+    if let Some(share) = paired(&with_traces, &processes) {
+        let (exports, bytes) = collector.received();
+        table.notes.push(format!(
+            "Traces cost: with every call traced and exported Cordon makes {share} of the calls/s it makes with \
+             traces off (the default) run beside it (goal: at least 90 %); the stand-in collector, on the same \
+             cores, received {exports} exports, {:.1} MiB.",
+            bytes as f64 / (1024.0 * 1024.0)
         ));
     }
     if peer.is_some() {
@@ -191,6 +208,20 @@ fn in_flight(launch: &Launch, in_flight: usize, length: Duration, call: &(&str, 
     let rss = server.peak_rss_kib();
     server.finish();
     Ok(sample(latencies, elapsed, rss))
+}
+
+/// `a`'s calls/s as a share of `b`'s, run by run (runs made side by side):
+/// the median, then each run's; `None` when either was not run.
+fn paired(a: &Samples, b: &Samples) -> Option<String> {
+    let shares: Vec<f64> = (a.0.iter().zip(&b.0))
+        .filter(|(a, b)| b.calls_per_sec > 0.0 && a.calls_per_sec > 0.0)
+        .map(|(a, b)| 100.0 * a.calls_per_sec / b.calls_per_sec)
+        .collect();
+    if shares.is_empty() {
+        return None;
+    }
+    let each: Vec<String> = shares.iter().map(|s| format!("{s:.1}")).collect();
+    Some(format!("{:.1} % (median of the runs' ratios: {} %)", median(&shares), each.join(", ")))
 }
 
 fn sample(mut latencies: Vec<f64>, elapsed: Duration, rss_kib: u64) -> Sample {

@@ -91,6 +91,9 @@ pub struct FileServe {
     pub http: Option<SocketAddr>,
     /// Where `/metrics`, `/healthz` and `/readyz` are served too (`--metrics`).
     pub metrics: Option<SocketAddr>,
+    /// The OpenTelemetry collector traces are sent to (`--otlp-endpoint`).
+    #[serde(rename = "otlp-endpoint")]
+    pub otlp_endpoint: Option<String>,
 }
 
 /// A root in the file: a string as on the command line, or a table.

@@ -14,7 +14,8 @@
 //! keys, defaults, validation); `installed` keeps the third-party tools added
 //! with `cordon tool add`, pinned by digest and, with `installed::signature`,
 //! by a trusted key's signature; `audit` is the chained audit trail the
-//! server records each call and refusal in; `auth` turns the credential an
+//! server records each call and refusal in; `metrics` what an operator
+//! scrapes, `telemetry` the log lines and OpenTelemetry traces; `auth` turns the credential an
 //! HTTP or TCP request carries (an OAuth access token, a static token) into
 //! its principal at the edge, and `policy::access` gives the principal its
 //! rights (`server::Caller` carries both through a call); `staging` and `uploads` hold content staged for
@@ -47,6 +48,7 @@ pub mod runtime;
 pub mod server;
 pub mod session;
 pub mod staging;
+pub mod telemetry;
 pub mod tool;
 pub mod transport;
 pub mod uploads;

@@ -34,6 +34,12 @@ pub struct Headers {
     pub name: Option<String>,
     /// Whether any of them held bytes that are not visible ASCII.
     pub malformed: bool,
+    /// `Mcp-Session-Id` (legacy era), for traces.
+    pub session: Option<String>,
+    /// W3C `traceparent` and `tracestate`, for traces (read only when traces
+    /// are on; one that is malformed is ignored, never refused).
+    pub traceparent: Option<String>,
+    pub tracestate: Option<String>,
 }
 
 impl Headers {
@@ -186,7 +192,7 @@ mod tests {
             protocol_version: Some(version.into()),
             method: Some(method.into()),
             name: name.map(Into::into),
-            malformed: false,
+            ..Headers::default()
         }
     }
 

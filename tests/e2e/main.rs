@@ -48,5 +48,6 @@ mod signed;
 mod stdio;
 mod teams;
 mod tools;
+mod traces;
 mod transports;
 mod write;

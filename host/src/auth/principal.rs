@@ -62,6 +62,18 @@ pub struct Named {
     pub token: Option<String>,
 }
 
+impl Named {
+    /// Who, in a few words, as a trace's `enduser.id` says it: `local`,
+    /// `anonymous`, `token:NAME`, or an OAuth token's subject.
+    pub fn label(&self) -> String {
+        match (&self.token, &self.sub) {
+            (Some(name), _) => format!("token:{name}"),
+            (None, Some(sub)) => sub.clone(),
+            (None, None) => self.kind.to_string(),
+        }
+    }
+}
+
 impl Principal {
     /// What the principal's token allows.
     pub fn scopes(&self) -> Scopes {

@@ -12,7 +12,6 @@ use std::process::ExitCode;
 use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use serde_json::{Value, json};
-use tracing_subscriber::EnvFilter;
 
 use crate::audit::{AuditSettings, OnFailure};
 use crate::config::{FileConfig, Loaded};
@@ -22,6 +21,7 @@ use crate::protocol::jsonrpc::ErrorObject;
 use crate::protocol::mcp::Version;
 use crate::results::Answer;
 use crate::server::{CallRequest, Config, Server};
+use crate::telemetry::{self, Exporting, LogFormat, Logs};
 
 /// Cordon: an MCP file server whose tools run sandboxed in WebAssembly.
 #[derive(Parser, Debug)]
@@ -292,23 +292,6 @@ fn default_state_dir() -> Option<PathBuf> {
     Some(base.join("cordon"))
 }
 
-/// How log lines are written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-enum LogFormat {
-    Text,
-    Json,
-}
-
-fn init_logging(debug: bool, format: LogFormat) {
-    let default = if debug { "cordon=debug,info" } else { "cordon=info,warn" };
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
-    let logs = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(false);
-    match format {
-        LogFormat::Text => logs.init(),
-        LogFormat::Json => logs.json().flatten_event(true).with_current_span(false).init(),
-    }
-}
-
 /// Runs the command line; the exit code says how it went.
 pub fn main() -> ExitCode {
     let matches = Cli::command().get_matches();
@@ -325,7 +308,7 @@ pub fn main() -> ExitCode {
         Command::Tool { command } => command.common(),
         Command::Audit { .. } => None,
     };
-    let (debug, format, file_serve) = match common {
+    let (debug, format, mut file_serve) = match common {
         Some(common) => match common.merge_file(sub) {
             Ok(loaded) => (common.debug, common.log_format, loaded.map(|l| l.file.serve)),
             Err(e) => {
@@ -335,15 +318,31 @@ pub fn main() -> ExitCode {
         },
         None => (false, LogFormat::Text, None),
     };
-    init_logging(debug, format);
-    if let (Command::Serve(serve::ServeArgs { tcp, http, metrics, .. }), Some(serve)) = (&mut cli.command, file_serve) {
+    if let (Command::Serve(serve::ServeArgs { tcp, http, metrics, otlp_endpoint, .. }), Some(serve)) =
+        (&mut cli.command, file_serve.take())
+    {
         if tcp.is_none() && http.is_none() {
             (*tcp, *http) = (serve.tcp, serve.http);
         }
         if metrics.is_none() {
             *metrics = serve.metrics;
         }
+        if otlp_endpoint.is_none() {
+            *otlp_endpoint = serve.otlp_endpoint;
+        }
     }
+    // Traces only for a server (the standard environment variables may say where).
+    let exporting = match &cli.command {
+        Command::Serve(args) => Exporting::configured(args.otlp_endpoint.as_deref()),
+        _ => None,
+    };
+    let _telemetry = match telemetry::init(Logs { debug, format }, exporting) {
+        Ok(telemetry) => telemetry,
+        Err(e) => {
+            eprintln!("cordon: {e}");
+            return ExitCode::from(2);
+        }
+    };
     match run(cli.command) {
         Ok(code) => code,
         Err(e) => {

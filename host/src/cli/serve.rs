@@ -35,6 +35,11 @@ pub struct ServeArgs {
     /// the transport (e.g. 127.0.0.1:9464); the HTTP transport also serves them beside `/mcp`.
     #[arg(long, value_name = "ADDR")]
     pub metrics: Option<SocketAddr>,
+    /// Send OpenTelemetry traces to this collector over OTLP/HTTP (protobuf), to
+    /// `/v1/traces` under it (e.g. http://127.0.0.1:4318) [default: the standard
+    /// OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT; none: no traces].
+    #[arg(long, value_name = "URL")]
+    pub otlp_endpoint: Option<String>,
     /// Compile every tool before answering anything (a cold start then waits
     /// for all of them) [default: list the tools at once, compile them in
     /// the background, a call first compiling its own tool].
@@ -66,7 +71,7 @@ pub struct AuthFlags {
 
 /// Runs `cordon serve` until its transport ends.
 pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
-    let ServeArgs { tcp, http, token, auth, metrics, compile_first, common } = args;
+    let ServeArgs { tcp, http, token, auth, metrics, compile_first, common, .. } = args;
     if tcp.is_some() && http.is_some() {
         anyhow::bail!("the configuration names both [serve] tcp and http; choose one");
     }

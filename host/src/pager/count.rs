@@ -273,7 +273,7 @@ impl Pager {
         let opener = self.opener(tool, &start.args);
         let counting = Counting { opener, view, bounds: self.limits.count, margin: COUNT_MARGIN };
         let started = Instant::now();
-        let whole = count(ctx, counting);
+        let whole = crate::telemetry::traces::step("count").in_scope(|| count(ctx, counting));
         self.metrics.counted(started.elapsed().as_secs_f64());
         whole
     }

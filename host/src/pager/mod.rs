@@ -39,6 +39,7 @@ use serde_json::Value;
 use crate::args::Paging;
 use crate::registry::Tool;
 use crate::runtime::{CallContext, Reclaim, Runtime};
+use crate::telemetry::traces::step;
 pub use budget::{BYTES_PER_TOKEN, FilePage, PageLimits};
 use budget::{budget, numbered, shows_lines};
 use cursor::CursorKey;
@@ -130,7 +131,13 @@ impl Pager {
     pub fn page(self: &Arc<Self>, request: PageRequest) -> Result<Page, PageError> {
         let (pager, signal) = (Arc::clone(self), Arc::clone(&request.ctx.signal));
         let (name, deadline) = (request.tool.manifest.name.clone(), request.ctx.deadline);
-        let page = self.runtime.bounded(&name, deadline, &signal, move || pager.pull(&request));
+        let span = crate::telemetry::traces::current();
+        let page = self.runtime.bounded(&name, deadline, &signal, move || {
+            span.in_scope(|| {
+                let _page = step("page").entered();
+                pager.pull(&request)
+            })
+        });
         page.map_err(PageError::Call).and_then(|page| page)
     }
 

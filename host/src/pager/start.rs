@@ -18,6 +18,7 @@ use super::stream::Stream;
 use super::{PageError, PageRequest, Pager, parked, sealed};
 use crate::args::Form;
 use crate::runtime::{CallContext, CallFailure};
+use crate::telemetry::traces::step;
 use crate::tool::{Budget, ErrorCode, Fingerprint, ToolError};
 
 /// A stream parked between two pages, with the pieces pulled but not
@@ -84,9 +85,9 @@ impl Pager {
     /// against its schema.
     pub(super) fn first(&self, request: &PageRequest) -> Result<Start, PageError> {
         let PageRequest { ctx, tool, args, paging, .. } = request;
-        tool.validate(args).map_err(CallFailure::Tool)?;
+        step("validate").in_scope(|| tool.validate(args)).map_err(CallFailure::Tool)?;
         let args = args.to_string();
-        let mut call = Stream::open(self.opener(tool, &args), ctx)?;
+        let mut call = step("open").in_scope(|| Stream::open(self.opener(tool, &args), ctx))?;
         let fingerprint = call.fingerprint()?;
         Ok(Start {
             call,
@@ -160,8 +161,9 @@ impl Pager {
             None => {
                 tracing::debug!(tool = %tool.manifest.name, page = cursor.page, "stream gone, reopening at the cursor");
                 let opener = self.opener(tool, &cursor.args);
-                let call = Stream::reopen(opener, ctx, &cursor.resume, cursor.shard.as_ref());
-                (call.map_err(gone)?, VecDeque::new(), self.view(ctx, form, heading.clone()))
+                let reopened =
+                    step("open").in_scope(|| Stream::reopen(opener, ctx, &cursor.resume, cursor.shard.as_ref()));
+                (reopened.map_err(gone)?, VecDeque::new(), self.view(ctx, form, heading.clone()))
             }
         };
         // A parked store still holds its last request's deadline and signal.

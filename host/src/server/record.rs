@@ -41,6 +41,7 @@ impl Server {
         if !self.audit.is_on() {
             return answer;
         }
+        let _audit = crate::telemetry::traces::step("audit").entered();
         let written = match (&answer, seen.tool) {
             (Err(fault), _) => self.write(&Event::Refused {
                 who: &request.caller.who,

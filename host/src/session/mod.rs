@@ -30,6 +30,7 @@ use crate::protocol::modern::{self, Headers};
 use crate::results::{self, Answer, Failed, Fault};
 use crate::runtime::CallSignal;
 use crate::server::{CallRequest, Caller, Server};
+use crate::telemetry::traces::{self, RequestSpan, Start};
 use roots::ClientRoots;
 
 /// What handling a frame gives: an answer now, or a call to run.
@@ -99,9 +100,18 @@ struct Via<'a> {
     headers: Option<&'a Headers>,
 }
 
+/// A tool call asked for: its id, where its notifications go, and its span.
+struct Asked<'a> {
+    id: Id,
+    out: &'a Outbox,
+    span: RequestSpan,
+}
+
 /// One client's session over a shared server.
 pub struct Session {
     server: Arc<Server>,
+    /// The transport's name (`stdio`, `tcp`, `http`).
+    transport: &'static str,
     /// The revision `initialize` negotiated (legacy era).
     version: Mutex<Option<Version>>,
     /// The least severe log message sent, once the client set one.
@@ -136,6 +146,7 @@ impl Session {
         let slots = Arc::new(Semaphore::new(server.limits().max_concurrent_calls.max(1)));
         Arc::new(Session {
             server,
+            transport: caller.who.transport,
             version: Mutex::new(None),
             log_level: Mutex::new(None),
             inflight: Mutex::new(HashMap::new()),
@@ -253,8 +264,18 @@ impl Session {
     /// Answers the request `id` (`method` with `params`) that came `via` a transport.
     fn request(self: &Arc<Self>, id: Id, method: &str, params: Option<Value>, via: Via<'_>) -> Handled {
         let Via { out, headers } = via;
+        // Entered only where it must be: once entered, a span's name is fixed (a
+        // call's is named after its tool once the tool is known to be offered).
+        let params_ref = params.as_ref();
+        let span =
+            RequestSpan::start(Start { method, id: &id, params: params_ref, transport: self.transport, headers });
+        if span.is_recording() {
+            let named = self.caller.lock().expect("caller lock").who.principal.as_ref().map(crate::auth::Named::label);
+            span.principal(named.as_deref().unwrap_or("local"));
+        }
         let modern = modern::is_modern(method, params.as_ref(), headers);
-        let reply = |ctx: Option<Context>, result| {
+        let reply = |ctx: Option<Context>, result: Result<Value, ErrorObject>| {
+            span.finish(&result);
             Handled::Now(Some(self.respond(&id, result, ctx.map_or(modern, |c| c.version.is_modern()))))
         };
         let (request, ctx) = if modern {
@@ -278,7 +299,10 @@ impl Session {
             let version = match (&request, negotiated) {
                 (Request::Initialize { protocol_version, client, roots }, _) => {
                     let version = Version::negotiate(protocol_version);
-                    tracing::info!(%client, requested = %protocol_version, negotiated = version.as_str(), "initialize");
+                    span.era(version.as_str());
+                    span.span().in_scope(|| {
+                        tracing::info!(%client, requested = %protocol_version, negotiated = version.as_str(), "initialize");
+                    });
                     let (transport, rights) = {
                         let mut caller = self.caller.lock().expect("caller lock");
                         caller.who.client = Some(client.clone());
@@ -298,8 +322,8 @@ impl Session {
             };
             (request, Context { version, log_level: *self.log_level.lock().expect("log level lock"), client: None })
         };
-        let transport = self.caller.lock().expect("caller lock").who.transport;
-        self.server.metrics().request(transport, ctx.version.as_str());
+        span.era(ctx.version.as_str());
+        self.server.metrics().request(self.transport, ctx.version.as_str());
         let done = |result: Result<Value, ErrorObject>, cacheable| reply(Some(ctx), stamped(ctx, result, cacheable));
         match request {
             Request::Discover => {
@@ -317,14 +341,15 @@ impl Session {
                 *self.log_level.lock().expect("log level lock") = Some(level);
                 done(Ok(json!({})), false)
             }
-            Request::CallTool(call) => self.call(id, call, ctx, out),
+            Request::CallTool(call) => self.call(Asked { id, out, span }, call, ctx),
             Request::Initialize { .. } | Request::Ping => unreachable!("answered above"),
         }
     }
 
     /// Starts a tool call: registered as running (so it can be cancelled), run
     /// on a blocking thread once a slot is free, answered unless cancelled.
-    fn call(self: &Arc<Self>, id: Id, call: ToolCall, ctx: Context, out: &Outbox) -> Handled {
+    fn call(self: &Arc<Self>, asked: Asked<'_>, call: ToolCall, ctx: Context) -> Handled {
+        let Asked { id, out, span } = asked;
         let ToolCall { name, arguments, progress_token } = call;
         let signal = Arc::new(match progress_token {
             Some(token) => {
@@ -348,20 +373,28 @@ impl Session {
             .client
             .or_else(|| caller.who.client.as_deref().map(|name| self.server.client(name)))
             .unwrap_or_default();
+        let refuse = |fault: Fault| {
+            let result = Err(fault.into());
+            span.finish(&result);
+            Handled::Now(Some(self.respond(&id, result, ctx.version.is_modern())))
+        };
         let tool = match self.server.called(&name, &caller) {
             Ok(tool) => tool,
-            Err(fault) => return Handled::Now(Some(self.respond(&id, Err(fault.into()), ctx.version.is_modern()))),
+            Err(fault) => return refuse(fault),
         };
+        span.tool(&name);
         {
             let mut inflight = self.inflight.lock().expect("inflight lock");
             if inflight.contains_key(&id) {
-                return Handled::Now(Some(self.respond(&id, Err(Fault::DuplicateId.into()), ctx.version.is_modern())));
+                drop(inflight);
+                return refuse(Fault::DuplicateId);
             }
             inflight.insert(id.clone(), Arc::clone(&signal));
         }
         let guard = Running { session: Arc::clone(self), id, signal, done: false };
         let out = out.clone();
-        Handled::Later(Box::pin(async move {
+        let traced = span.span().clone();
+        let answered = async move {
             let mut guard = guard;
             let slots = Arc::clone(&guard.session.slots);
             let _permit = slots.acquire_owned().await.expect("the session's semaphore never closes");
@@ -381,16 +414,19 @@ impl Session {
             let started = Instant::now();
             let asked = crate::args::Form::asked(&arguments);
             let (server, signal) = (Arc::clone(&guard.session.server), Arc::clone(&guard.signal));
+            let on_thread = traces::current();
             let joined = tokio::task::spawn_blocking(move || {
                 let client_roots = client_roots.as_deref().map(Vec::as_slice);
-                server.call(CallRequest {
-                    tool,
-                    arguments: &arguments,
-                    client_roots,
-                    signal: &signal,
-                    for_model: true,
-                    caller,
-                    client,
+                on_thread.in_scope(|| {
+                    server.call(CallRequest {
+                        tool,
+                        arguments: &arguments,
+                        client_roots,
+                        signal: &signal,
+                        for_model: true,
+                        caller,
+                        client,
+                    })
                 })
             })
             .await;
@@ -406,10 +442,15 @@ impl Session {
                 Err(Fault::CallThread)
             });
             log_outcome(&out, ctx.log_level, &guard.id, &answer, elapsed);
+            if let Ok(Answer::Failed(Failed::Tool(failure))) = &answer {
+                span.tool_error(failure.code);
+            }
             let result =
                 answer.map_err(ErrorObject::from).and_then(|answer| results::answer(answer, ctx.version, asked));
+            span.finish(&result);
             Some(guard.session.respond(&guard.id, stamped(ctx, result, false), ctx.version.is_modern()))
-        }))
+        };
+        Handled::Later(Box::pin(tracing::Instrument::instrument(answered, traced)))
     }
 
     /// The response line for a request's outcome; a response over the

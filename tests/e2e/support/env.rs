@@ -19,7 +19,8 @@ pub fn shared_state_dir() -> PathBuf {
     Path::new(env!("CARGO_TARGET_TMPDIR")).join("e2e-state")
 }
 
-/// A Python with the `mcp` SDK: `$CORDON_TEST_PYTHON`, or a virtualenv in
+/// A Python with the `mcp` SDK and the OpenTelemetry protobuf definitions
+/// (`opentelemetry-proto`): `$CORDON_TEST_PYTHON`, or a virtualenv in
 /// `target/interop/venv`, created on first use (`.ci/run` creates it up front).
 pub fn python_with_mcp() -> PathBuf {
     if let Some(python) = std::env::var_os("CORDON_TEST_PYTHON") {
@@ -29,8 +30,10 @@ pub fn python_with_mcp() -> PathBuf {
     let venv = workspace().join("target/interop/venv");
     let python = venv.join("bin/python");
     SETUP.call_once(|| {
-        let has_mcp =
-            |python: &Path| Command::new(python).args(["-c", "import mcp"]).status().is_ok_and(|s| s.success());
+        let has_mcp = |python: &Path| {
+            let imports = Command::new(python).args(["-c", "import mcp, opentelemetry.proto"]).status();
+            imports.is_ok_and(|s| s.success())
+        };
         if has_mcp(&python) {
             return;
         }
@@ -40,12 +43,13 @@ pub fn python_with_mcp() -> PathBuf {
             "could not create {}: is python3 with venv installed?",
             venv.display()
         );
-        let pip = Command::new(venv.join("bin/pip")).args(["install", "--quiet", "mcp"]).status();
+        let pip =
+            Command::new(venv.join("bin/pip")).args(["install", "--quiet", "mcp", "opentelemetry-proto"]).status();
         assert!(
             pip.is_ok_and(|s| s.success()),
-            "pip install mcp failed: the Python SDK test needs PyPI (or run .ci/run)"
+            "pip install mcp opentelemetry-proto failed: the Python tests need PyPI (or run .ci/run)"
         );
-        assert!(has_mcp(&python), "the venv at {} cannot import mcp", venv.display());
+        assert!(has_mcp(&python), "the venv at {} cannot import mcp and opentelemetry.proto", venv.display());
     });
     python
 }

@@ -138,10 +138,10 @@ impl Endpoint {
 type Peer = SocketAddr;
 
 /// The MCP headers, for the session's checks.
-fn mcp_headers(headers: &HeaderMap) -> Headers {
+fn mcp_headers(headers_map: &HeaderMap) -> Headers {
     let mut malformed = false;
     let mut get = |name: &str| {
-        let value = headers.get(name)?;
+        let value = headers_map.get(name)?;
         match value.to_str() {
             Ok(text) if text.bytes().all(|b| b == b' ' || b == b'\t' || b.is_ascii_graphic()) => Some(text.to_string()),
             _ => {
@@ -153,7 +153,13 @@ fn mcp_headers(headers: &HeaderMap) -> Headers {
     let protocol_version = get("mcp-protocol-version");
     let method = get("mcp-method");
     let name = get("mcp-name");
-    Headers { protocol_version, method, name, malformed }
+    let mut headers = Headers { protocol_version, method, name, malformed, ..Headers::default() };
+    if crate::telemetry::traces::on() {
+        let text = |name: &str| headers_map.get(name).and_then(|v| v.to_str().ok()).map(str::to_string);
+        (headers.session, headers.traceparent, headers.tracestate) =
+            (text("mcp-session-id"), text("traceparent"), text("tracestate"));
+    }
+    headers
 }
 
 /// Whether the request's `MCP-Protocol-Version` names the stateless era.
