@@ -33,7 +33,7 @@ fn typed(method: &str, params: Option<&Value>) {
         protocol_version: Some(method.chars().take(16).collect()),
         method: Some(method.to_string()),
         name: params.and_then(|p| p.get("name")).and_then(Value::as_str).map(str::to_owned),
-        malformed: false,
+        ..Headers::default()
     };
     for headers in [None, Some(&headers)] {
         let _ = modern::is_modern(method, params, headers);
