@@ -8,7 +8,8 @@
 //! as a build dependency (as for its unit tests), so the server lists its tools
 //! before compiling any component; the host checks each component's own
 //! `describe` against it once compiled. It also records the wasmtime version
-//! from `Cargo.lock`, a part of the compile-cache key.
+//! from `Cargo.lock`, a part of the compile-cache key, and packs the guest SDK
+//! for `cordon tool new` (`build/sdk.rs`).
 
 use std::env;
 use std::fs;
@@ -16,6 +17,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use cordon_sdk::{Manifest, Tool};
+
+#[path = "build/sdk.rs"]
+mod sdk;
 
 type ManifestFn = fn() -> Manifest;
 
@@ -98,6 +102,9 @@ fn main() {
 
     let wasmtime = locked_version(&workspace.join("Cargo.lock"), "wasmtime");
     println!("cargo:rustc-env=CORDON_WASMTIME_VERSION={wasmtime}");
+
+    // The SDK `cordon tool new` vendors into a new crate.
+    sdk::write(&workspace, &out_dir);
 }
 
 /// The manifest of the built-in tool `tool`, as JSON.

@@ -224,18 +224,36 @@ fn a_tool_changed_while_serving_is_refused_and_the_previous_set_kept() {
 #[test]
 fn tool_new_makes_a_crate_that_builds_installs_and_pages() {
     let fx = Fixture::new();
+    // The binary alone, copied away from the checkout it was built in, found on the PATH.
+    let bin = fx.dir.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    std::fs::copy(cordon_bin(), bin.join("cordon")).unwrap();
+    let path = std::env::join_paths(
+        std::iter::once(bin.clone()).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())),
+    )
+    .unwrap();
+    let new = || {
+        let mut command = Command::new("cordon");
+        command.env("PATH", &path).current_dir(fx.dir.path()).args(["tool", "new", "line-numbers", "--dir", "demo"]);
+        command.output().unwrap()
+    };
     let crate_dir = fx.dir.path().join("demo");
-    let out =
-        Command::new(cordon_bin()).args(["tool", "new", "line-numbers", "--dir"]).arg(&crate_dir).output().unwrap();
-    let said = ok(&out);
+    let said = ok(&new());
     assert!(said.contains("created the tool crate `line-numbers`"), "{said}");
     assert!(crate_dir.join("src/lib.rs").is_file() && crate_dir.join("README.md").is_file());
-    let again =
-        Command::new(cordon_bin()).args(["tool", "new", "line-numbers", "--dir"]).arg(&crate_dir).output().unwrap();
-    assert!(String::from_utf8_lossy(&again.stderr).contains("not empty"), "an existing crate is never overwritten");
+    assert!(String::from_utf8_lossy(&new().stderr).contains("not empty"), "an existing crate is never overwritten");
+    // The SDK is inside the crate: nothing names the checkout.
+    let manifest = std::fs::read_to_string(crate_dir.join("Cargo.toml")).unwrap();
+    assert!(manifest.contains("path = \"vendor/cordon/tools/sdk\""), "{manifest}");
+    let workspace_path = workspace().display().to_string();
+    for file in ["Cargo.toml", "vendor/cordon/tools/sdk/Cargo.toml", "vendor/cordon/contract/Cargo.toml"] {
+        let text = std::fs::read_to_string(crate_dir.join(file)).unwrap();
+        assert!(!text.contains(&workspace_path) && !text.contains("workspace = true"), "{file}:\n{text}");
+    }
+    assert!(crate_dir.join("vendor/cordon/wit/tool.wit").is_file() && crate_dir.join("Cargo.lock").is_file());
 
-    // Built like a tool author would, offline, reusing the guests' build.
-    std::fs::copy(workspace().join("Cargo.lock"), crate_dir.join("Cargo.lock")).unwrap();
+    // Built like a tool author would, offline (the vendored lockfile pins what
+    // Cordon was built with), reusing the guests' build.
     let guests = Path::new(RUST_EXAMPLE).ancestors().nth(3).unwrap();
     let cargo = option_env!("CARGO").unwrap_or("cargo");
     let build = Command::new(cargo)

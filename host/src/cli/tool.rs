@@ -30,7 +30,7 @@ pub enum ToolCommand {
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
         /// The Cordon SDK crate (`tools/sdk` of a Cordon checkout) the new crate
-        /// depends on [default: the one this cordon was built from].
+        /// depends on [default: the SDK inside this binary, vendored into the crate].
         #[arg(long, value_name = "DIR")]
         sdk: Option<PathBuf>,
     },
