@@ -14,7 +14,7 @@ use std::sync::{Arc, OnceLock};
 use serde_json::Value;
 
 use crate::installed::Verified;
-use crate::policy::DirSpec;
+use crate::policy::{DirSpec, Environment};
 use crate::runtime::bindings::CordonToolPre;
 use crate::runtime::cache::Outcome;
 use crate::runtime::{CallFailure, CallState, HostFault, Runtime, Shardable, Target};
@@ -30,8 +30,9 @@ pub enum Origin {
     /// Loaded with `--component PATH`: it is granted no filesystem access.
     Component(std::path::PathBuf),
     /// Installed with `cordon tool add`: it sees only its grants (canonical
-    /// directories, as the lockfile lists them), within the roots.
-    Installed { grants: Vec<DirSpec> },
+    /// directories, as the lockfile lists them, within the roots, and the
+    /// variables of the server's environment it was granted).
+    Installed { grants: Vec<DirSpec>, env: Environment },
 }
 
 /// A tool: its manifest, its argument checker and its component, compiled and
@@ -300,13 +301,14 @@ pub struct Source {
 }
 
 impl Source {
-    /// An installed tool, checked against its pin, with its resolved grants.
-    pub fn installed(verified: Verified, grants: Vec<DirSpec>, signer: Option<String>) -> Source {
+    /// An installed tool, checked against its pin, with its resolved grants
+    /// (`origin`, an `Origin::Installed`).
+    pub fn installed(verified: Verified, origin: Origin, signer: Option<String>) -> Source {
         let Verified { entry, bytes } = verified;
         Source {
             bytes: bytes.into(),
             digest: entry.sha256.to_ascii_lowercase(),
-            origin: Origin::Installed { grants },
+            origin,
             label: format!("installed tool `{}`", entry.name),
             expect_name: Some(entry.name),
             signer,

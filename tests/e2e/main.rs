@@ -25,6 +25,7 @@ mod findable;
 mod forgery;
 mod gemini;
 mod glob;
+mod grants;
 mod grep;
 mod handles;
 mod hostile;

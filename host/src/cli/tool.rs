@@ -14,8 +14,7 @@ use crate::audit::{Audit, DigestKey, Event, ToolRef};
 use crate::installed::lock::{self, Entry};
 use crate::installed::signature::{SignatureError, Signing};
 use crate::installed::{ToolsDir, sha256_hex};
-use crate::policy::DirSpec;
-use crate::policy::Mode;
+use crate::policy::{DirSpec, Environment, Mode, ToolGrant};
 use crate::registry::{self, Origin, Source, Tool};
 use crate::server::{Config, Server};
 use crate::tool::Access;
@@ -35,14 +34,18 @@ pub enum ToolCommand {
         sdk: Option<PathBuf>,
     },
     /// Install a tool component into the tools directory, pinned by its SHA-256,
-    /// with the directories it may use. Replaces an installed tool of the same name.
+    /// with the directories and environment variables it may use. Replaces an
+    /// installed tool of the same name.
     Add {
         /// The component (a wasm32-wasip2 component exporting `cordon:tool/tool`).
         component: PathBuf,
-        /// A directory the tool may use: ro:DIR (read-only) or rw:DIR (read-write).
-        /// Repeatable. Without any, the tool gets no filesystem access.
-        #[arg(long = "grant", value_name = "ro:DIR|rw:DIR", value_parser = DirSpec::grant)]
-        grants: Vec<DirSpec>,
+        /// What the tool may use: a directory, ro:DIR (read-only) or rw:DIR
+        /// (read-write), or a variable of the server's environment, env:NAME (its
+        /// value read when the server loads the tool, never written anywhere).
+        /// Repeatable. Without any, the tool gets no filesystem access and an
+        /// empty environment.
+        #[arg(long = "grant", value_name = "ro:DIR|rw:DIR|env:NAME", value_parser = ToolGrant::parse)]
+        grants: Vec<ToolGrant>,
         /// The component's signature (`cosign sign-blob --key K TOOL.wasm`, or `openssl dgst
         /// -sha256 -sign K TOOL.wasm`, base64 or DER), checked against the trusted keys.
         #[arg(long, value_name = "FILE")]
@@ -119,10 +122,19 @@ fn tools_dir(config: &Config) -> anyhow::Result<ToolsDir> {
 
 fn add(
     component: &std::path::Path,
-    grants: Vec<DirSpec>,
+    grants: Vec<ToolGrant>,
     signature: Option<&std::path::Path>,
     common: &Common,
 ) -> anyhow::Result<ExitCode> {
+    let (mut dirs, mut env) = (Vec::new(), Vec::new());
+    for grant in grants {
+        match grant {
+            ToolGrant::Dir(dir) => dirs.push(dir),
+            ToolGrant::Env(name) if !env.contains(&name) => env.push(name),
+            ToolGrant::Env(_) => {}
+        }
+    }
+    env.sort();
     let config = common.config()?;
     let dir = tools_dir(&config)?;
     // Opened first: failing closed, an audit log that cannot be opened stops the install.
@@ -130,7 +142,7 @@ fn add(
     let audit = Audit::open(&config.audit, DigestKey::random())?;
     let runtime = Server::runtime_only(&config)?;
     let mut source = Source::component(component)?;
-    source.origin = Origin::Installed { grants: Vec::new() };
+    source.origin = Origin::Installed { grants: Vec::new(), env: Environment::default() };
     let bytes = source.bytes.to_vec();
     let signing = Signing::load(&config.trusted_keys, config.require_signatures)?;
     let signed = match signature {
@@ -155,7 +167,7 @@ fn add(
         anyhow::bail!("`{name}` is the name of a built-in tool; give the tool another name in its manifest");
     }
     let mut resolved = Vec::new();
-    for grant in grants {
+    for grant in dirs {
         let (canonical, is_dir) = crate::ambient::canonical_dir(&grant.path)
             .with_context(|| format!("grant `{grant}`: the directory cannot be used"))?;
         if !is_dir {
@@ -181,13 +193,14 @@ fn add(
         sha256: sha256_hex(&bytes),
         world: tool.compiled(&runtime)?.world.to_string(),
         grants: resolved,
+        env,
         signature: signed,
     };
-    let shown_grants = grants_text(&entry.grants);
+    let shown_grants = grants_text(&entry);
     let replaced = dir.install(entry.clone(), &bytes)?;
     let installed = Event::ToolInstalled {
         tool: tool_ref(&entry),
-        grants: json!(entry.grants),
+        grants: json!(grant_texts(&entry)),
         replaced: replaced.as_ref().map(|old| old.version.clone()),
     };
     let verb = match replaced {
@@ -230,10 +243,18 @@ fn recorded(audit: &Audit, event: &Event<'_>) -> anyhow::Result<()> {
     }
 }
 
-fn grants_text(grants: &[DirSpec]) -> String {
-    match grants.is_empty() {
-        true => "none (no filesystem access)".into(),
-        false => grants.iter().map(DirSpec::to_string).collect::<Vec<_>>().join(", "),
+/// An installed tool's grants as they are written: its directories, then its
+/// variables (`env:NAME`; never a value).
+fn grant_texts(entry: &Entry) -> Vec<String> {
+    let dirs = entry.grants.iter().map(DirSpec::to_string);
+    dirs.chain(entry.env.iter().map(|name| format!("env:{name}"))).collect()
+}
+
+fn grants_text(entry: &Entry) -> String {
+    let texts = grant_texts(entry);
+    match texts.is_empty() {
+        true => "none (no filesystem access, an empty environment)".into(),
+        false => texts.join(", "),
     }
 }
 
@@ -255,7 +276,7 @@ fn list(as_json: bool, common: &Common) -> anyhow::Result<ExitCode> {
             };
             json!({
                 "name": entry.name, "version": entry.version, "world": entry.world, "sha256": entry.sha256,
-                "grants": entry.grants, "file": dir.path().join(&entry.file), "status": status, "signer": signer,
+                "grants": grant_texts(entry), "file": dir.path().join(&entry.file), "status": status, "signer": signer,
             })
         })
         .collect();
@@ -266,7 +287,7 @@ fn list(as_json: bool, common: &Common) -> anyhow::Result<ExitCode> {
     println!("tools directory: {} ({} installed)", dir.path().display(), rows.len());
     for (entry, row) in lock.tools.iter().zip(&rows) {
         println!("{} {}  sha256 {}…  {}", entry.name, entry.version, &entry.sha256[..16], entry.world);
-        println!("  grants: {}", grants_text(&entry.grants));
+        println!("  grants: {}", grants_text(entry));
         match row["signer"].as_str() {
             Some(key) => println!("  signer: the trusted key {key}"),
             None => println!("  signer: none (unsigned, or its signature does not hold)"),
@@ -289,14 +310,17 @@ fn inspect(name: &str, as_json: bool, common: &Common) -> anyhow::Result<ExitCod
         },
         None => None,
     };
-    let (source, file) = match installed {
+    let (source, file, granted) = match installed {
         Some((entry, verified)) => {
             let file = config.tools_dir.as_ref().map(|d| d.join(&entry.file));
             let signer = entry.signature.as_ref().map(|s| s.key_id.clone());
-            (Source::installed(verified, entry.grants, signer), file)
+            let granted = json!(grant_texts(&entry));
+            // Shown by name only: the values are not even read.
+            let origin = Origin::Installed { grants: entry.grants, env: Environment::default() };
+            (Source::installed(verified, origin, signer), file, granted)
         }
         None => match Source::builtin(name) {
-            Some(source) => (source, None),
+            Some(source) => (source, None, json!("every configured root (built-in)")),
             None => {
                 anyhow::bail!("no installed or built-in tool is named `{name}` (`cordon tool list`, `cordon tools`)")
             }
@@ -306,10 +330,7 @@ fn inspect(name: &str, as_json: bool, common: &Common) -> anyhow::Result<ExitCod
     let tool: Tool = registry::load(&runtime, source)?;
     let compiled = tool.compiled(&runtime)?;
     let imports = runtime.imports(compiled.pre());
-    let grants = match &tool.origin {
-        Origin::Installed { grants } => json!(grants),
-        _ => json!("every configured root (built-in)"),
-    };
+    let grants = granted;
     let m = &tool.manifest;
     let report = json!({
         "name": m.name, "version": m.version, "title": m.title, "description": m.description,
@@ -336,7 +357,7 @@ fn inspect(name: &str, as_json: bool, common: &Common) -> anyhow::Result<ExitCod
         "access:  {}; grants: {}",
         report["access"].as_str().unwrap_or_default(),
         match &grants {
-            Value::Array(list) if list.is_empty() => "none (no filesystem access)".to_string(),
+            Value::Array(list) if list.is_empty() => "none (no filesystem access, an empty environment)".to_string(),
             Value::Array(list) => list.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", "),
             other => other.as_str().unwrap_or_default().to_string(),
         }

@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::signature::Signed;
-use crate::policy::DirSpec;
+use crate::policy::{DirSpec, EnvName};
 
 /// The lockfile's name inside the tools directory.
 pub const LOCK_FILE: &str = "cordon-tools.lock";
@@ -42,6 +42,10 @@ pub struct Entry {
     /// (`ro:DIR` or `rw:DIR`, as it is written).
     #[serde(deserialize_with = "crate::policy::deserialize_grants")]
     pub grants: Vec<DirSpec>,
+    /// The variables of the server's environment the tool sees (`env:NAME`
+    /// grants): names only, never a value.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<EnvName>,
     /// The signature it was added with, and the trusted key that verified
     /// it; checked again at every start and reload.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -144,6 +148,7 @@ mod tests {
             sha256: "ab".repeat(32),
             world: "cordon-tool".into(),
             grants: vec![DirSpec::grant("ro:/data").unwrap()],
+            env: Vec::new(),
             signature: None,
         }
     }

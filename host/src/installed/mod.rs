@@ -248,6 +248,7 @@ mod tests {
             sha256: sha256_hex(bytes),
             world: "cordon-tool".into(),
             grants: Vec::new(),
+            env: Vec::new(),
             signature: None,
         }
     }

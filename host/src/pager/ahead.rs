@@ -146,6 +146,7 @@ impl Ahead {
         stop_thread(&mut state);
         let child = CallContext {
             grants: ctx.grants.clone(),
+            env: ctx.env.clone(),
             judge: Arc::clone(&ctx.judge),
             signal: Arc::new(CallSignal::child_of(&ctx.signal)),
             deadline: ctx.deadline,
@@ -370,6 +371,7 @@ mod tests {
         let ahead = Ahead::new(3, Some("b2".into()), Some("b3".into()), STREAM_AHEAD_BYTES);
         let ctx = CallContext {
             grants: Vec::new(),
+            env: Default::default(),
             judge: Arc::new(crate::policy::Judge::none()),
             signal: Arc::new(CallSignal::new()),
             deadline: Instant::now() + Duration::from_secs(5),

@@ -13,6 +13,7 @@
 
 pub mod access;
 pub mod deny;
+mod env;
 mod judge;
 mod moves;
 mod spec;
@@ -26,6 +27,7 @@ use crate::tool::Access;
 
 pub use access::{AccessError, AccessRules, AccessSpec, Rights};
 pub use deny::{DenyRules, RuleError};
+pub use env::{EnvName, Environment, ToolGrant};
 pub use judge::{Intent, Judge, Refusal};
 pub use moves::MAX_ENTRIES as MAX_MOVE_ENTRIES;
 pub use spec::{DirSpec, SpecError, deserialize_grants};

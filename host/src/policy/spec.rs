@@ -24,6 +24,8 @@ pub enum SpecError {
     NoDirectory(String),
     /// A grant that does not say `ro` or `rw`.
     NoMode(String),
+    /// An `env:` grant whose name is not a variable's.
+    EnvName(String),
 }
 
 impl fmt::Display for SpecError {
@@ -35,7 +37,14 @@ impl fmt::Display for SpecError {
                     "`{s}` names no directory: write DIR, DIR:ro or DIR:rw for a root, ro:DIR or rw:DIR for a grant"
                 )
             }
-            SpecError::NoMode(s) => write!(f, "`{s}` is not a grant: write ro:DIR (read-only) or rw:DIR (read-write)"),
+            SpecError::NoMode(s) => write!(
+                f,
+                "`{s}` is not a grant: write ro:DIR (read-only), rw:DIR (read-write) or env:NAME (a variable of the server's environment)"
+            ),
+            SpecError::EnvName(s) => write!(
+                f,
+                "`{s}` cannot name an environment variable: write env:NAME, NAME a letter or `_` then letters, digits and `_`"
+            ),
         }
     }
 }

@@ -18,6 +18,7 @@ use super::shards::Shardable;
 use super::signal::{CallSignal, Interrupted};
 use super::slots::Slot;
 use super::watchdog::Bounds;
+use crate::policy::Environment;
 use crate::policy::{Grant, Judge, Mode};
 use crate::tool::{Budget, Chunk, Fingerprint, Manifest, Summary, ToolError};
 
@@ -28,6 +29,8 @@ use crate::tool::{Budget, Chunk, Fingerprint, Manifest, Summary, ToolError};
 #[derive(Debug, Clone)]
 pub struct CallContext {
     pub grants: Vec<Grant>,
+    /// The variables of the server's environment the tool is granted.
+    pub env: Environment,
     pub judge: Arc<Judge>,
     pub signal: Arc<CallSignal>,
     pub deadline: Instant,
@@ -93,11 +96,14 @@ impl Runtime {
     /// instances the call runs at once (see `CallLimiter::share_memory`), and
     /// is told it in its environment ([`cordon_contract::MEMORY_ENV`]).
     pub(super) fn store(&self, ctx: &CallContext, running: usize) -> Result<Store<CallState>, CallFailure> {
-        let CallContext { grants, judge, signal, deadline } = ctx;
+        let CallContext { grants, env, judge, signal, deadline } = ctx;
         let mut limiter = CallLimiter::new(self.limits, Arc::clone(&self.memory));
         limiter.share_memory(running);
         let mut wasi = WasiCtx::builder();
         wasi.allow_blocking_current_thread(true);
+        for (name, value) in env.vars() {
+            wasi.env(name, value);
+        }
         wasi.env(cordon_contract::MEMORY_ENV, limiter.memory_bytes().to_string());
         for grant in grants {
             let perms = match grant.mode {
@@ -146,7 +152,13 @@ impl Runtime {
         let deadline = Instant::now() + super::DESCRIBE_DEADLINE;
         let signal = Arc::new(CallSignal::new());
         let slot = self.slots.acquire(deadline, &signal).map_err(DescribeError::Call)?;
-        let ctx = CallContext { grants: Vec::new(), judge: Arc::clone(&self.judge), signal, deadline };
+        let ctx = CallContext {
+            grants: Vec::new(),
+            env: Environment::default(),
+            judge: Arc::clone(&self.judge),
+            signal,
+            deadline,
+        };
         let mut store = self.store(&ctx, 1).map_err(DescribeError::Call)?;
         let pre = pre.clone();
         let work = move || {

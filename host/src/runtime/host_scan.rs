@@ -175,7 +175,16 @@ mod tests {
         let deadline = Instant::now() + Duration::from_secs(5);
         let judge = Arc::clone(policy.judge());
         runtime
-            .store(&crate::runtime::CallContext { grants, judge, signal: Arc::new(CallSignal::new()), deadline }, 1)
+            .store(
+                &crate::runtime::CallContext {
+                    grants,
+                    env: Default::default(),
+                    judge,
+                    signal: Arc::new(CallSignal::new()),
+                    deadline,
+                },
+                1,
+            )
             .unwrap()
     }
 

@@ -17,7 +17,7 @@ use crate::limits::Limits;
 use crate::pager::cursor::CursorKey;
 use crate::pager::handles::{RedisStore, Store};
 use crate::pager::{PageError, PageRequest, Pager, PagerParts};
-use crate::policy::{AccessRules, AccessSpec, DirSpec, Policy, Within};
+use crate::policy::{AccessRules, AccessSpec, DirSpec, Environment, Policy, Within};
 use crate::private;
 use crate::protocol::mcp::Version;
 use crate::registry::{Entry, HostTool, Origin, Registry, Source};
@@ -385,11 +385,12 @@ impl Server {
         };
         let rights = &request.caller.rights;
         let within = Within { client: request.client_roots, principal: rights.roots.as_deref(), tool: None };
-        let mut grants = match &tool.origin {
-            Origin::Builtin => self.policy.narrowed(tool.manifest.access, within),
-            Origin::Component(_) => Vec::new(),
-            Origin::Installed { grants } => {
-                self.policy.narrowed(tool.manifest.access, Within { tool: Some(grants), ..within })
+        let (mut grants, env) = match &tool.origin {
+            Origin::Builtin => (self.policy.narrowed(tool.manifest.access, within), Environment::default()),
+            Origin::Component(_) => (Vec::new(), Environment::default()),
+            Origin::Installed { grants, env } => {
+                let narrowed = self.policy.narrowed(tool.manifest.access, Within { tool: Some(grants), ..within });
+                (narrowed, env.clone())
             }
         };
         grants.extend(attached.as_ref().map(|a| a.grant.clone()));
@@ -402,8 +403,8 @@ impl Server {
             Ok(slot) => slot,
             Err(busy) => return Ok(Answer::Failed(busy.into())),
         };
-        let ctx =
-            CallContext { grants, judge: Arc::clone(&rights.judge), signal: Arc::clone(request.signal), deadline };
+        let judge = Arc::clone(&rights.judge);
+        let ctx = CallContext { grants, env, judge, signal: Arc::clone(request.signal), deadline };
         let paging = request.client.fit(host.paging);
         let asked = PageRequest {
             ctx,
@@ -543,10 +544,14 @@ fn installed_sources(
                 Err(why) => tracing::warn!(tool = %verified.entry.name, "{why}; the tool runs without it"),
             }
         }
+        let (env, unset) = Environment::read(&verified.entry.env);
+        for name in unset {
+            tracing::warn!(tool = %verified.entry.name, "the tool is granted env:{name}, which the server's environment does not set; the tool sees it unset");
+        }
         if crate::registry::builtin_names().any(|b| b == verified.entry.name) {
             return Err(StartError::BuiltinName(verified.entry.name));
         }
-        sources.push(Source::installed(verified, grants, signer));
+        sources.push(Source::installed(verified, Origin::Installed { grants, env }, signer));
     }
     Ok(sources)
 }

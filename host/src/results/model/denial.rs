@@ -22,7 +22,7 @@ pub fn explain_denial(tool: &Tool, lock: Option<&Path>, failure: CallFailure) ->
             path.display(),
             path.display()
         ),
-        Origin::Installed { grants } => {
+        Origin::Installed { grants, .. } => {
             let list = match grants.is_empty() {
                 true => "no directories".to_string(),
                 false => grants.iter().map(DirSpec::to_string).collect::<Vec<_>>().join(", "),

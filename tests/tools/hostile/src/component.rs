@@ -123,6 +123,10 @@ impl GuestChunkStream for Stream {
         if self.args.behaviour == Behaviour::HugeInfo {
             info["padding"] = "i".repeat(HUGE_TEXT_BYTES).into();
         }
+        if self.args.behaviour == Behaviour::Environment {
+            let vars = std::env::vars().map(|(name, value)| (name, serde_json::Value::String(value)));
+            info["environment"] = vars.collect::<serde_json::Map<String, serde_json::Value>>().into();
+        }
         info.to_string()
     }
 
@@ -191,7 +195,8 @@ fn misbehave(behaviour: Behaviour) {
         | Behaviour::Checkpoints
         | Behaviour::SameCheckpoint
         | Behaviour::Stall
-        | Behaviour::Remember => {}
+        | Behaviour::Remember
+        | Behaviour::Environment => {}
     }
 }
 

@@ -91,6 +91,10 @@ pub enum Behaviour {
     /// filled), after looking for the marks of an earlier one, and reports
     /// what it found in `info` (`prior_mark`, `dirty_page`); otherwise benign.
     Remember,
+    /// Benign, and says in `info` the environment it sees (`environment`:
+    /// every variable, name to value), so a test can check what a tool is
+    /// granted of the server's.
+    Environment,
 }
 
 /// Where the misbehaviour happens.
@@ -129,7 +133,7 @@ pub fn input_schema() -> serde_json::Value {
                 "enum": ["benign", "loop", "memory", "memory-huge", "handles", "guest-handles", "big-chunk",
                          "huge-chunk", "huge-info", "huge-error", "small-chunks", "empty-chunks", "checkpoints",
                          "same-checkpoint", "stall", "trap",
-                         "panic", "sleep-in-host", "remember"],
+                         "panic", "sleep-in-host", "remember", "environment"],
                 "description": "What to do wrong."
             },
             "in": {
