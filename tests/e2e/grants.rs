@@ -100,3 +100,72 @@ fn an_env_grant_passes_one_variable_whose_value_shows_nowhere_else() {
     let entry = &serde_json::from_str::<Value>(&lock).unwrap()["tools"][0];
     assert_eq!(entry["env"], json!(["CORDON_GRANTED_TOKEN", "CORDON_UNSET_VAR"]), "{lock}");
 }
+
+#[test]
+fn no_request_widens_a_tools_grants() {
+    let fx = Fixture::new();
+    std::fs::create_dir(fx.root().join("granted")).unwrap();
+    fx.write("granted/a.txt", "TODO granted\n");
+    fx.write("sub/b.txt", "TODO not granted\n");
+    let state = tempfile::tempdir().unwrap();
+    let tools = state.path().join("tools");
+    let add = |args: &[&str]| {
+        let mut command = Command::new(cordon_bin());
+        command.args(["tool", "add"]).args(args).arg("--tools-dir").arg(&tools).arg("--state-dir").arg(state.path());
+        let out = command.output().unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+    };
+    let granted = format!("ro:{}", fx.root().join("granted").display());
+    add(&[crate::tools::RUST_EXAMPLE, "--grant", &granted]);
+    add(&[HOSTILE, "--grant", "env:CORDON_GRANTED_TOKEN"]);
+    let lock = tools.join("cordon-tools.lock");
+    let before = std::fs::read(&lock).unwrap();
+
+    let mut command = Command::new(cordon_bin());
+    command.env("CORDON_GRANTED_TOKEN", SECRET).env("CORDON_OTHER_TOKEN", OTHER);
+    let (tools_dir, state_dir) = (tools.to_str().unwrap(), state.path().to_str().unwrap());
+    let mut server = Server::start_with(command, &fx.root(), &["--tools-dir", tools_dir, "--state-dir", state_dir]);
+    server.handshake();
+    let listed = server.request(2, "tools/list", json!({}));
+    let names: Vec<String> =
+        listed["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap().to_string()).collect();
+    assert!(names.contains(&"todos".to_string()) && names.contains(&"hostile".to_string()), "{names:?}");
+
+    // Every tool, asked with what a grant looks like: in its arguments, beside
+    // plausible ones, and in the request's `_meta`.
+    let root = fx.root().display().to_string();
+    let shapes = json!({
+        "grant": "rw:/", "grants": ["rw:/", "env:CORDON_OTHER_TOKEN"], "--grant": "rw:/", "env": ["CORDON_OTHER_TOKEN"],
+        "roots": ["/"], "access": "write", "tools_dir": "/tmp", "lockfile": {"tools": []},
+    });
+    let mut id = 10;
+    for name in &names {
+        for mut arguments in [json!({}), json!({"path": root, "pattern": "TODO", "behaviour": "environment"})] {
+            arguments.as_object_mut().unwrap().extend(shapes.as_object().unwrap().clone());
+            let meta = json!({"cordon/grants": ["rw:/"], "grants": ["rw:/"], "env": ["CORDON_OTHER_TOKEN"]});
+            let params = json!({"name": name, "arguments": arguments, "_meta": meta});
+            let reply = server.request(id, "tools/call", params);
+            assert!(reply.get("result").is_some() || reply.get("error").is_some(), "{name}: {reply}");
+            assert!(!reply.to_string().contains(OTHER), "{name} saw an ungranted variable: {reply}");
+            id += 1;
+        }
+    }
+    // No method installs a tool or changes a grant.
+    for method in ["tools/add", "tools/install", "tools/grant", "cordon/grant", "cordon/tools/add", "grants/set"] {
+        let reply = server.request(id, method, json!({"name": "todos", "grants": ["rw:/"], "path": HOSTILE}));
+        assert_eq!(reply["error"]["code"], -32601, "{method}: {reply}");
+        id += 1;
+    }
+
+    // Nothing changed: the lockfile, the tools, and what each may see.
+    assert_eq!(std::fs::read(&lock).unwrap(), before, "the lockfile is untouched");
+    assert_eq!(server.request(id, "tools/list", json!({}))["result"], listed["result"]);
+    let inside = server.call(id + 1, "todos", json!({"path": fx.root().join("granted"), "format": "json"}));
+    assert_eq!(inside["isError"], false, "{inside}");
+    let outside = server.call(id + 2, "todos", json!({"path": fx.root().join("sub"), "format": "json"}));
+    assert_eq!(outside["isError"], true, "still outside its grants: {outside}");
+    let seen = server.call(id + 3, "hostile", json!({"behaviour": "environment", "format": "json"}));
+    let environment = seen["structuredContent"]["environment"].as_object().cloned().unwrap_or_default();
+    assert!(environment.contains_key("CORDON_GRANTED_TOKEN") && !environment.contains_key("CORDON_OTHER_TOKEN"));
+    assert!(server.finish());
+}
