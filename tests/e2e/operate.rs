@@ -8,12 +8,12 @@
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use crate::handles::Redis;
-use crate::support::{Fixture, request, spawn_listening};
+use crate::support::{Fixture, poll, request, spawn_listening};
 use crate::teams::Client;
 
 /// The hostile test component: `{"behaviour": "loop"}` runs until stopped.
@@ -60,20 +60,16 @@ impl Prometheus {
     /// The value of the instant query `query` (the first series), once it is
     /// at least `at_least`, waiting up to a minute for scrapes.
     fn wait_for(&self, query: &str, at_least: f64) -> f64 {
-        let deadline = Instant::now() + Duration::from_secs(60);
         let path = format!("/api/v1/query?query={}", url_encode(query));
-        loop {
-            let seen = std::net::TcpStream::connect(&self.addr).ok().and_then(|_| {
+        let seen = || {
+            std::net::TcpStream::connect(&self.addr).ok().and_then(|_| {
                 let response = request(&self.addr, "GET", &path, &[], b"");
                 let body: Value = serde_json::from_slice(&response.body).ok()?;
                 body["data"]["result"][0]["value"][1].as_str()?.parse::<f64>().ok()
-            });
-            if let Some(value) = seen.filter(|v| *v >= at_least) {
-                return value;
-            }
-            assert!(Instant::now() < deadline, "Prometheus never saw {query} ≥ {at_least} (last: {seen:?})");
-            std::thread::sleep(Duration::from_millis(500));
-        }
+            })
+        };
+        let never = || format!("Prometheus never saw {query} ≥ {at_least} (last: {:?})", seen());
+        poll(Duration::from_secs(60), Duration::from_millis(500), never, || seen().filter(|v| *v >= at_least))
     }
 }
 
@@ -182,15 +178,9 @@ fn status(addr: &str, path: &str) -> (u16, Value) {
 
 /// The body of `GET path` once it answers `want` (two minutes at most).
 fn until(addr: &str, path: &str, want: u16) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        let (code, body) = status(addr, path);
-        if code == want {
-            return body;
-        }
-        assert!(Instant::now() < deadline, "{path} stayed {code}: {body}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    let stayed = || format!("{path} stayed {:?}", status(addr, path));
+    let answered = || Some(status(addr, path)).filter(|(code, _)| *code == want).map(|(_, body)| body);
+    poll(Duration::from_secs(120), Duration::from_millis(200), stayed, answered)
 }
 
 #[test]
@@ -274,18 +264,12 @@ fn a_metrics_listener_serves_any_transport() {
         &["--tcp", "127.0.0.1:0", "--token", crate::support::TOKEN],
         &["--no-audit", "--metrics", "127.0.0.1:0"],
     );
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let metrics = loop {
+    let address = || {
         let text = tcp.log.text();
-        if let Some(at) = text
-            .split_once("metrics on http://")
-            .map(|(_, rest)| rest.split('/').next().unwrap_or_default().to_string())
-        {
-            break at;
-        }
-        assert!(Instant::now() < deadline, "no metrics address in the log:\n{text}");
-        std::thread::sleep(Duration::from_millis(50));
+        text.split_once("metrics on http://").map(|(_, rest)| rest.split('/').next().unwrap_or_default().to_string())
     };
+    let missing = || format!("no metrics address in the log:\n{}", tcp.log.text());
+    let metrics = poll(Duration::from_secs(30), Duration::from_millis(50), missing, address);
     let mut session = crate::support::Server::connect_tcp(&tcp.addr, None);
     session.handshake();
     assert_eq!(

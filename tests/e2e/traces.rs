@@ -9,11 +9,11 @@
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::support::{Fixture, Server, cordon_bin, http_post, initialize_params, python_with_mcp, workspace};
+use crate::support::{Fixture, Server, cordon_bin, http_post, initialize_params, poll, python_with_mcp, workspace};
 
 /// The OTLP receiver, killed when dropped; every span it got, as JSON.
 struct Receiver {
@@ -57,17 +57,15 @@ impl Receiver {
         self.spans.lock().unwrap().clone()
     }
 
-    /// The spans, once one named `name` in trace `trace` has come (a minute at most).
-    fn wait_for(&self, trace: &str, name: &str) -> Vec<Value> {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
+    /// The spans, once one named `name` (in trace `trace`, when given) has come (a minute at most).
+    fn wait_for(&self, trace: Option<&str>, name: &str) -> Vec<Value> {
+        let found = || {
             let spans = self.spans();
-            if spans.iter().any(|s| s["trace_id"] == trace && s["name"] == name) {
-                return spans;
-            }
-            assert!(Instant::now() < deadline, "no span {name} in trace {trace}; received: {spans:#?}");
-            std::thread::sleep(Duration::from_millis(50));
-        }
+            let here = |s: &Value| s["name"] == name && trace.is_none_or(|t| s["trace_id"] == t);
+            spans.iter().any(here).then_some(spans)
+        };
+        let missing = || format!("no span {name} in trace {trace:?}; received: {:#?}", self.spans());
+        poll(Duration::from_secs(60), Duration::from_millis(50), missing, found)
     }
 }
 
@@ -144,7 +142,7 @@ fn a_clients_traceparent_continues_its_trace_with_the_documented_children() {
     assert!(server.request(5, "tools/call", unknown).get("error").is_some());
     // Closing stdin ends the server, which sends what its exporter still holds.
     assert!(server.finish(), "the server exits cleanly");
-    let spans = receiver.wait_for(trace, "tools/call");
+    let spans = receiver.wait_for(Some(trace), "tools/call");
 
     let read = spans.iter().find(|s| s["parent_span_id"] == "00f067aa0ba902b7").expect("the read's span");
     assert_eq!(read["name"], "tools/call read", "{read:#}");
@@ -221,13 +219,13 @@ fn an_http_traceparent_continues_a_trace_and_json_logs_carry_its_id() {
         [header.clone(), ("Mcp-Session-Id", session.clone()), ("MCP-Protocol-Version", "2025-11-25".to_string())];
     assert_eq!(http_post(&addr, &headers, call.to_string().as_bytes()).status, 200);
 
-    let spans = receiver.wait_for(header_trace, "initialize");
+    let spans = receiver.wait_for(Some(header_trace), "initialize");
     let initialize = span(&spans, header_trace, "initialize");
     assert_eq!(initialize["parent_span_id"], "b7ad6b7169203331");
     assert_eq!(initialize["attributes"]["network.protocol.name"], "http");
     assert_eq!(initialize["attributes"]["network.transport"], "tcp");
     assert_eq!(initialize["attributes"]["mcp.protocol.version"], "2025-11-25");
-    let spans = receiver.wait_for(meta_trace, "tools/call read");
+    let spans = receiver.wait_for(Some(meta_trace), "tools/call read");
     let read = span(&spans, meta_trace, "tools/call read");
     assert_eq!(read["parent_span_id"], "c7ad6b7169203332");
     assert_eq!(read["links"], json!([{"trace_id": header_trace, "span_id": "b7ad6b7169203331"}]));
@@ -282,12 +280,8 @@ fn the_standard_variable_turns_traces_on_and_a_bad_endpoint_is_refused_at_start(
     let mut server = Server::start_with(command, &fx.root(), &["--no-audit"]);
     server.handshake();
     assert!(server.finish());
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !receiver.spans().iter().any(|s| s["name"] == "initialize") {
-        assert!(Instant::now() < deadline, "no initialize span: {:#?}", receiver.spans());
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert!(receiver.spans().iter().all(|s| s["resource"]["service.name"] == "files-a"));
+    let spans = receiver.wait_for(None, "initialize");
+    assert!(spans.iter().all(|s| s["resource"]["service.name"] == "files-a"), "{spans:#?}");
     let refused = cordon()
         .args(["serve", "--root"])
         .arg(fx.root())

@@ -308,7 +308,7 @@ pub fn main() -> ExitCode {
         Command::Tool { command } => command.common(),
         Command::Audit { .. } => None,
     };
-    let (debug, format, mut file_serve) = match common {
+    let (debug, format, file_serve) = match common {
         Some(common) => match common.merge_file(sub) {
             Ok(loaded) => (common.debug, common.log_format, loaded.map(|l| l.file.serve)),
             Err(e) => {
@@ -319,7 +319,7 @@ pub fn main() -> ExitCode {
         None => (false, LogFormat::Text, None),
     };
     if let (Command::Serve(serve::ServeArgs { tcp, http, metrics, otlp_endpoint, .. }), Some(serve)) =
-        (&mut cli.command, file_serve.take())
+        (&mut cli.command, file_serve)
     {
         if tcp.is_none() && http.is_none() {
             (*tcp, *http) = (serve.tcp, serve.http);

@@ -130,11 +130,11 @@ fn add(
     for grant in grants {
         match grant {
             ToolGrant::Dir(dir) => dirs.push(dir),
-            ToolGrant::Env(name) if !env.contains(&name) => env.push(name),
-            ToolGrant::Env(_) => {}
+            ToolGrant::Env(name) => env.push(name),
         }
     }
     env.sort();
+    env.dedup();
     let config = common.config()?;
     let dir = tools_dir(&config)?;
     // Opened first: failing closed, an audit log that cannot be opened stops the install.
@@ -310,14 +310,14 @@ fn inspect(name: &str, as_json: bool, common: &Common) -> anyhow::Result<ExitCod
         },
         None => None,
     };
-    let (source, file, granted) = match installed {
+    let (source, file, grants) = match installed {
         Some((entry, verified)) => {
             let file = config.tools_dir.as_ref().map(|d| d.join(&entry.file));
             let signer = entry.signature.as_ref().map(|s| s.key_id.clone());
-            let granted = json!(grant_texts(&entry));
+            let shown = json!(grant_texts(&entry));
             // Shown by name only: the values are not even read.
             let origin = Origin::Installed { grants: entry.grants, env: Environment::default() };
-            (Source::installed(verified, origin, signer), file, granted)
+            (Source::installed(verified, origin, signer), file, shown)
         }
         None => match Source::builtin(name) {
             Some(source) => (source, None, json!("every configured root (built-in)")),
@@ -330,7 +330,6 @@ fn inspect(name: &str, as_json: bool, common: &Common) -> anyhow::Result<ExitCod
     let tool: Tool = registry::load(&runtime, source)?;
     let compiled = tool.compiled(&runtime)?;
     let imports = runtime.imports(compiled.pre());
-    let grants = granted;
     let m = &tool.manifest;
     let report = json!({
         "name": m.name, "version": m.version, "title": m.title, "description": m.description,

@@ -81,9 +81,10 @@ impl fmt::Display for ToolGrant {
 }
 
 /// The granted variables' values, as the server's environment gave them
-/// when the tool was loaded. Its `Debug` names the variables, never their values.
+/// when the tool was loaded (none: nothing to allocate or copy for the tools
+/// without any, on every call). Its `Debug` names the variables, never their values.
 #[derive(Clone, Default, PartialEq, Eq)]
-pub struct Environment(Arc<[(String, String)]>);
+pub struct Environment(Option<Arc<[(String, String)]>>);
 
 impl Environment {
     /// The values of `names` in the server's environment, and the names it
@@ -98,22 +99,19 @@ impl Environment {
                 Err(_) => unset.push(name.clone()),
             }
         }
-        (Environment(found.into()), unset)
+        let env = if found.is_empty() { Environment::default() } else { Environment(Some(found.into())) };
+        (env, unset)
     }
 
     /// Each variable, name and value, for the tool's WASI environment.
     pub fn vars(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.0.iter().map(|(name, value)| (name.as_str(), value.as_str()))
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.0.iter().flat_map(|vars| vars.iter()).map(|(name, value)| (name.as_str(), value.as_str()))
     }
 }
 
 impl fmt::Debug for Environment {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_list().entries(self.0.iter().map(|(name, _)| format!("{name}=(hidden)"))).finish()
+        f.debug_list().entries(self.vars().map(|(name, _)| format!("{name}=(hidden)"))).finish()
     }
 }
 

@@ -27,7 +27,7 @@ pub use env::{cordon_bin, debian_program, node_dir, node_path, python_with_mcp, 
 pub use fixture::{CANARY, Fixture};
 pub use http::{HttpResponse, http_post, http_request};
 pub use pages::{json_form, next_cursor, page_meta, payload, read_all, read_all_reopened, text};
-pub use process::{HttpServer, Listening, peak_rss_kib, run_bounded, spawn_listening};
+pub use process::{HttpServer, Listening, peak_rss_kib, poll, run_bounded, spawn_listening};
 pub use rng::Rng;
 pub use server::{REPLY_TIMEOUT, Server, TOKEN, initialize_params};
 

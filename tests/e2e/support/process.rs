@@ -171,3 +171,22 @@ pub fn run_bounded(mut command: Command, timeout: Duration) -> (Option<ExitStatu
     };
     (status, stdout.join().unwrap(), stderr.join().unwrap())
 }
+
+/// What `attempt` gives once it gives something, asked again every `every`
+/// until `within` has passed; then the test fails, saying `what` (asked
+/// for once, at the end, so it can show the last state).
+pub fn poll<T>(
+    within: Duration,
+    every: Duration,
+    what: impl Fn() -> String,
+    mut attempt: impl FnMut() -> Option<T>,
+) -> T {
+    let deadline = std::time::Instant::now() + within;
+    loop {
+        if let Some(found) = attempt() {
+            return found;
+        }
+        assert!(std::time::Instant::now() < deadline, "{}", what());
+        std::thread::sleep(every);
+    }
+}
