@@ -39,8 +39,13 @@ const MANIFESTS: &[(&str, ManifestFn)] = &[
 
 const GUEST_TARGET: &str = "wasm32-wasip2";
 
-/// The example third-party tool in Rust (`tools/examples/rust`).
-const EXAMPLE_PACKAGE: &str = "cordon-example-todos";
+/// The example third-party tools in Rust (`tools/examples/rust`,
+/// `tools/examples/http-get`), with the variable that gives the tests each
+/// component's path.
+const EXAMPLE_PACKAGES: &[(&str, &str)] = &[
+    ("cordon-example-todos", "CORDON_EXAMPLE_RUST_COMPONENT"),
+    ("cordon-example-http-get", "CORDON_EXAMPLE_HTTP_GET_COMPONENT"),
+];
 
 fn main() {
     let manifest_dir = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").unwrap());
@@ -59,7 +64,7 @@ fn main() {
         .iter()
         .map(|t| format!("cordon-tool-{t}"))
         .chain(test_tools.iter().map(|t| format!("cordon-test-{t}")))
-        .chain([EXAMPLE_PACKAGE.to_string()])
+        .chain(EXAMPLE_PACKAGES.iter().map(|(package, _)| package.to_string()))
         .collect();
     build_guests(&workspace, &guest_target_dir, &packages);
     let artifacts = guest_target_dir.join(GUEST_TARGET).join("release");
@@ -72,10 +77,12 @@ fn main() {
         println!("cargo:rustc-env={var}={}", path.display());
     }
 
-    // The Rust example tool is installed by the end-to-end suite like any
-    // third-party tool, from this path.
-    let example = artifacts.join(format!("{}.wasm", EXAMPLE_PACKAGE.replace('-', "_")));
-    println!("cargo:rustc-env=CORDON_EXAMPLE_RUST_COMPONENT={}", example.display());
+    // The Rust example tools are installed by the end-to-end suite like any
+    // third-party tool, from these paths.
+    for (package, var) in EXAMPLE_PACKAGES {
+        let example = artifacts.join(format!("{}.wasm", package.replace('-', "_")));
+        println!("cargo:rustc-env={var}={}", example.display());
+    }
 
     let mut table = String::from(
         "/// A built-in tool: its crate directory's name, the component's bytes,\n\

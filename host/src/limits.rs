@@ -14,7 +14,7 @@ use serde::{Deserialize, Deserializer};
 use crate::pager::count::CountBounds;
 use crate::pager::handles::Caps;
 use crate::pager::{FilePage, PageLimits};
-use crate::runtime::{CallLimits, Capacity, LimitError};
+use crate::runtime::{CallLimits, Capacity, LimitError, NetLimits};
 use crate::uploads::UploadLimits;
 
 /// Declares [`Settings`] from one table: per limit its doc (the flag's help),
@@ -175,6 +175,12 @@ limit_table! {
     max_output_chunk_bytes: Bytes = Bytes(4 << 20), "BYTES" => call.max_chunk_bytes;
     /// The most bytes of metadata, a summary or a message a tool may return at once.
     max_info_bytes: Bytes = Bytes(64 << 10), "BYTES" => call.max_info_bytes;
+    /// HTTP requests one call (one page) of a tool with network grants may send.
+    max_requests: u32 = 32, "N" => call.net.requests;
+    /// Request body bytes one call's HTTP requests may send, together.
+    max_net_bytes_out: Bytes = Bytes(8 << 20), "BYTES" => call.net.bytes_out;
+    /// Response body bytes one call's HTTP requests may receive, together.
+    max_net_bytes_in: Bytes = Bytes(64 << 20), "BYTES" => call.net.bytes_in;
     /// Table elements one call may use, summed over its tables.
     max_table_elements: usize = 100_000, "N" => call.table_elements;
     /// Core and component instances one call may create.
@@ -265,6 +271,11 @@ impl Settings {
                 max_info_bytes: size("max_info_bytes", self.max_info_bytes)?,
                 wall_time: Duration::try_from_secs_f64(self.timeout_secs).map_err(|_| too_large("timeout_secs"))?,
                 host_grace: Duration::from_millis(self.host_grace_ms),
+                net: NetLimits {
+                    requests: self.max_requests,
+                    bytes_out: self.max_net_bytes_out.0,
+                    bytes_in: self.max_net_bytes_in.0,
+                },
             },
             pages: PageLimits {
                 default_tokens: self.page_tokens,

@@ -14,10 +14,10 @@ use std::sync::{Arc, OnceLock};
 use serde_json::Value;
 
 use crate::installed::Verified;
-use crate::policy::{DirSpec, Environment};
+use crate::policy::{DirSpec, Environment, NetGrants};
 use crate::runtime::bindings::CordonToolPre;
 use crate::runtime::cache::Outcome;
-use crate::runtime::{CallFailure, CallState, HostFault, Runtime, Shardable, Target};
+use crate::runtime::{CallFailure, CallState, HostFault, Runtime, Shardable, Sockets, Target};
 use crate::tool::{ErrorCode, Manifest, ToolError};
 
 include!(concat!(env!("OUT_DIR"), "/builtin_tools.rs"));
@@ -30,9 +30,11 @@ pub enum Origin {
     /// Loaded with `--component PATH`: it is granted no filesystem access.
     Component(std::path::PathBuf),
     /// Installed with `cordon tool add`: it sees only its grants (canonical
-    /// directories, as the lockfile lists them, within the roots, and the
-    /// variables of the server's environment it was granted).
-    Installed { grants: Vec<DirSpec>, env: Environment },
+    /// directories, as the lockfile lists them, within the roots; the
+    /// variables of the server's environment it was granted; the destinations
+    /// it may send HTTP requests to), and its sockets, if it imports them,
+    /// are stubbed only when it was installed so.
+    Installed { grants: Vec<DirSpec>, env: Environment, net: NetGrants, sockets: Sockets },
 }
 
 /// A tool: its manifest, its argument checker and its component, compiled and
@@ -88,16 +90,15 @@ impl Tool {
         let code = self.code.get_or_init(|| {
             let bytes = self.embedded.expect("a tool without an embedded component was compiled when loaded");
             let label = format!("built-in tool `{}`", self.manifest.name);
-            let compiled =
-                compile(runtime, bytes, &self.digest, &label).and_then(|(compiled, described)| match first_difference(
-                    &self.manifest,
-                    &described,
-                ) {
+            let code = Code { bytes, digest: &self.digest, sockets: Sockets::Refuse };
+            let compiled = compile(runtime, code, &label).and_then(|(compiled, described)| {
+                match first_difference(&self.manifest, &described) {
                     None => Ok(compiled),
                     Some(field) => {
                         Err(LoadError::Manifest { label: label.clone(), problem: ManifestProblem::Differs { field } })
                     }
-                });
+                }
+            });
             match &compiled {
                 Ok(code) => tracing::info!(tool = %self.manifest.name, version = %self.manifest.version,
                     cache = ?code.outcome, "loaded tool"),
@@ -144,12 +145,23 @@ impl Tool {
     }
 }
 
+/// A component to compile: its bytes, their digest, and what to do if it
+/// imports sockets.
+#[derive(Clone, Copy)]
+struct Code<'a> {
+    bytes: &'a [u8],
+    digest: &'a str,
+    sockets: Sockets,
+}
+
 /// Compiles (or loads from the cache) and links a component, and asks it
 /// what it is.
-fn compile(runtime: &Runtime, bytes: &[u8], digest: &str, label: &str) -> Result<(Compiled, Manifest), LoadError> {
+fn compile(runtime: &Runtime, code: Code<'_>, label: &str) -> Result<(Compiled, Manifest), LoadError> {
     let started = std::time::Instant::now();
-    let loaded =
-        runtime.load(bytes, digest).map_err(|source| LoadError::Component { label: label.to_string(), source })?;
+    let Code { bytes, digest, sockets } = code;
+    let loaded = runtime
+        .load(bytes, digest, sockets)
+        .map_err(|source| LoadError::Component { label: label.to_string(), source })?;
     let compiled = started.elapsed();
     let manifest = runtime
         .describe(&loaded.pre)
@@ -487,7 +499,12 @@ fn builtin(row: &Builtin) -> Result<Arc<Tool>, LoadError> {
 pub fn load(runtime: &Runtime, source: Source) -> Result<Tool, LoadError> {
     let label = source.label.clone();
     let refused = |problem| LoadError::Manifest { label: label.clone(), problem };
-    let (compiled, manifest) = compile(runtime, &source.bytes, &source.digest, &label)?;
+    let sockets = match &source.origin {
+        Origin::Installed { sockets, .. } => *sockets,
+        _ => Sockets::Refuse,
+    };
+    let code = Code { bytes: &source.bytes, digest: &source.digest, sockets };
+    let (compiled, manifest) = compile(runtime, code, &label)?;
     if let Some(expected) = &source.expect_name
         && *expected != manifest.name
     {

@@ -37,6 +37,7 @@ mod listing;
 mod media;
 mod memory;
 mod mutate;
+mod network;
 mod operate;
 mod oversized;
 mod paging;

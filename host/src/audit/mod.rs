@@ -25,6 +25,7 @@ use std::time::{Duration, Instant, SystemTime};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
+use crate::runtime::Exchange;
 use chain::Chain;
 pub use redact::DigestKey;
 
@@ -117,6 +118,10 @@ pub enum Event<'a> {
     Stop { calls: u64 },
     /// A tool call, or one page of it.
     Call(&'a CallRecord),
+    /// One HTTP request a call's tool sent, or the host refused: its method,
+    /// scheme, host, port, the address connected to, status and body bytes;
+    /// never a path, header or body.
+    Request { who: &'a Who, tool: &'a ToolRef, exchange: &'a Exchange },
     /// A request refused before any tool ran: `reason` is a short code
     /// (`unknown_tool`, `read_only`, `invalid_cursor`, `bad_token`,
     /// `bad_origin`, `audit_unavailable`, …), `detail` its sentence.
@@ -139,6 +144,7 @@ impl Event<'_> {
             Event::Start { .. } => "start",
             Event::Stop { .. } => "stop",
             Event::Call(_) => "call",
+            Event::Request { .. } => "request",
             Event::Refused { .. } => "refused",
             Event::ToolInstalled { .. } => "tool_installed",
             Event::ToolRemoved { .. } => "tool_removed",
@@ -160,6 +166,17 @@ impl Event<'_> {
             }),
             Event::Stop { calls } => json!({ "calls": calls }),
             Event::Call(record) => serde_json::to_value(record).expect("a record is JSON"),
+            Event::Request { who, tool, exchange } => {
+                let target = exchange.destination.as_ref();
+                json!({
+                    "who": who, "tool": tool, "method": exchange.method,
+                    "scheme": target.map(|d| d.scheme.as_str()), "host": target.map(|d| d.host.to_string()),
+                    "port": target.map(|d| d.port), "address": exchange.address.map(|a| a.to_string()),
+                    "status": exchange.status, "bytes_out": exchange.bytes_out, "bytes_in": exchange.bytes_in,
+                    "refused": exchange.refused.as_ref().map(|r| r.code()),
+                    "detail": exchange.refused.as_ref().map(|r| r.to_string()), "failed": exchange.failed,
+                })
+            }
             Event::Refused { who, reason, tool, detail } => {
                 json!({ "who": who, "reason": reason, "tool": tool, "detail": detail })
             }

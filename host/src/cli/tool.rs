@@ -14,8 +14,9 @@ use crate::audit::{Audit, DigestKey, Event, ToolRef};
 use crate::installed::lock::{self, Entry};
 use crate::installed::signature::{SignatureError, Signing};
 use crate::installed::{ToolsDir, sha256_hex};
-use crate::policy::{DirSpec, Environment, Mode, ToolGrant};
+use crate::policy::{DirSpec, Environment, Mode, NetGrants, ToolGrant};
 use crate::registry::{self, Origin, Source, Tool};
+use crate::runtime::Sockets;
 use crate::server::{Config, Server};
 use crate::tool::Access;
 
@@ -34,18 +35,26 @@ pub enum ToolCommand {
         sdk: Option<PathBuf>,
     },
     /// Install a tool component into the tools directory, pinned by its SHA-256,
-    /// with the directories and environment variables it may use. Replaces an
-    /// installed tool of the same name.
+    /// with the directories, environment variables and network destinations it
+    /// may use. Replaces an installed tool of the same name.
     Add {
         /// The component (a wasm32-wasip2 component exporting `cordon:tool/tool`).
         component: PathBuf,
         /// What the tool may use: a directory, ro:DIR (read-only) or rw:DIR
-        /// (read-write), or a variable of the server's environment, env:NAME (its
-        /// value read when the server loads the tool, never written anywhere).
-        /// Repeatable. Without any, the tool gets no filesystem access and an
-        /// empty environment.
-        #[arg(long = "grant", value_name = "ro:DIR|rw:DIR|env:NAME", value_parser = ToolGrant::parse)]
+        /// (read-write); a variable of the server's environment, env:NAME (its
+        /// value read when the server loads the tool, never written anywhere);
+        /// or where it may send HTTP requests, net:https://HOST[:PORT] (HOST may
+        /// be `*.DOMAIN`; an internal address only when named literally).
+        /// Repeatable. Without any, the tool gets no filesystem access, an empty
+        /// environment and no network.
+        #[arg(long = "grant", value_name = "ro:DIR|rw:DIR|env:NAME|net:URL", value_parser = ToolGrant::parse)]
         grants: Vec<ToolGrant>,
+        /// Load a component that imports wasi:sockets (a language runtime such as
+        /// componentize-py's imports them whether used or not) with those imports
+        /// stubbed: every socket and name lookup it tries fails. Without it, such a
+        /// component is refused.
+        #[arg(long)]
+        stub_sockets: bool,
         /// The component's signature (`cosign sign-blob --key K TOOL.wasm`, or `openssl dgst
         /// -sha256 -sign K TOOL.wasm`, base64 or DER), checked against the trusted keys.
         #[arg(long, value_name = "FILE")]
@@ -95,8 +104,9 @@ impl ToolCommand {
     pub(super) fn run(self) -> anyhow::Result<ExitCode> {
         match self {
             ToolCommand::New { name, dir, sdk } => super::template::create(&name, dir, sdk),
-            ToolCommand::Add { component, grants, signature, common } => {
-                add(&component, grants, signature.as_deref(), &common)
+            ToolCommand::Add { component, grants, signature, stub_sockets, common } => {
+                let sockets = if stub_sockets { Sockets::Stub } else { Sockets::Refuse };
+                add(Install { component: &component, grants, signature: signature.as_deref(), sockets }, &common)
             }
             ToolCommand::List { json, common } => list(json, &common),
             ToolCommand::Inspect { name, json, common } => inspect(&name, json, &common),
@@ -120,21 +130,29 @@ fn tools_dir(config: &Config) -> anyhow::Result<ToolsDir> {
     Ok(ToolsDir::create(path)?)
 }
 
-fn add(
-    component: &std::path::Path,
+/// What `cordon tool add` installs: the component, what it is granted, its
+/// signature, and whether its sockets are stubbed.
+struct Install<'a> {
+    component: &'a std::path::Path,
     grants: Vec<ToolGrant>,
-    signature: Option<&std::path::Path>,
-    common: &Common,
-) -> anyhow::Result<ExitCode> {
-    let (mut dirs, mut env) = (Vec::new(), Vec::new());
+    signature: Option<&'a std::path::Path>,
+    sockets: Sockets,
+}
+
+fn add(install: Install<'_>, common: &Common) -> anyhow::Result<ExitCode> {
+    let Install { component, grants, signature, sockets } = install;
+    let (mut dirs, mut env, mut net) = (Vec::new(), Vec::new(), Vec::new());
     for grant in grants {
         match grant {
             ToolGrant::Dir(dir) => dirs.push(dir),
             ToolGrant::Env(name) => env.push(name),
+            ToolGrant::Net(grant) => net.push(grant),
         }
     }
     env.sort();
     env.dedup();
+    net.sort();
+    net.dedup();
     let config = common.config()?;
     let dir = tools_dir(&config)?;
     // Opened first: failing closed, an audit log that cannot be opened stops the install.
@@ -142,7 +160,8 @@ fn add(
     let audit = Audit::open(&config.audit, DigestKey::random())?;
     let runtime = Server::runtime_only(&config)?;
     let mut source = Source::component(component)?;
-    source.origin = Origin::Installed { grants: Vec::new(), env: Environment::default() };
+    source.origin =
+        Origin::Installed { grants: Vec::new(), env: Environment::default(), net: NetGrants::new(&net), sockets };
     let bytes = source.bytes.to_vec();
     let signing = Signing::load(&config.trusted_keys, config.require_signatures)?;
     let signed = match signature {
@@ -165,6 +184,13 @@ fn add(
     }
     if registry::taken_names().any(|taken| taken == name) {
         anyhow::bail!("`{name}` is the name of a built-in tool; give the tool another name in its manifest");
+    }
+    let imports = runtime.imports(tool.compiled(&runtime)?.pre());
+    if sockets == Sockets::Stub && !imports.iter().any(|i| i.starts_with("wasi:sockets/")) {
+        anyhow::bail!("`{name}` imports no wasi:sockets interface: add it without --stub-sockets");
+    }
+    if !net.is_empty() && !imports.iter().any(|i| i.starts_with("wasi:http/outgoing-handler")) {
+        println!("note: `{name}` does not import wasi:http/outgoing-handler, so its net: grants have no use");
     }
     let mut resolved = Vec::new();
     for grant in dirs {
@@ -194,6 +220,8 @@ fn add(
         world: tool.compiled(&runtime)?.world.to_string(),
         grants: resolved,
         env,
+        net,
+        stub_sockets: sockets == Sockets::Stub,
         signature: signed,
     };
     let shown_grants = grants_text(&entry);
@@ -243,18 +271,23 @@ fn recorded(audit: &Audit, event: &Event<'_>) -> anyhow::Result<()> {
     }
 }
 
-/// An installed tool's grants as they are written: its directories, then its
-/// variables (`env:NAME`; never a value).
+/// An installed tool's grants as they are written: its directories, its
+/// variables (`env:NAME`; never a value), then its destinations (`net:URL`).
 fn grant_texts(entry: &Entry) -> Vec<String> {
     let dirs = entry.grants.iter().map(DirSpec::to_string);
-    dirs.chain(entry.env.iter().map(|name| format!("env:{name}"))).collect()
+    let env = entry.env.iter().map(|name| format!("env:{name}"));
+    dirs.chain(env).chain(entry.net.iter().map(|grant| grant.to_string())).collect()
 }
 
 fn grants_text(entry: &Entry) -> String {
     let texts = grant_texts(entry);
-    match texts.is_empty() {
-        true => "none (no filesystem access, an empty environment)".into(),
+    let shown = match texts.is_empty() {
+        true => "none (no filesystem access, an empty environment, no network)".into(),
         false => texts.join(", "),
+    };
+    match entry.stub_sockets {
+        true => format!("{shown}; its wasi:sockets imports stubbed (every use fails)"),
+        false => shown,
     }
 }
 
@@ -316,7 +349,9 @@ fn inspect(name: &str, as_json: bool, common: &Common) -> anyhow::Result<ExitCod
             let signer = entry.signature.as_ref().map(|s| s.key_id.clone());
             let shown = json!(grant_texts(&entry));
             // Shown by name only: the values are not even read.
-            let origin = Origin::Installed { grants: entry.grants, env: Environment::default() };
+            let sockets = if entry.stub_sockets { Sockets::Stub } else { Sockets::Refuse };
+            let net = NetGrants::new(&entry.net);
+            let origin = Origin::Installed { grants: entry.grants, env: Environment::default(), net, sockets };
             (Source::installed(verified, origin, signer), file, shown)
         }
         None => match Source::builtin(name) {

@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::signature::Signed;
-use crate::policy::{DirSpec, EnvName};
+use crate::policy::{DirSpec, EnvName, NetGrant};
 
 /// The lockfile's name inside the tools directory.
 pub const LOCK_FILE: &str = "cordon-tools.lock";
@@ -46,6 +46,13 @@ pub struct Entry {
     /// grants): names only, never a value.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub env: Vec<EnvName>,
+    /// Where the tool may send HTTP requests (`net:` grants, without the prefix).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub net: Vec<NetGrant>,
+    /// Set when the component imports `wasi:sockets` and was installed with
+    /// `--stub-sockets`: it loads, and every socket it tries is refused.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stub_sockets: bool,
     /// The signature it was added with, and the trusted key that verified
     /// it; checked again at every start and reload.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -149,6 +156,8 @@ mod tests {
             world: "cordon-tool".into(),
             grants: vec![DirSpec::grant("ro:/data").unwrap()],
             env: Vec::new(),
+            net: Vec::new(),
+            stub_sockets: false,
             signature: None,
         }
     }

@@ -249,6 +249,8 @@ mod tests {
             world: "cordon-tool".into(),
             grants: Vec::new(),
             env: Vec::new(),
+            net: Vec::new(),
+            stub_sockets: false,
             signature: None,
         }
     }

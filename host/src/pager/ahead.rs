@@ -147,6 +147,7 @@ impl Ahead {
         let child = CallContext {
             grants: ctx.grants.clone(),
             env: ctx.env.clone(),
+            net: ctx.net.clone(),
             judge: Arc::clone(&ctx.judge),
             signal: Arc::new(CallSignal::child_of(&ctx.signal)),
             deadline: ctx.deadline,
@@ -372,6 +373,7 @@ mod tests {
         let ctx = CallContext {
             grants: Vec::new(),
             env: Default::default(),
+            net: Default::default(),
             judge: Arc::new(crate::policy::Judge::none()),
             signal: Arc::new(CallSignal::new()),
             deadline: Instant::now() + Duration::from_secs(5),

@@ -9,7 +9,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use super::{DirSpec, SpecError};
+use super::{DirSpec, NetGrant, SpecError};
 
 /// The name of a variable a tool is granted: a letter or `_`, then letters,
 /// digits and `_`, at most 128 bytes (what shells and `env` accept).
@@ -55,19 +55,24 @@ impl fmt::Display for EnvName {
 }
 
 /// A grant as `cordon tool add --grant` takes it: a directory (`ro:DIR`,
-/// `rw:DIR`) or a variable of the server's environment (`env:NAME`).
+/// `rw:DIR`), a variable of the server's environment (`env:NAME`) or a
+/// destination for HTTP requests (`net:https://HOST[:PORT]`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ToolGrant {
     Dir(DirSpec),
     Env(EnvName),
+    Net(NetGrant),
 }
 
 impl ToolGrant {
     pub fn parse(text: &str) -> Result<ToolGrant, SpecError> {
-        match text.strip_prefix("env:") {
-            Some(name) => EnvName::parse(name).map(ToolGrant::Env),
-            None => DirSpec::grant(text).map(ToolGrant::Dir),
+        if let Some(name) = text.strip_prefix("env:") {
+            return EnvName::parse(name).map(ToolGrant::Env);
         }
+        if let Some(url) = text.strip_prefix("net:") {
+            return NetGrant::parse(url).map(ToolGrant::Net);
+        }
+        DirSpec::grant(text).map(ToolGrant::Dir)
     }
 }
 
@@ -76,6 +81,7 @@ impl fmt::Display for ToolGrant {
         match self {
             ToolGrant::Dir(dir) => dir.fmt(f),
             ToolGrant::Env(name) => write!(f, "env:{name}"),
+            ToolGrant::Net(grant) => grant.fmt(f),
         }
     }
 }
@@ -130,10 +136,11 @@ mod tests {
         }
         assert_eq!(ToolGrant::parse("env:TOKEN").unwrap(), ToolGrant::Env(EnvName::parse("TOKEN").unwrap()));
         assert!(matches!(ToolGrant::parse("ro:/data").unwrap(), ToolGrant::Dir(_)));
-        for text in ["env:TOKEN", "ro:/data", "rw:/a:b"] {
+        for text in ["env:TOKEN", "ro:/data", "rw:/a:b", "net:https://api.example.com", "net:http://127.0.0.1:8080"] {
             assert_eq!(ToolGrant::parse(text).unwrap().to_string(), text);
         }
         assert!(ToolGrant::parse("env:").is_err() && ToolGrant::parse("net:x").is_err());
+        assert!(ToolGrant::parse("net:https://h.example/path").unwrap_err().to_string().contains("net:"));
     }
 
     #[test]

@@ -16,6 +16,7 @@ pub mod deny;
 mod env;
 mod judge;
 mod moves;
+pub mod net;
 mod spec;
 
 use std::fmt;
@@ -30,6 +31,7 @@ pub use deny::{DenyRules, RuleError};
 pub use env::{EnvName, Environment, ToolGrant};
 pub use judge::{Intent, Judge, Refusal};
 pub use moves::MAX_ENTRIES as MAX_MOVE_ENTRIES;
+pub use net::{NetGrant, NetGrants};
 pub use spec::{DirSpec, SpecError, deserialize_grants};
 
 /// Whether a root may be changed.

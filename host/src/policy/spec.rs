@@ -26,6 +26,8 @@ pub enum SpecError {
     NoMode(String),
     /// An `env:` grant whose name is not a variable's.
     EnvName(String),
+    /// A `net:` grant that is not `SCHEME://HOST[:PORT]`.
+    NetGrant(String),
 }
 
 impl fmt::Display for SpecError {
@@ -39,11 +41,15 @@ impl fmt::Display for SpecError {
             }
             SpecError::NoMode(s) => write!(
                 f,
-                "`{s}` is not a grant: write ro:DIR (read-only), rw:DIR (read-write) or env:NAME (a variable of the server's environment)"
+                "`{s}` is not a grant: write ro:DIR (read-only), rw:DIR (read-write), env:NAME (a variable of the server's environment) or net:https://HOST[:PORT] (HTTP requests to it)"
             ),
             SpecError::EnvName(s) => write!(
                 f,
                 "`{s}` cannot name an environment variable: write env:NAME, NAME a letter or `_` then letters, digits and `_`"
+            ),
+            SpecError::NetGrant(s) => write!(
+                f,
+                "`net:{s}` is not a network grant: write net:https://HOST or net:https://HOST:PORT (http or https; HOST a name, `*.` and a domain for its subdomains, or an address; no path, user or query)"
             ),
         }
     }

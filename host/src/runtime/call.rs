@@ -7,6 +7,7 @@ use std::time::Instant;
 use wasmtime::component::{ResourceAny, ResourceTable};
 use wasmtime::{Store, UpdateDeadline};
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxView, WasiView};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use super::Runtime;
 use super::bindings::{CordonTool, CordonToolPre, RawManifest};
@@ -14,6 +15,7 @@ use super::failure::DescribeError;
 use super::failure::{CallFailure, HostFault, Seen, Violation};
 use super::host_scan::OpenRoots;
 use super::limits::{CallLimiter, CallLimits, Limit};
+use super::outbound::{NetAccess, Outbound};
 use super::shards::Shardable;
 use super::signal::{CallSignal, Interrupted};
 use super::slots::Slot;
@@ -31,6 +33,8 @@ pub struct CallContext {
     pub grants: Vec<Grant>,
     /// The variables of the server's environment the tool is granted.
     pub env: Environment,
+    /// Where the tool may send HTTP requests, and the ledger of those it sends.
+    pub net: NetAccess,
     pub judge: Arc<Judge>,
     pub signal: Arc<CallSignal>,
     pub deadline: Instant,
@@ -49,6 +53,9 @@ pub struct Target<'a> {
 pub struct CallState {
     wasi: WasiCtx,
     table: ResourceTable,
+    http: WasiHttpCtx,
+    /// The call's outgoing HTTP requests: its network grants, limits and deadline.
+    outbound: Outbound,
     limiter: CallLimiter,
     /// The preopens this call holds, for the host's file services.
     grants: Vec<Grant>,
@@ -86,6 +93,12 @@ impl WasiView for CallState {
     }
 }
 
+impl WasiHttpView for CallState {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView { ctx: &mut self.http, table: &mut self.table, hooks: &mut self.outbound }
+    }
+}
+
 impl Runtime {
     /// A store for one call: only `grants` preopened, limits set, and
     /// `deadline`. The epoch callback runs at every tick: it stops the guest
@@ -96,11 +109,15 @@ impl Runtime {
     /// instances the call runs at once (see `CallLimiter::share_memory`), and
     /// is told it in its environment ([`cordon_contract::MEMORY_ENV`]).
     pub(super) fn store(&self, ctx: &CallContext, running: usize) -> Result<Store<CallState>, CallFailure> {
-        let CallContext { grants, env, judge, signal, deadline } = ctx;
+        let CallContext { grants, env, net, judge, signal, deadline } = ctx;
         let mut limiter = CallLimiter::new(self.limits, Arc::clone(&self.memory));
         limiter.share_memory(running);
         let mut wasi = WasiCtx::builder();
         wasi.allow_blocking_current_thread(true);
+        // No sockets, ever: a tool reaches the network only through wasi:http
+        // (and a component importing wasi:sockets loads only with its sockets
+        // stubbed, see `Runtime::load`): each use is refused, no socket made.
+        wasi.allow_tcp(false).allow_udp(false).allow_ip_name_lookup(false);
         for (name, value) in env.vars() {
             wasi.env(name, value);
         }
@@ -119,6 +136,8 @@ impl Runtime {
         let state = CallState {
             wasi: wasi.build(),
             table,
+            http: WasiHttpCtx::new(),
+            outbound: Outbound { access: net.clone(), limits: self.limits.net, deadline: *deadline },
             limiter,
             grants: grants.clone(),
             judge: Arc::clone(judge),
@@ -155,6 +174,7 @@ impl Runtime {
         let ctx = CallContext {
             grants: Vec::new(),
             env: Environment::default(),
+            net: NetAccess::default(),
             judge: Arc::clone(&self.judge),
             signal,
             deadline,
@@ -352,6 +372,8 @@ impl LiveCall {
         let state = self.store.data_mut();
         state.signal = Arc::clone(&ctx.signal);
         state.deadline = ctx.deadline;
+        state.outbound.access = ctx.net.clone();
+        state.outbound.deadline = ctx.deadline;
         self.store.set_epoch_deadline(1);
     }
 

@@ -118,6 +118,8 @@ pub enum RuntimeError {
     Compile(wasmtime::Error),
     /// The component cannot be linked: it imports what the host does not provide.
     Link(wasmtime::Error),
+    /// The component imports `wasi:sockets` (this import): no tool gets sockets.
+    Sockets(String),
 }
 
 impl fmt::Display for RuntimeError {
@@ -127,6 +129,13 @@ impl fmt::Display for RuntimeError {
             RuntimeError::Engine(e) => write!(f, "the wasm engine could not be built: {e:#}"),
             RuntimeError::Compile(e) => write!(f, "{e:#}"),
             RuntimeError::Link(e) => write!(f, "{e:#}"),
+            RuntimeError::Sockets(import) => write!(
+                f,
+                "the component imports `{import}`: Cordon gives no tool sockets (a tool reaches the network \
+                 through wasi:http, within its `net:` grants). If a language runtime imports them without \
+                 using them (componentize-py does), install it with `cordon tool add --stub-sockets`: every \
+                 socket and name lookup it tries then fails"
+            ),
         }
     }
 }

@@ -179,6 +179,7 @@ mod tests {
                 &crate::runtime::CallContext {
                     grants,
                     env: Default::default(),
+                    net: Default::default(),
                     judge,
                     signal: Arc::new(CallSignal::new()),
                     deadline,

@@ -39,6 +39,8 @@ pub struct CallLimits {
     /// call (which the epoch deadline cannot interrupt) before answering
     /// without it.
     pub host_grace: Duration,
+    /// What a call's HTTP requests may move (tools with network grants).
+    pub net: super::NetLimits,
 }
 
 /// A limit that cannot be used as configured.

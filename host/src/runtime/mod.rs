@@ -11,6 +11,7 @@ mod host_policy;
 mod host_scan;
 mod limits;
 mod memory;
+mod outbound;
 mod pool;
 mod shards;
 mod signal;
@@ -29,6 +30,7 @@ pub use failure::INSTANCE_SLOTS;
 pub use failure::{CallFailure, DescribeError, HostFault, RuntimeError, Violation};
 pub use limits::{CallLimits, Limit, LimitError};
 use memory::MemoryBudget;
+pub use outbound::{Exchange, Ledger, NetAccess, NetLimits, Refusal};
 pub use pool::{Capacity, CapacityError};
 pub use shards::{Opening, Range, Shardable, SplitAt};
 pub use signal::{CallSignal, PROGRESS_INTERVAL, ProgressSink};
@@ -59,6 +61,18 @@ pub struct Runtime {
     slots: Slots,
     /// The linear memory all live stores hold together, against its budget.
     memory: Arc<MemoryBudget>,
+}
+
+/// What loading does with a component that imports `wasi:sockets`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Sockets {
+    /// It is refused (the default: tools reach the network through wasi:http).
+    #[default]
+    Refuse,
+    /// It loads, and every socket and name lookup it tries is refused: for
+    /// language runtimes that always import them (componentize-py), installed
+    /// with `cordon tool add --stub-sockets`.
+    Stub,
 }
 
 /// A compiled component, ready to instantiate.
@@ -97,6 +111,7 @@ impl Runtime {
         let engine = Engine::new(&config).map_err(RuntimeError::Engine)?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(RuntimeError::Engine)?;
+        wasmtime_wasi_http::p2::add_only_http_to_linker_sync(&mut linker).map_err(RuntimeError::Engine)?;
         bindings::CordonFileTool::add_to_linker::<CallState, wasmtime::component::HasSelf<CallState>>(
             &mut linker,
             |state| state,
@@ -109,10 +124,19 @@ impl Runtime {
         Ok(Runtime { engine, linker, cache, limits, judge, watchdog: Watchdog::default(), slots, memory })
     }
 
-    /// Compiles (or loads from the cache) a component and links it.
-    pub fn load(&self, bytes: &[u8], digest: &str) -> Result<Loaded, RuntimeError> {
+    /// Compiles (or loads from the cache) a component and links it. One that
+    /// imports `wasi:sockets` is refused, naming the import, unless `sockets`
+    /// says to stub them (every use then fails: see `store`).
+    pub fn load(&self, bytes: &[u8], digest: &str, sockets: Sockets) -> Result<Loaded, RuntimeError> {
         let (component, outcome): (Component, Outcome) =
             self.cache.load(&self.engine, bytes, digest).map_err(RuntimeError::Compile)?;
+        if sockets == Sockets::Refuse {
+            let ty = component.component_type();
+            let mut imports = ty.imports(&self.engine).map(|(name, _)| name);
+            if let Some(import) = imports.find(|name| name.starts_with("wasi:sockets/")) {
+                return Err(RuntimeError::Sockets(import.to_string()));
+            }
+        }
         let instance_pre = self.linker.instantiate_pre(&component).map_err(RuntimeError::Link)?;
         let pre = CordonToolPre::new(instance_pre).map_err(RuntimeError::Link)?;
         let shards = Shardable::of(&pre);

@@ -17,12 +17,12 @@ use crate::limits::Limits;
 use crate::pager::cursor::CursorKey;
 use crate::pager::handles::{RedisStore, Store};
 use crate::pager::{PageError, PageRequest, Pager, PagerParts};
-use crate::policy::{AccessRules, AccessSpec, DirSpec, Environment, Policy, Within};
+use crate::policy::{AccessRules, AccessSpec, DirSpec, Environment, NetGrants, Policy, Within};
 use crate::private;
 use crate::protocol::mcp::Version;
 use crate::registry::{Entry, HostTool, Origin, Registry, Source};
 use crate::results::{self, Answer, Fault};
-use crate::runtime::{CallContext, CallFailure, CallSignal, Capacity, Runtime, Slots};
+use crate::runtime::{CallContext, CallFailure, CallSignal, Capacity, NetAccess, Runtime, Slots, Sockets};
 use crate::staging;
 use crate::tool::{Access, Manifest};
 use crate::uploads::Uploads;
@@ -385,12 +385,14 @@ impl Server {
         };
         let rights = &request.caller.rights;
         let within = Within { client: request.client_roots, principal: rights.roots.as_deref(), tool: None };
-        let (mut grants, env) = match &tool.origin {
-            Origin::Builtin => (self.policy.narrowed(tool.manifest.access, within), Environment::default()),
-            Origin::Component(_) => (Vec::new(), Environment::default()),
-            Origin::Installed { grants, env } => {
+        let (mut grants, env, net) = match &tool.origin {
+            Origin::Builtin => {
+                (self.policy.narrowed(tool.manifest.access, within), Environment::default(), NetGrants::default())
+            }
+            Origin::Component(_) => (Vec::new(), Environment::default(), NetGrants::default()),
+            Origin::Installed { grants, env, net, .. } => {
                 let narrowed = self.policy.narrowed(tool.manifest.access, Within { tool: Some(grants), ..within });
-                (narrowed, env.clone())
+                (narrowed, env.clone(), net.clone())
             }
         };
         grants.extend(attached.as_ref().map(|a| a.grant.clone()));
@@ -404,7 +406,9 @@ impl Server {
             Err(busy) => return Ok(Answer::Failed(busy.into())),
         };
         let judge = Arc::clone(&rights.judge);
-        let ctx = CallContext { grants, env, judge, signal: Arc::clone(request.signal), deadline };
+        let net = NetAccess::new(net);
+        seen.network = Some(Arc::clone(&net.ledger));
+        let ctx = CallContext { grants, env, net, judge, signal: Arc::clone(request.signal), deadline };
         let paging = request.client.fit(host.paging);
         let asked = PageRequest {
             ctx,
@@ -423,7 +427,9 @@ impl Server {
                 Ok(Answer::Page(Box::new(page)))
             }
             Err(PageError::Call(failure)) => {
-                Ok(Answer::Failed(results::explain_denial(&tool, self.lock_file().as_deref(), failure).into()))
+                let refused = seen.network.as_ref().map(|ledger| ledger.refusals()).unwrap_or_default();
+                let lock = self.lock_file();
+                Ok(Answer::Failed(results::explain_denial(&tool, lock.as_deref(), failure, &refused).into()))
             }
             Err(PageError::Cursor(e)) => Err(Fault::Cursor(e)),
             Err(PageError::Store(e)) => Err(Fault::HandleStore { reason: e.to_string() }),
@@ -551,7 +557,9 @@ fn installed_sources(
         if crate::registry::builtin_names().any(|b| b == verified.entry.name) {
             return Err(StartError::BuiltinName(verified.entry.name));
         }
-        sources.push(Source::installed(verified, Origin::Installed { grants, env }, signer));
+        let net = NetGrants::new(&verified.entry.net);
+        let sockets = if verified.entry.stub_sockets { Sockets::Stub } else { Sockets::Refuse };
+        sources.push(Source::installed(verified, Origin::Installed { grants, env, net, sockets }, signer));
     }
     Ok(sources)
 }

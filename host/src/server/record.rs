@@ -2,6 +2,7 @@
 //! start and stop. A call's record is written before its answer leaves:
 //! failing closed, an answer whose record cannot be written is withheld.
 
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
@@ -12,12 +13,16 @@ use crate::audit::{AuditError, CallRecord, Event, ToolRef, Who};
 use crate::metrics::Outcome;
 use crate::registry::Tool;
 use crate::results::{self, Answer, Fault};
+use crate::runtime::Ledger;
 
 /// What a call ran, for its record.
 #[derive(Default)]
 pub(super) struct Seen {
     pub tool: Option<ToolRef>,
     pub grants: Vec<Value>,
+    /// The call's HTTP requests (a tool with network grants): each gets a
+    /// `request` record after the call's.
+    pub network: Option<Arc<Ledger>>,
 }
 
 impl Server {
@@ -58,13 +63,18 @@ impl Server {
                 });
                 let record = CallRecord {
                     who: request.caller.who.clone(),
-                    tool,
+                    tool: tool.clone(),
                     arguments: self.audit.redact(request.arguments),
                     grants: Value::Array(seen.grants),
                     outcome,
                     duration_ms: (started.elapsed().as_secs_f64() * 1e6).round() / 1e3,
                 };
-                self.write(&Event::Call(&record))
+                let written = self.write(&Event::Call(&record));
+                let exchanges = seen.network.as_ref().map(|ledger| ledger.exchanges()).unwrap_or_default();
+                exchanges.iter().fold(written, |written, exchange| {
+                    let request = Event::Request { who: &request.caller.who, tool: &tool, exchange };
+                    written.and(self.write(&request))
+                })
             }
         };
         self.recorded.fetch_add(1, Ordering::Relaxed);

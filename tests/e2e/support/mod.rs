@@ -12,6 +12,8 @@
 //!   and its admin API, used as `crate::support::issuer::{Issuer, now}`.
 //! - [`pages`]: a result's page, payload and cursor, and whole results paged through.
 //! - [`rng`]: a small deterministic PRNG.
+//! - [`web`]: a loopback HTTP server for tools with network grants, counting
+//!   its connections.
 
 mod env;
 mod fixture;
@@ -22,6 +24,7 @@ mod pages;
 mod process;
 mod rng;
 mod server;
+mod web;
 
 pub use env::{cordon_bin, debian_program, node_dir, node_path, python_with_mcp, shared_state_dir, workspace};
 pub use fixture::{CANARY, Fixture};
@@ -30,6 +33,7 @@ pub use pages::{json_form, next_cursor, page_meta, payload, read_all, read_all_r
 pub use process::{HttpServer, Listening, peak_rss_kib, poll, run_bounded, spawn_listening};
 pub use rng::Rng;
 pub use server::{REPLY_TIMEOUT, Server, TOKEN, initialize_params};
+pub use web::{HELLO, WebServer};
 
 // Public names no test spells out today (the types of `Listening`'s fields, the
 // check `read_all` makes of each page, a request to any path), kept at

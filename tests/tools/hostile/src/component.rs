@@ -1,6 +1,6 @@
 //! The WIT exports, misbehaving as the arguments ask.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::hint::black_box;
 
 use serde_json::json;
@@ -47,8 +47,12 @@ impl Guest for Component {
         if args.place == Place::Open {
             misbehave(args.behaviour);
         }
+        let net = match args.behaviour.is_network() && args.place == Place::Open {
+            true => Some(crate::net::run(&args).map_err(to_wit)?),
+            false => None,
+        };
         let found = (args.behaviour == Behaviour::Remember).then(remember);
-        Ok(wit::ChunkStream::new(Stream { args, sent: Cell::new(0), found }))
+        Ok(wit::ChunkStream::new(Stream { args, sent: Cell::new(0), found, net: RefCell::new(net) }))
     }
 }
 
@@ -58,6 +62,18 @@ struct Stream {
     /// What `remember` found of an earlier call: its mark, and whether a
     /// freshly grown page held its bytes.
     found: Option<(u64, bool)>,
+    /// What a network behaviour's requests gave, for `info`, once they ran.
+    net: RefCell<Option<serde_json::Value>>,
+}
+
+/// A network behaviour's failure as the call's error.
+fn to_wit(failure: crate::codes::Failure) -> wit::Error {
+    let code = match failure.code {
+        crate::codes::Code::PermissionDenied => t::ErrorCode::PermissionDenied,
+        crate::codes::Code::TooLarge => t::ErrorCode::TooLarge,
+        crate::codes::Code::Io => t::ErrorCode::Io,
+    };
+    wit::Error { code, message: failure.message }
 }
 
 /// The mark `remember` leaves in a static.
@@ -91,6 +107,10 @@ impl GuestChunkStream for Stream {
         if self.args.place == Place::Next && n == 0 {
             misbehave(self.args.behaviour);
         }
+        if self.args.behaviour.is_network() && self.net.borrow().is_none() {
+            let found = crate::net::run(&self.args).map_err(to_wit)?;
+            *self.net.borrow_mut() = Some(found);
+        }
         let (payload, continued) = match self.args.behaviour {
             Behaviour::BigChunk => (t::Payload::Text("x".repeat(limit.bytes as usize + 1)), false),
             Behaviour::HugeChunk => (t::Payload::Text("x".repeat(HUGE_CHUNK_BYTES)), false),
@@ -116,6 +136,11 @@ impl GuestChunkStream for Stream {
             misbehave(self.args.behaviour);
         }
         let mut info = json!({ "behaviour": format!("{:?}", self.args.behaviour) });
+        if let Some(serde_json::Value::Object(found)) = &*self.net.borrow() {
+            for (key, value) in found {
+                info[key] = value.clone();
+            }
+        }
         if let Some((prior, dirty)) = self.found {
             info["prior_mark"] = prior.into();
             info["dirty_page"] = dirty.into();
@@ -172,9 +197,10 @@ fn misbehave(behaviour: Behaviour) {
             }
         }
         Behaviour::GuestHandles => {
-            let args = Args { behaviour: Behaviour::Benign, place: Place::Next };
             for _ in 0..HANDLE_ATTEMPTS {
-                std::mem::forget(wit::ChunkStream::new(Stream { args, sent: Cell::new(0), found: None }));
+                let args = Args::of(Behaviour::Benign);
+                let stream = Stream { args, sent: Cell::new(0), found: None, net: RefCell::new(None) };
+                std::mem::forget(wit::ChunkStream::new(stream));
             }
         }
         Behaviour::Trap => core::arch::wasm32::unreachable(),
@@ -196,7 +222,11 @@ fn misbehave(behaviour: Behaviour) {
         | Behaviour::SameCheckpoint
         | Behaviour::Stall
         | Behaviour::Remember
-        | Behaviour::Environment => {}
+        | Behaviour::Environment
+        | Behaviour::Fetch
+        | Behaviour::FetchLoop
+        | Behaviour::Upload
+        | Behaviour::Download => {}
     }
 }
 

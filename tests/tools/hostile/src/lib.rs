@@ -5,14 +5,21 @@
 //! `behaviour` picks the misbehaviour and `in` where it happens (`open`,
 //! `next` or `info`, for the behaviours that are not about output). `benign`
 //! returns three small items, so the same tool also shows a healthy call.
-//! The argument handling is plain Rust, unit-tested natively; `component`
-//! does the misbehaving when built for `wasm32-wasip2`.
+//! The network behaviours (`fetch`, `fetch-loop`, `upload`, `download`) send
+//! requests to `url` through wasi:http, in `open` (`in: open`) or in the first
+//! `next` (otherwise), then go on as `benign`; `info` says what came back.
+//! The argument handling and the mapping of wasi:http's errors (`codes`)
+//! are plain Rust, unit-tested natively; `component` (and `net`, its
+//! requests) does the misbehaving when built for `wasm32-wasip2`.
 
 use serde::Deserialize;
 use serde_json::json;
 
+pub mod codes;
 #[cfg(target_arch = "wasm32")]
 mod component;
+#[cfg(target_arch = "wasm32")]
+mod net;
 
 /// The tool's name as clients call it.
 pub const NAME: &str = "hostile";
@@ -41,6 +48,12 @@ pub const HOST_SLEEP_NS: u64 = 3600 * 1_000_000_000;
 /// When `sleep-in-host` reports progress before it blocks: past the host's
 /// first progress interval (100 ms), in which reports are dropped.
 pub const REPORT_AFTER_NS: u64 = 120_000_000;
+/// The most requests `fetch-loop` sends when none fails.
+pub const FETCH_LOOP_MAX: u64 = 100_000;
+/// The most bytes `upload` writes to the body stream at once.
+pub const UPLOAD_PIECE: u64 = 64 << 10;
+/// The most bytes `upload` may be asked to send.
+pub const MAX_UPLOAD: u64 = 1 << 40;
 
 /// What the tool does wrong.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -95,6 +108,30 @@ pub enum Behaviour {
     /// every variable, name to value), so a test can check what a tool is
     /// granted of the server's.
     Environment,
+    /// One GET of `url`, its body read whole: `info` gets `fetched`
+    /// (`{status, bytes}`); a failure is the call's error, its message
+    /// holding wasi:http's error code (`Debug`).
+    Fetch,
+    /// GETs of `url`, each body read whole, until one fails (or
+    /// `FETCH_LOOP_MAX` were sent): `info` gets `requests` (those that
+    /// succeeded) and `stopped_by` (the failure's error code, `Debug`; null
+    /// after `FETCH_LOOP_MAX`). The call itself succeeds.
+    FetchLoop,
+    /// One POST of a body of `bytes` bytes to `url`, written in pieces as the
+    /// body stream allows: `info` gets `uploaded` (`{status}`); a failure
+    /// (sending, writing the body or the response) is the call's error.
+    Upload,
+    /// One GET of `url`, its body read whole and counted: `info` gets
+    /// `downloaded` (`{status, bytes}`); a failure reading the body (the
+    /// host's limit on bytes received) is the call's error.
+    Download,
+}
+
+impl Behaviour {
+    /// Whether the behaviour sends requests to `url`.
+    pub fn is_network(self) -> bool {
+        matches!(self, Behaviour::Fetch | Behaviour::FetchLoop | Behaviour::Upload | Behaviour::Download)
+    }
 }
 
 /// Where the misbehaviour happens.
@@ -108,18 +145,72 @@ pub enum Place {
 }
 
 /// The call's arguments.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Args {
     pub behaviour: Behaviour,
     #[serde(default, rename = "in")]
     pub place: Place,
+    /// Where the network behaviours send their requests.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// The body size of `upload`.
+    #[serde(default)]
+    pub bytes: Option<u64>,
 }
 
 impl Args {
-    /// Parses the arguments' JSON text; the error is a sentence.
+    /// Parses the arguments' JSON text; the error is a sentence. A network
+    /// behaviour needs a `url` that [`Target::parse`] accepts, `upload` also
+    /// `bytes`.
     pub fn parse(json: &str) -> Result<Args, String> {
-        serde_json::from_str(json).map_err(|e| format!("invalid arguments: {e}"))
+        let args: Args = serde_json::from_str(json).map_err(|e| format!("invalid arguments: {e}"))?;
+        if args.behaviour.is_network() {
+            Target::parse(args.url.as_deref().ok_or("invalid arguments: this behaviour needs a `url`")?)?;
+        }
+        match args.bytes {
+            None if args.behaviour == Behaviour::Upload => Err("invalid arguments: `upload` needs `bytes`".into()),
+            Some(n) if n > MAX_UPLOAD => Err(format!("invalid arguments: `bytes` is {n}: at most {MAX_UPLOAD}")),
+            _ => Ok(args),
+        }
+    }
+
+    /// Benign arguments with `behaviour`, in the first `next`.
+    pub fn of(behaviour: Behaviour) -> Args {
+        Args { behaviour, place: Place::Next, url: None, bytes: None }
+    }
+}
+
+/// Where a request goes, as wasi:http's `outgoing-request` takes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// `true` for https, `false` for http.
+    pub https: bool,
+    /// `host[:port]`, as written in the URL.
+    pub authority: String,
+    /// The path and query, at least `/`.
+    pub path_with_query: String,
+}
+
+impl Target {
+    /// Splits an `http://` or `https://` URL (no fragment, no credentials);
+    /// the error is a sentence.
+    pub fn parse(url: &str) -> Result<Target, String> {
+        let bad = |why: &str| format!("invalid arguments: `url` {why}");
+        let (https, rest) = match url.split_once("://") {
+            Some(("http", rest)) => (false, rest),
+            Some(("https", rest)) => (true, rest),
+            _ => return Err(bad("must start with http:// or https://")),
+        };
+        let (authority, path) = match rest.find(['/', '?']) {
+            Some(at) => (&rest[..at], &rest[at..]),
+            None => (rest, "/"),
+        };
+        if authority.is_empty() || authority.contains(['@', ' ']) || path.contains(['#', ' ']) {
+            return Err(bad("needs a host, and no credentials, fragment or spaces"));
+        }
+        let path_with_query = if path.starts_with('?') { format!("/{path}") } else { path.to_string() };
+        Ok(Target { https, authority: authority.to_string(), path_with_query })
     }
 }
 
@@ -133,8 +224,17 @@ pub fn input_schema() -> serde_json::Value {
                 "enum": ["benign", "loop", "memory", "memory-huge", "handles", "guest-handles", "big-chunk",
                          "huge-chunk", "huge-info", "huge-error", "small-chunks", "empty-chunks", "checkpoints",
                          "same-checkpoint", "stall", "trap",
-                         "panic", "sleep-in-host", "remember", "environment"],
+                         "panic", "sleep-in-host", "remember", "environment",
+                         "fetch", "fetch-loop", "upload", "download"],
                 "description": "What to do wrong."
+            },
+            "url": {
+                "type": "string",
+                "description": "For fetch, fetch-loop, upload and download: the http or https URL to send to."
+            },
+            "bytes": {
+                "type": "integer", "minimum": 0, "maximum": MAX_UPLOAD,
+                "description": "For upload: the size of the request body."
             },
             "in": {
                 "type": "string",
@@ -152,7 +252,14 @@ pub fn input_schema() -> serde_json::Value {
 pub fn output_schema() -> serde_json::Value {
     json!({
         "type": "object",
-        "properties": { "behaviour": { "type": "string" } },
+        "properties": {
+            "behaviour": { "type": "string" },
+            "fetched": { "type": "object", "description": "fetch: {status, bytes}" },
+            "downloaded": { "type": "object", "description": "download: {status, bytes}" },
+            "uploaded": { "type": "object", "description": "upload: {status}" },
+            "requests": { "type": "integer", "description": "fetch-loop: the requests that succeeded" },
+            "stopped_by": { "type": ["string", "null"], "description": "fetch-loop: the error that ended it" }
+        },
         "additionalProperties": true
     })
 }
@@ -164,7 +271,7 @@ mod tests {
     #[test]
     fn arguments_name_a_behaviour_and_a_place_which_defaults_to_next() {
         let args = Args::parse(r#"{"behaviour": "sleep-in-host", "in": "open"}"#).unwrap();
-        assert_eq!(args, Args { behaviour: Behaviour::SleepInHost, place: Place::Open });
+        assert_eq!(args, Args { place: Place::Open, ..Args::of(Behaviour::SleepInHost) });
         assert_eq!(Args::parse(r#"{"behaviour": "guest-handles"}"#).unwrap().place, Place::Next);
         assert!(Args::parse(r#"{"behaviour": "nice"}"#).is_err());
         assert!(Args::parse(r#"{"behaviour": "loop", "extra": 1}"#).is_err());
@@ -174,8 +281,46 @@ mod tests {
     fn the_schema_lists_every_behaviour_the_parser_accepts() {
         let schema = input_schema();
         for name in schema["properties"]["behaviour"]["enum"].as_array().unwrap() {
-            let json = json!({ "behaviour": name }).to_string();
+            let json = json!({ "behaviour": name, "url": "http://127.0.0.1:8080/", "bytes": 10 }).to_string();
             assert!(Args::parse(&json).is_ok(), "{name}");
+        }
+    }
+
+    #[test]
+    fn network_behaviours_need_a_url_and_upload_a_size() {
+        let args = Args::parse(r#"{"behaviour": "upload", "url": "https://api.example.com/in", "bytes": 5}"#).unwrap();
+        assert_eq!(
+            (args.behaviour, args.url.as_deref(), args.bytes),
+            (Behaviour::Upload, Some("https://api.example.com/in"), Some(5))
+        );
+        for json in [
+            r#"{"behaviour": "fetch"}"#,
+            r#"{"behaviour": "fetch-loop", "url": "ftp://example.com/"}"#,
+            r#"{"behaviour": "download", "url": "http:///nohost"}"#,
+            r#"{"behaviour": "upload", "url": "http://example.com/"}"#,
+            r#"{"behaviour": "upload", "url": "http://example.com/", "bytes": -1}"#,
+            r#"{"behaviour": "upload", "url": "http://example.com/", "bytes": 1099511627777}"#,
+        ] {
+            assert!(Args::parse(json).unwrap_err().starts_with("invalid arguments"), "{json}");
+        }
+        assert!(Behaviour::FetchLoop.is_network() && !Behaviour::Benign.is_network());
+    }
+
+    #[test]
+    fn urls_split_into_scheme_authority_and_path() {
+        let target = Target::parse("http://127.0.0.1:8080/a/b?c=d").unwrap();
+        assert_eq!(
+            target,
+            Target { https: false, authority: "127.0.0.1:8080".into(), path_with_query: "/a/b?c=d".into() }
+        );
+        let target = Target::parse("https://[::1]:443").unwrap();
+        assert_eq!(
+            (target.https, target.authority.as_str(), target.path_with_query.as_str()),
+            (true, "[::1]:443", "/")
+        );
+        assert_eq!(Target::parse("http://example.com?q").unwrap().path_with_query, "/?q");
+        for bad in ["example.com/", "file:///etc/passwd", "http://", "http://user@example.com/", "http://e.com/#f"] {
+            assert!(Target::parse(bad).is_err(), "{bad}");
         }
     }
 }
