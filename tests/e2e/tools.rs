@@ -361,7 +361,14 @@ fn the_python_example_reads_a_granted_csv_in_pages_exactly() {
     let tools = fx.dir.path().join("tools");
     ok(&tool_cmd(
         &tools,
-        &["tool", "add", example("python").to_str().unwrap(), "--grant", &format!("ro:{}", data.display())],
+        &[
+            "tool",
+            "add",
+            example("python").to_str().unwrap(),
+            "--grant",
+            &format!("ro:{}", data.display()),
+            "--stub-sockets",
+        ],
     ));
     let mut server = serve(&fx.root(), &tools);
     assert!(tool_names(&mut server, 1).contains(&"csv_rows".to_string()));
