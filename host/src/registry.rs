@@ -341,6 +341,23 @@ impl Source {
         })
     }
 
+    /// A component pulled from a registry (`label`: its reference).
+    pub fn pulled(bytes: Vec<u8>, label: String) -> Source {
+        Source {
+            digest: crate::installed::sha256_hex(&bytes),
+            bytes: bytes.into(),
+            origin: Origin::Installed {
+                grants: Vec::new(),
+                env: Environment::default(),
+                net: NetGrants::default(),
+                sockets: Sockets::Refuse,
+            },
+            label,
+            expect_name: None,
+            signer: None,
+        }
+    }
+
     /// A component named on the command line.
     pub fn component(path: &std::path::Path) -> Result<Source, LoadError> {
         let bytes =

@@ -44,6 +44,7 @@ mod paging;
 mod policy;
 mod private;
 mod protocol;
+mod registry;
 mod sandbox;
 mod shards;
 mod signed;

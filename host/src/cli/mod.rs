@@ -2,6 +2,7 @@
 //! `cordon tool …` (installing third-party tools, in `tool`).
 
 mod audit;
+mod oci;
 mod serve;
 mod template;
 mod tool;

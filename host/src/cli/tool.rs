@@ -38,7 +38,9 @@ pub enum ToolCommand {
     /// with the directories, environment variables and network destinations it
     /// may use. Replaces an installed tool of the same name.
     Add {
-        /// The component (a wasm32-wasip2 component exporting `cordon:tool/tool`).
+        /// The component (a wasm32-wasip2 component exporting `cordon:tool/tool`): a
+        /// file, or oci://REGISTRY/REPOSITORY:TAG (or @sha256:DIGEST) to pull it from
+        /// a registry (its manifest digest is pinned; its cosign signature checked).
         component: PathBuf,
         /// What the tool may use: a directory, ro:DIR (read-only) or rw:DIR
         /// (read-write); a variable of the server's environment, env:NAME (its
@@ -59,6 +61,21 @@ pub enum ToolCommand {
         /// -sha256 -sign K TOOL.wasm`, base64 or DER), checked against the trusted keys.
         #[arg(long, value_name = "FILE")]
         signature: Option<PathBuf>,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Push a tool component to an OCI registry as a Wasm artifact (one
+    /// `application/wasm` layer), signed there with cosign's convention when a key
+    /// is given; `cordon tool add oci://…` installs it.
+    Publish {
+        /// The component to publish.
+        component: PathBuf,
+        /// Where: oci://REGISTRY/REPOSITORY:TAG.
+        target: String,
+        /// A P-256 private key (PEM: `openssl ecparam -name prime256v1 -genkey`) to
+        /// sign it with; the signature goes to the tag `sha256-<digest>.sig`.
+        #[arg(long, value_name = "KEY.pem")]
+        key: Option<PathBuf>,
         #[command(flatten)]
         common: Common,
     },
@@ -95,6 +112,7 @@ impl ToolCommand {
         match self {
             ToolCommand::New { .. } => None,
             ToolCommand::Add { common, .. }
+            | ToolCommand::Publish { common, .. }
             | ToolCommand::List { common, .. }
             | ToolCommand::Inspect { common, .. }
             | ToolCommand::Remove { common, .. } => Some(common),
@@ -107,6 +125,9 @@ impl ToolCommand {
             ToolCommand::Add { component, grants, signature, stub_sockets, common } => {
                 let sockets = if stub_sockets { Sockets::Stub } else { Sockets::Refuse };
                 add(Install { component: &component, grants, signature: signature.as_deref(), sockets }, &common)
+            }
+            ToolCommand::Publish { component, target, key, common } => {
+                super::oci::publish(&component, &target, key.as_deref(), &common)
             }
             ToolCommand::List { json, common } => list(json, &common),
             ToolCommand::Inspect { name, json, common } => inspect(&name, json, &common),
@@ -159,18 +180,27 @@ fn add(install: Install<'_>, common: &Common) -> anyhow::Result<ExitCode> {
     // A tool change records no call arguments: its digest key is its own.
     let audit = Audit::open(&config.audit, DigestKey::random())?;
     let runtime = Server::runtime_only(&config)?;
-    let mut source = Source::component(component)?;
+    let signing = Signing::load(&config.trusted_keys, config.require_signatures)?;
+    let (mut source, pin) = match component.to_str().filter(|text| text.starts_with("oci://")) {
+        Some(text) => {
+            if signature.is_some() {
+                anyhow::bail!("a component from a registry is signed in its registry (cosign), not with --signature");
+            }
+            let fetched = super::oci::fetch(text, &signing)?;
+            (fetched.source, Some(fetched.pin))
+        }
+        None => (Source::component(component)?, None),
+    };
     source.origin =
         Origin::Installed { grants: Vec::new(), env: Environment::default(), net: NetGrants::new(&net), sockets };
     let bytes = source.bytes.to_vec();
-    let signing = Signing::load(&config.trusted_keys, config.require_signatures)?;
     let signed = match signature {
         Some(path) => {
             let text = crate::ambient::read_file(path).with_context(|| format!("read {}", path.display()))?;
             let signed = signing.keys.verify(&bytes, &text);
             Some(signed.with_context(|| format!("{} is refused", component.display()))?)
         }
-        None if signing.required => {
+        None if signing.required && pin.is_none() => {
             let why = SignatureError::Missing;
             anyhow::bail!("{} is refused: {why}", component.display());
         }
@@ -222,6 +252,7 @@ fn add(install: Install<'_>, common: &Common) -> anyhow::Result<ExitCode> {
         env,
         net,
         stub_sockets: sockets == Sockets::Stub,
+        oci: pin,
         signature: signed,
     };
     let shown_grants = grants_text(&entry);
@@ -237,9 +268,12 @@ fn add(install: Install<'_>, common: &Common) -> anyhow::Result<ExitCode> {
     };
     println!("{verb} `{name}` {} (sha256 {}) in {}", entry.version, entry.sha256, dir.path().display());
     println!("grants: {shown_grants}");
-    match &entry.signature {
-        Some(signed) => println!("signed by the trusted key {}", signed.key_id),
+    match entry.signer_id() {
+        Some(key_id) => println!("signed by the trusted key {key_id}"),
         None => println!("unsigned"),
+    }
+    if let Some(pin) = &entry.oci {
+        println!("from {} (manifest {})", pin.reference, pin.manifest_digest);
     }
     if tool.manifest.access != Access::None && entry.grants.is_empty() {
         println!(
@@ -258,7 +292,7 @@ fn tool_ref(entry: &Entry) -> ToolRef {
         name: entry.name.clone(),
         version: entry.version.clone(),
         sha256: entry.sha256.clone(),
-        signer: entry.signature.as_ref().map(|s| s.key_id.clone()),
+        signer: entry.signer_id().map(str::to_string),
     }
 }
 
@@ -346,7 +380,7 @@ fn inspect(name: &str, as_json: bool, common: &Common) -> anyhow::Result<ExitCod
     let (source, file, grants) = match installed {
         Some((entry, verified)) => {
             let file = config.tools_dir.as_ref().map(|d| d.join(&entry.file));
-            let signer = entry.signature.as_ref().map(|s| s.key_id.clone());
+            let signer = entry.signer_id().map(str::to_string);
             let shown = json!(grant_texts(&entry));
             // Shown by name only: the values are not even read.
             let sockets = if entry.stub_sockets { Sockets::Stub } else { Sockets::Refuse };

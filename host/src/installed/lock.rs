@@ -53,10 +53,23 @@ pub struct Entry {
     /// `--stub-sockets`: it loads, and every socket it tries is refused.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub stub_sockets: bool,
+    /// Where it was added from when it came from a registry, with the pinned
+    /// manifest (and its cosign signature), checked again at every load.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oci: Option<super::oci::OciPin>,
     /// The signature it was added with, and the trusted key that verified
     /// it; checked again at every start and reload.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signature: Option<Signed>,
+}
+
+impl Entry {
+    /// The id of the key its signature (a file's, or a registry's cosign
+    /// signature) was verified with when it was added.
+    pub fn signer_id(&self) -> Option<&str> {
+        let cosign = self.oci.as_ref().and_then(|pin| pin.signature.as_ref()).map(|s| s.key_id.as_str());
+        self.signature.as_ref().map(|s| s.key_id.as_str()).or(cosign)
+    }
 }
 
 /// Why a lockfile's text cannot be used.
@@ -158,6 +171,7 @@ mod tests {
             env: Vec::new(),
             net: Vec::new(),
             stub_sockets: false,
+            oci: None,
             signature: None,
         }
     }

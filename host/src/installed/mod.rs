@@ -11,6 +11,7 @@
 //! so a file swapped after the check is never run.
 
 pub mod lock;
+pub mod oci;
 pub mod signature;
 
 use std::fmt;
@@ -251,6 +252,7 @@ mod tests {
             env: Vec::new(),
             net: Vec::new(),
             stub_sockets: false,
+            oci: None,
             signature: None,
         }
     }

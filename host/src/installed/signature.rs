@@ -60,6 +60,9 @@ impl Signing {
     /// signatures are required, a tool without a valid one is an error; else
     /// it is unsigned (and a signature that no longer verifies is logged).
     pub fn signer(&self, entry: &super::lock::Entry, bytes: &[u8]) -> Result<Option<String>, SignatureError> {
+        if let Some(pin) = &entry.oci {
+            return self.oci_signer(entry, pin);
+        }
         match &entry.signature {
             Some(signed) => match self.keys.check(bytes, signed) {
                 Ok(()) => Ok(Some(signed.key_id.clone())),
@@ -71,6 +74,32 @@ impl Signing {
             },
             None if self.required => Err(SignatureError::Missing),
             None => Ok(None),
+        }
+    }
+}
+
+impl Signing {
+    /// As `signer`, for a tool from a registry: its cosign signature, kept in
+    /// the lockfile, must still sign the pinned manifest with a trusted key.
+    fn oci_signer(
+        &self,
+        entry: &super::lock::Entry,
+        pin: &super::oci::OciPin,
+    ) -> Result<Option<String>, SignatureError> {
+        let checked = match &pin.signature {
+            Some(signed) => {
+                super::oci::cosign::check(signed, &pin.manifest_digest, &self.keys).map(|()| signed.key_id.clone())
+            }
+            None => Err(SignatureError::Missing),
+        };
+        match checked {
+            Ok(key_id) => Ok(Some(key_id)),
+            Err(e) if self.required => Err(e),
+            Err(SignatureError::Missing) => Ok(None),
+            Err(e) => {
+                tracing::warn!(tool = %entry.name, "its signature does not hold ({e}); served as unsigned");
+                Ok(None)
+            }
         }
     }
 }
@@ -93,6 +122,11 @@ pub enum SignatureError {
     Untrusted { key_id: String },
     /// The tool carries no signature, and signatures are required.
     Missing,
+    /// A registry holds only keyless (certificate) signatures for it, which
+    /// are not checked.
+    Keyless,
+    /// A registry's signature is of another manifest (`signed`).
+    OtherBytes { signed: String },
 }
 
 impl fmt::Display for SignatureError {
@@ -121,7 +155,17 @@ impl fmt::Display for SignatureError {
             }
             SignatureError::Missing => f.write_str(
                 "it has no signature, and the configuration requires one (require-signatures): add it again with \
-                 `cordon tool add … --signature FILE`",
+                 `cordon tool add … --signature FILE` (or sign it in its registry: `cordon tool publish … --key`)",
+            ),
+            SignatureError::Keyless => f.write_str(
+                "its registry holds only keyless signatures (a Fulcio certificate), which Cordon does not accept: \
+                 without a pinned signer identity and issuer they would admit anyone; sign it with a key \
+                 (`cosign sign --key`, `cordon tool publish … --key`)",
+            ),
+            SignatureError::OtherBytes { signed } => write!(
+                f,
+                "its signature is of other bytes (the manifest {signed}): it was copied from another component, or \
+                 the tag was moved after signing"
             ),
         }
     }

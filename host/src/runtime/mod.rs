@@ -149,6 +149,12 @@ impl Runtime {
         component.component_type().imports(&self.engine).map(|(name, _)| name.to_string()).collect()
     }
 
+    /// The names a linked component exports (interfaces, with versions).
+    pub fn exports(&self, pre: &CordonToolPre<CallState>) -> Vec<String> {
+        let component = pre.instance_pre().component();
+        component.component_type().exports(&self.engine).map(|(name, _)| name.to_string()).collect()
+    }
+
     /// The WIT world a linked component targets: `cordon-file-tool` when it
     /// imports the host's file services, else `cordon-tool`.
     pub fn world(&self, pre: &CordonToolPre<CallState>) -> &'static str {

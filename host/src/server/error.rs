@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use crate::audit::AuditError;
 use crate::installed::InstallError;
+use crate::installed::oci::OciError;
 use crate::installed::signature::SignatureError;
 use crate::pager::cursor::KeyError;
 use crate::pager::handles::HandleError;
@@ -47,6 +48,9 @@ pub enum StartError {
     /// An installed tool has no valid signature from a trusted key, and
     /// signatures are required.
     Unsigned { tool: String, why: SignatureError },
+    /// A tool added from a registry no longer matches its pin (its lockfile
+    /// entry, or the tag it was added by).
+    Registry { tool: String, why: OciError },
 }
 
 impl std::fmt::Display for StartError {
@@ -62,6 +66,7 @@ impl std::fmt::Display for StartError {
             StartError::Runtime(e) => e.fmt(f),
             StartError::Keys(e) => e.fmt(f),
             StartError::Unsigned { tool, why } => write!(f, "the installed tool `{tool}` is refused: {why}"),
+            StartError::Registry { tool, why } => write!(f, "the installed tool `{tool}` is refused: {why}"),
             StartError::Audit(e) => write!(
                 f,
                 "{e}; no call may run unrecorded (audit-on-failure = closed): fix the path, or give \

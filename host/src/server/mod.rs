@@ -540,6 +540,10 @@ fn installed_sources(
     let lock = dir.parse(lock_text).map_err(StartError::Installed)?;
     let mut sources = Vec::new();
     for verified in dir.verified(&lock).map_err(StartError::Installed)? {
+        if let Some(pin) = &verified.entry.oci {
+            crate::installed::oci::recheck(pin, &verified.entry.sha256)
+                .map_err(|why| StartError::Registry { tool: verified.entry.name.clone(), why })?;
+        }
         let signer = signing
             .signer(&verified.entry, &verified.bytes)
             .map_err(|why| StartError::Unsigned { tool: verified.entry.name.clone(), why })?;

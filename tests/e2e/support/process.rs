@@ -26,6 +26,11 @@ pub struct Listening {
 pub struct Reaped(Option<Child>);
 
 impl Reaped {
+    /// `child`, killed and reaped when this is dropped.
+    pub fn new(child: Child) -> Reaped {
+        Reaped(Some(child))
+    }
+
     /// The child, for an owner that ends it itself when dropped.
     pub fn into_child(mut self) -> Child {
         self.0.take().expect("the child is held until taken")
