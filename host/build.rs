@@ -9,7 +9,8 @@
 //! before compiling any component; the host checks each component's own
 //! `describe` against it once compiled. It also records the wasmtime version
 //! from `Cargo.lock`, a part of the compile-cache key, and packs the guest SDK
-//! for `cordon tool new` (`build/sdk.rs`).
+//! for `cordon tool new` (`build/sdk.rs`) and what its Python and JavaScript
+//! projects take from the example tools (`build/projects.rs`).
 
 use std::env;
 use std::fs;
@@ -18,6 +19,8 @@ use std::process::Command;
 
 use cordon_sdk::{Manifest, Tool};
 
+#[path = "build/projects.rs"]
+mod projects;
 #[path = "build/sdk.rs"]
 mod sdk;
 
@@ -112,6 +115,8 @@ fn main() {
 
     // The SDK `cordon tool new` vendors into a new crate.
     sdk::write(&workspace, &out_dir);
+    // What its Python and JavaScript projects take from the examples.
+    projects::write(&workspace, &out_dir);
 }
 
 /// The manifest of the built-in tool `tool`, as JSON.

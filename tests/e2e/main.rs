@@ -38,6 +38,7 @@ mod media;
 mod memory;
 mod mutate;
 mod network;
+mod new_tools;
 mod operate;
 mod oversized;
 mod paging;

@@ -224,14 +224,7 @@ fn a_tool_changed_while_serving_is_refused_and_the_previous_set_kept() {
 #[test]
 fn tool_new_makes_a_crate_that_builds_installs_and_pages() {
     let fx = Fixture::new();
-    // The binary alone, copied away from the checkout it was built in, found on the PATH.
-    let bin = fx.dir.path().join("bin");
-    std::fs::create_dir(&bin).unwrap();
-    std::fs::copy(cordon_bin(), bin.join("cordon")).unwrap();
-    let path = std::env::join_paths(
-        std::iter::once(bin.clone()).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())),
-    )
-    .unwrap();
+    let path = cordon_on_path(&fx);
     let new = || {
         let mut command = Command::new("cordon");
         command.env("PATH", &path).current_dir(fx.dir.path()).args(["tool", "new", "line-numbers", "--dir", "demo"]);
@@ -281,6 +274,16 @@ fn tool_new_makes_a_crate_that_builds_installs_and_pages() {
     assert_eq!(found[0], json!({ "line": 3, "text": "line 3 TODO" }));
 }
 
+/// A PATH on which `cordon` is the binary alone, copied away from the checkout
+/// it was built in (into the fixture's `bin/`).
+pub fn cordon_on_path(fx: &Fixture) -> std::ffi::OsString {
+    let bin = fx.dir.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    std::fs::copy(cordon_bin(), bin.join("cordon")).unwrap();
+    let rest = std::env::var_os("PATH").unwrap_or_default();
+    std::env::join_paths(std::iter::once(bin).chain(std::env::split_paths(&rest))).unwrap()
+}
+
 /// The SHA-256 of a file, hex.
 pub fn sha256_file(path: &Path) -> String {
     use sha2::Digest;
@@ -328,7 +331,7 @@ fn tools_list_changed_reaches_a_legacy_http_session_on_its_get_stream() {
 
 /// Builds an example tool with its build script (which installs its build
 /// tools on first use and prints the component's path), once per run.
-fn example(lang: &str) -> PathBuf {
+pub fn example(lang: &str) -> PathBuf {
     static BUILT: std::sync::Mutex<Vec<(String, PathBuf)>> = std::sync::Mutex::new(Vec::new());
     let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
     if let Some((_, path)) = built.iter().find(|(l, _)| l == lang) {

@@ -1,6 +1,6 @@
-//! `cordon tool …`: start a tool crate from the template, install a component
-//! pinned by its digest with the directories it is granted, list, inspect and
-//! remove installed tools.
+//! `cordon tool …`: start a tool project (Rust, Python or JavaScript),
+//! install a component pinned by its digest with the directories it is
+//! granted, list, inspect and remove installed tools.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -10,6 +10,7 @@ use clap::Subcommand;
 use serde_json::{Value, json};
 
 use super::Common;
+use super::template::Lang;
 use crate::audit::{Audit, DigestKey, Event, ToolRef};
 use crate::installed::lock::{self, Entry};
 use crate::installed::signature::{SignatureError, Signing};
@@ -22,15 +23,21 @@ use crate::tool::Access;
 
 #[derive(Subcommand, Debug)]
 pub enum ToolCommand {
-    /// Create a ready-to-build Rust tool crate (using the Cordon SDK) in ./NAME.
+    /// Create a ready-to-build tool project in ./NAME: a Rust crate on the Cordon
+    /// SDK (the default), or a Python or JavaScript project built with
+    /// componentize-py or componentize-js.
     New {
         /// The tool's name: lowercase letters, digits, `_` and `-`.
         name: String,
+        /// The language the tool is written in.
+        #[arg(long, value_enum, default_value_t = Lang::Rust)]
+        lang: Lang,
         /// The directory to create [default: ./NAME].
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
         /// The Cordon SDK crate (`tools/sdk` of a Cordon checkout) the new crate
         /// depends on [default: the SDK inside this binary, vendored into the crate].
+        /// Rust only.
         #[arg(long, value_name = "DIR")]
         sdk: Option<PathBuf>,
     },
@@ -121,7 +128,7 @@ impl ToolCommand {
 
     pub(super) fn run(self) -> anyhow::Result<ExitCode> {
         match self {
-            ToolCommand::New { name, dir, sdk } => super::template::create(&name, dir, sdk),
+            ToolCommand::New { name, lang, dir, sdk } => super::template::create(&name, lang, dir, sdk),
             ToolCommand::Add { component, grants, signature, stub_sockets, common } => {
                 let sockets = if stub_sockets { Sockets::Stub } else { Sockets::Refuse };
                 add(Install { component: &component, grants, signature: signature.as_deref(), sockets }, &common)

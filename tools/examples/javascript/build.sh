@@ -37,7 +37,7 @@ echo "building $out (about 20 s)" >&2
 # (no wasi:* at all): `stdio` (console.*; the host discards guest output anyway), `random`
 # (Math.random becomes deterministic), `clocks` (Date.now, setTimeout), `http` (fetch) and
 # `fetch-event`. A tool that needs one drops its `-d` (the host provides wasi:cli, clocks, io,
-# random and filesystem, never wasi:http).
+# random, filesystem and wasi:http within the tool's net: grants; never wasi:sockets).
 node "$componentize" "$here/primes.js" \
     --wit "$repo/wit" -n cordon-tool \
     -d stdio -d random -d clocks -d http -d fetch-event \
