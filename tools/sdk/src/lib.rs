@@ -6,8 +6,9 @@
 //! client's path inside the granted roots ([`paths`]) and the schema of a path
 //! argument ([`schema`]), and [`items::Items`], which pages a sequence of JSON
 //! items (splitting large ones) for item tools (whose calls implement
-//! [`items::ItemStream`]), [`progress`] reports for long calls, and the
-//! server's deny rules ([`policy`]).
+//! [`items::ItemStream`]), [`progress`] reports for long calls, the
+//! server's deny rules ([`policy`]), and what the host's wasi:http errors mean
+//! ([`http`]) for tools with network grants.
 //!
 //! The contract's types ([`Manifest`], [`Chunk`], [`Error`], …) are
 //! `cordon-contract`'s, the same the host uses. The logic of a tool stays
@@ -16,6 +17,7 @@
 pub mod atomic;
 pub mod grant;
 pub mod host;
+pub mod http;
 pub mod items;
 pub mod outcome;
 pub mod paths;

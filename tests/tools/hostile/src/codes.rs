@@ -2,11 +2,10 @@
 //! for a wasi:http error code, and the message holding the code's `Debug`
 //! form.
 //!
-//! A failure reading a response body reaches the guest as a stream error,
-//! and wasmtime-wasi-http 48 gives no error code for it (`http-error-code`
-//! is `none`): only its text, e.g. "HTTP response body size exceeds limit:
-//! 100 bytes". [`recognise`] turns such a text back into the code it states.
+//! A failure reading a response body has only a text; the SDK's
+//! [`recognise`] turns it back into the code it states.
 
+use cordon_sdk::http::recognise;
 use wasip2::http::types::ErrorCode as HttpError;
 
 /// The tool error code a failure becomes.
@@ -79,40 +78,6 @@ impl Failure {
     }
 }
 
-/// A constructor of an error code from the limit the text gives, if any.
-type Make = fn(Option<u64>) -> HttpError;
-
-/// The codes a stream error's text may state: wasmtime-wasi-http's words for
-/// them, their variant names, and how to make them.
-const KNOWN: &[(&str, &str, Make)] = &[
-    ("HTTP response body size exceeds limit", "HttpResponseBodySize", HttpError::HttpResponseBodySize),
-    ("HTTP request body size exceeds limit", "HttpRequestBodySize", HttpError::HttpRequestBodySize),
-    ("connection limit reached", "ConnectionLimitReached", |_| HttpError::ConnectionLimitReached),
-    ("HTTP request denied", "HttpRequestDenied", |_| HttpError::HttpRequestDenied),
-    ("destination IP address is prohibited", "DestinationIpProhibited", |_| HttpError::DestinationIpProhibited),
-    ("connection timeout", "ConnectionTimeout", |_| HttpError::ConnectionTimeout),
-    ("connection read timeout", "ConnectionReadTimeout", |_| HttpError::ConnectionReadTimeout),
-    ("connection write timeout", "ConnectionWriteTimeout", |_| HttpError::ConnectionWriteTimeout),
-    ("HTTP response timeout", "HttpResponseTimeout", |_| HttpError::HttpResponseTimeout),
-    ("connection terminated", "ConnectionTerminated", |_| HttpError::ConnectionTerminated),
-    ("incomplete HTTP response", "HttpResponseIncomplete", |_| HttpError::HttpResponseIncomplete),
-];
-
-/// The wasi:http error code an error's text states, in wasmtime-wasi-http's
-/// words ("HTTP response body size exceeds limit: 100 bytes") or as the
-/// code's `Debug` form ("ErrorCode::HttpResponseBodySize(Some(100))"), with
-/// its limit; `None` for any other text.
-pub fn recognise(text: &str) -> Option<HttpError> {
-    let first = text.lines().next().unwrap_or_default().trim();
-    let named = first.strip_prefix("ErrorCode::").unwrap_or(first);
-    let (_, _, make) = KNOWN.iter().find(|(words, variant, _)| {
-        first.starts_with(words)
-            || named.strip_prefix(variant).is_some_and(|rest| rest.is_empty() || rest.starts_with('('))
-    })?;
-    let digits: String = first.chars().filter(char::is_ascii_digit).collect();
-    Some(make(digits.parse().ok()))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -142,19 +107,6 @@ mod tests {
         assert_eq!(failure.code, Code::TooLarge);
         assert_eq!(failure.debug, "ErrorCode::HttpResponseBodySize(Some(100000))");
         assert!(failure.message.contains("HttpResponseBodySize") && failure.message.contains(said), "{failure:?}");
-        let cases = [
-            ("HTTP request body size exceeds limit", "ErrorCode::HttpRequestBodySize(None)"),
-            ("connection read timeout\n\nCaused by:\n    deadline", "ErrorCode::ConnectionReadTimeout"),
-            ("connection timeout", "ErrorCode::ConnectionTimeout"),
-            ("ErrorCode::HttpResponseBodySize(Some(5))", "ErrorCode::HttpResponseBodySize(Some(5))"),
-            ("ConnectionLimitReached", "ErrorCode::ConnectionLimitReached"),
-        ];
-        for (text, debug) in cases {
-            assert_eq!(recognise(text).map(|code| format!("{code:?}")).as_deref(), Some(debug), "{text}");
-        }
-        for other in ["hyper error: connection closed", "ConnectionTimeoutish", ""] {
-            assert!(recognise(other).is_none(), "{other}");
-        }
         let failure = Failure::from_text("GET u", "something odd");
         assert_eq!((failure.code, failure.debug.as_str()), (Code::Io, "something odd"));
     }
