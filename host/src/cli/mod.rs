@@ -302,6 +302,16 @@ pub fn main() -> ExitCode {
     while let Some((_, inner)) = sub.subcommand() {
         sub = inner;
     }
+    if !matches!(cli.command, Command::Serve(_)) {
+        // A command that prints its answer ends quietly, as other Unix tools
+        // do, when its reader goes away (`cordon call … | head`), rather than
+        // panicking on the failed write. `serve` keeps SIGPIPE ignored: a
+        // client that leaves ends its session, never the server.
+        // SAFETY: setting a signal's disposition, before any thread starts.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
+    }
     let common = match &mut cli.command {
         Command::Serve(serve::ServeArgs { common, .. })
         | Command::Tools { common, .. }
