@@ -8,6 +8,8 @@
 
 use std::io::{Read, Seek, SeekFrom};
 
+pub use cordon_sdk::utf8::Piece;
+use cordon_sdk::utf8::split_valid;
 use cordon_sdk::{Error, ErrorCode};
 
 /// How many bytes to ask the file for at a time.
@@ -88,25 +90,6 @@ pub enum Selection {
 impl Selection {
     /// The whole file.
     pub const ALL: Selection = Selection::Lines { start: 1, end: None };
-}
-
-/// What one chunk holds, before it is put in the WIT shape.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Piece {
-    /// Valid UTF-8.
-    Text(String),
-    /// Bytes that are not valid UTF-8, as they are in the file.
-    Bytes(Vec<u8>),
-}
-
-impl Piece {
-    /// The payload's bytes.
-    pub fn as_bytes(&self) -> &[u8] {
-        match self {
-            Piece::Text(text) => text.as_bytes(),
-            Piece::Bytes(bytes) => bytes,
-        }
-    }
 }
 
 /// A chunk of the file and where it lies.
@@ -336,33 +319,4 @@ fn nth_newline(bytes: &[u8], n: u64) -> Option<usize> {
         return None;
     }
     memchr::memchr_iter(b'\n', bytes).nth(usize::try_from(n - 1).ok()?)
-}
-
-/// Takes the longest text prefix of `bytes`, or, when it starts with bytes that
-/// are not UTF-8, the run of such bytes. `complete` says no more bytes follow
-/// `bytes` in the selection, so an unfinished character at its end is returned
-/// as raw bytes rather than left for later.
-fn split_valid(bytes: &[u8], complete: bool) -> (Piece, usize) {
-    match std::str::from_utf8(bytes) {
-        Ok(text) => (Piece::Text(text.to_owned()), bytes.len()),
-        Err(e) if e.valid_up_to() > 0 => {
-            let valid = e.valid_up_to();
-            let text = std::str::from_utf8(&bytes[..valid]).expect("checked prefix");
-            (Piece::Text(text.to_owned()), valid)
-        }
-        Err(_) => {
-            let mut used = 0;
-            while used < bytes.len() {
-                match std::str::from_utf8(&bytes[used..]) {
-                    Err(e) if e.valid_up_to() == 0 => match e.error_len() {
-                        Some(n) => used += n,
-                        None if complete || used == 0 => used = bytes.len(),
-                        None => break,
-                    },
-                    _ => break,
-                }
-            }
-            (Piece::Bytes(bytes[..used].to_vec()), used)
-        }
-    }
 }

@@ -26,6 +26,7 @@ pub mod progress;
 pub mod scan;
 pub mod schema;
 pub mod tool;
+pub mod utf8;
 pub mod walk;
 
 #[cfg(target_arch = "wasm32")]

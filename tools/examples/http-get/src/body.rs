@@ -3,6 +3,8 @@
 //! host's budget of bytes and line ends. Only a chunk's worth (and a read
 //! ahead) is ever held, never the whole body.
 
+pub use cordon_sdk::utf8::Piece;
+use cordon_sdk::utf8::split_valid;
 use cordon_sdk::{Error, ErrorCode};
 
 /// How many bytes to ask the body for at a time.
@@ -57,25 +59,6 @@ pub fn sniff(head: &[u8], complete: bool) -> bool {
     match std::str::from_utf8(head) {
         Ok(_) => true,
         Err(e) => e.error_len().is_none() && !complete,
-    }
-}
-
-/// One chunk's data.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Piece {
-    /// Valid UTF-8.
-    Text(String),
-    /// Bytes, as they came.
-    Bytes(Vec<u8>),
-}
-
-impl Piece {
-    /// The data's bytes.
-    pub fn as_bytes(&self) -> &[u8] {
-        match self {
-            Piece::Text(text) => text.as_bytes(),
-            Piece::Bytes(bytes) => bytes,
-        }
     }
 }
 
@@ -213,35 +196,6 @@ impl<B: Body> Pager<B> {
 /// The index of the `n`th line end (1-based) in `bytes`, if it holds that many.
 fn memchr_nth(bytes: &[u8], n: usize) -> Option<usize> {
     bytes.iter().enumerate().filter(|(_, b)| **b == b'\n').nth(n - 1).map(|(at, _)| at)
-}
-
-/// The longest text prefix of `bytes` (an incomplete character at its end left
-/// for the next chunk, unless `complete`: nothing follows), or, when `bytes`
-/// starts with bytes that are not UTF-8, the run of them; and how many bytes
-/// that is.
-pub fn split_valid(bytes: &[u8], complete: bool) -> (Piece, usize) {
-    match std::str::from_utf8(bytes) {
-        Ok(text) => (Piece::Text(text.to_owned()), bytes.len()),
-        Err(e) if e.valid_up_to() > 0 => {
-            let valid = e.valid_up_to();
-            let text = std::str::from_utf8(&bytes[..valid]).expect("checked prefix");
-            (Piece::Text(text.to_owned()), valid)
-        }
-        Err(_) => {
-            let mut used = 0;
-            while used < bytes.len() {
-                match std::str::from_utf8(&bytes[used..]) {
-                    Err(e) if e.valid_up_to() == 0 => match e.error_len() {
-                        Some(n) => used += n,
-                        None if complete || used == 0 => used = bytes.len(),
-                        None => break,
-                    },
-                    _ => break,
-                }
-            }
-            (Piece::Bytes(bytes[..used].to_vec()), used)
-        }
-    }
 }
 
 #[cfg(test)]
