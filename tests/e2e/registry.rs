@@ -6,12 +6,13 @@
 //! key and one carrying a signature of other bytes are refused, and the kept
 //! signature is checked again at every load.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::signed::key_pair;
 use crate::support::{Fixture, Reaped, Server, cordon_bin, debian_program, poll, request};
 
 const HOSTILE: &str = env!("CORDON_HOSTILE_COMPONENT");
@@ -164,19 +165,6 @@ fn a_tool_published_and_added_by_tag_is_pinned_and_a_moved_tag_is_refused() {
     let by_digest = format!("oci://{}/tools/hostile@{first}", registry.addr);
     ok(cordon(state, &["tool", "add", &by_digest]));
     ok(cordon(state, &["call", "hostile", "--json", BENIGN, "--root", fx.root().to_str().unwrap()]));
-}
-
-/// A P-256 key pair made with openssl: (private key, public key).
-fn key_pair(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
-    let (key, public) = (dir.join(format!("{name}.pem")), dir.join(format!("{name}.pub")));
-    for args in [
-        vec!["ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", key.to_str().unwrap()],
-        vec!["ec", "-in", key.to_str().unwrap(), "-pubout", "-out", public.to_str().unwrap()],
-    ] {
-        let out = Command::new("openssl").args(&args).output().expect("openssl (`.ci/run` installs it)");
-        assert!(out.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    }
-    (key, public)
 }
 
 #[test]

@@ -14,7 +14,7 @@ use crate::support::{Fixture, Server, cordon_bin, shared_state_dir};
 use crate::tools::{RUST_EXAMPLE, ok, tool_cmd, tool_names};
 
 /// A P-256 key pair made with openssl: (private key, public key).
-fn key_pair(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
+pub(crate) fn key_pair(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
     let (key, public) = (dir.join(format!("{name}.key")), dir.join(format!("{name}.pub")));
     openssl(&["ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", key.to_str().unwrap()]);
     openssl(&["ec", "-in", key.to_str().unwrap(), "-pubout", "-out", public.to_str().unwrap()]);
