@@ -32,6 +32,8 @@ pub struct FileConfig {
     pub read_only: Option<bool>,
     /// Mark no tool to be loaded up front (`--defer-tools`).
     pub defer_tools: Option<bool>,
+    /// Offer no resources (`--no-resources`).
+    pub no_resources: Option<bool>,
     /// Where compiled tools and the cursor key are kept.
     pub state_dir: Option<PathBuf>,
     /// Compile the tools at every start instead of caching them.

@@ -38,6 +38,7 @@ pub mod framing;
 pub mod installed;
 pub mod limits;
 pub mod metrics;
+pub mod notices;
 pub mod pager;
 pub mod policy;
 pub mod private;

@@ -78,9 +78,12 @@ pub enum Request {
     SetLogLevel {
         level: LogLevel,
     },
-    /// Resources and prompts: the server has none, and says so.
-    ListResources,
+    /// The files under the roots as resources, a page from `cursor` on.
+    ListResources {
+        cursor: Option<String>,
+    },
     ListResourceTemplates,
+    /// Prompts: the server has none, and says so.
     ListPrompts,
     ReadResource {
         uri: String,
@@ -88,6 +91,52 @@ pub enum Request {
     GetPrompt {
         name: String,
     },
+    /// Legacy era: tell the session when the resource at `uri` changes.
+    Subscribe {
+        uri: String,
+    },
+    Unsubscribe {
+        uri: String,
+    },
+    /// Stateless era: a long-lived request whose response stream carries the
+    /// notifications the filter asks for.
+    Listen(Filter),
+}
+
+/// What a `subscriptions/listen` request opts in to (`SubscriptionFilter`):
+/// each kind of notification only when asked for.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Filter {
+    #[serde(default)]
+    pub tools_list_changed: bool,
+    #[serde(default)]
+    pub prompts_list_changed: bool,
+    #[serde(default)]
+    pub resources_list_changed: bool,
+    /// `notifications/resources/updated` for these URIs.
+    #[serde(default)]
+    pub resource_subscriptions: Vec<String>,
+}
+
+impl Filter {
+    /// The filter as the wire has it, the kinds not asked for left out.
+    pub fn to_json(&self) -> Value {
+        let mut out = serde_json::Map::new();
+        for (key, on) in [
+            ("toolsListChanged", self.tools_list_changed),
+            ("promptsListChanged", self.prompts_list_changed),
+            ("resourcesListChanged", self.resources_list_changed),
+        ] {
+            if on {
+                out.insert(key.into(), true.into());
+            }
+        }
+        if !self.resource_subscriptions.is_empty() {
+            out.insert("resourceSubscriptions".into(), self.resource_subscriptions.clone().into());
+        }
+        Value::Object(out)
+    }
 }
 
 /// The severity of a log message (RFC 5424 levels, least severe first).
@@ -168,6 +217,17 @@ struct NameParams {
     name: String,
 }
 
+#[derive(Deserialize)]
+struct CursorParams {
+    #[serde(default)]
+    cursor: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ListenParams {
+    notifications: Filter,
+}
+
 /// Methods the stateless era removed: not found there.
 const LEGACY_ONLY: [&str; 5] =
     ["initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"];
@@ -213,12 +273,27 @@ impl Request {
                 let p: SetLevelParams = serde_json::from_value(params).map_err(bad)?;
                 Ok(Request::SetLogLevel { level: p.level })
             }
-            "resources/list" => Ok(Request::ListResources),
+            "resources/list" => {
+                let p: CursorParams = serde_json::from_value(params).map_err(bad)?;
+                Ok(Request::ListResources { cursor: p.cursor })
+            }
             "resources/templates/list" => Ok(Request::ListResourceTemplates),
             "prompts/list" => Ok(Request::ListPrompts),
             "resources/read" => {
                 let p: UriParams = serde_json::from_value(params).map_err(bad)?;
                 Ok(Request::ReadResource { uri: p.uri })
+            }
+            "resources/subscribe" | "resources/unsubscribe" => {
+                let UriParams { uri } = serde_json::from_value(params).map_err(bad)?;
+                Ok(if method == "resources/subscribe" {
+                    Request::Subscribe { uri }
+                } else {
+                    Request::Unsubscribe { uri }
+                })
+            }
+            "subscriptions/listen" if modern => {
+                let p: ListenParams = serde_json::from_value(params).map_err(bad)?;
+                Ok(Request::Listen(p.notifications))
             }
             "prompts/get" => {
                 let p: NameParams = serde_json::from_value(params).map_err(bad)?;
@@ -274,5 +349,30 @@ mod tests {
         assert_eq!(bad.unwrap_err().code, Code::InvalidParams);
         let bad = Request::parse("tools/call", Some(json!({"name": "read", "arguments": [1]})), false);
         assert_eq!(bad.unwrap_err().code, Code::InvalidParams);
+    }
+
+    #[test]
+    fn resource_requests_carry_their_cursor_uri_and_filter() {
+        let list = Request::parse("resources/list", Some(json!({"cursor": "c1"})), false).unwrap();
+        assert_eq!(list, Request::ListResources { cursor: Some("c1".into()) });
+        let sub = Request::parse("resources/subscribe", Some(json!({"uri": "file:///a"})), false).unwrap();
+        assert_eq!(sub, Request::Subscribe { uri: "file:///a".into() });
+        let bad = Request::parse("resources/subscribe", Some(json!({})), false);
+        assert_eq!(bad.unwrap_err().code, Code::InvalidParams);
+        let listen = json!({"notifications": {"toolsListChanged": true, "resourceSubscriptions": ["file:///a"]}});
+        let Request::Listen(filter) = Request::parse("subscriptions/listen", Some(listen), true).unwrap() else {
+            panic!("a listen request")
+        };
+        assert!(filter.tools_list_changed && !filter.resources_list_changed);
+        assert_eq!(filter.to_json(), json!({"toolsListChanged": true, "resourceSubscriptions": ["file:///a"]}));
+        // Legacy sessions have no listen; the filter is required.
+        assert_eq!(
+            Request::parse("subscriptions/listen", Some(json!({})), false).unwrap_err().code,
+            Code::MethodNotFound
+        );
+        assert_eq!(
+            Request::parse("subscriptions/listen", Some(json!({})), true).unwrap_err().code,
+            Code::InvalidParams
+        );
     }
 }

@@ -93,6 +93,11 @@ struct Common {
     /// that defers tools (Claude Code's tool search) then defers Cordon's too.
     #[arg(long)]
     defer_tools: bool,
+    /// Offer no resources: the files under the roots are not listed, read or
+    /// watched as MCP resources, and the `resources` capability is not declared
+    /// (Claude Code then adds no resource tools of its own to the conversation).
+    #[arg(long)]
+    no_resources: bool,
     /// An extra tool component to load (repeatable); it is granted no filesystem access.
     #[arg(long = "component", value_name = "PATH.wasm")]
     components: Vec<PathBuf>,
@@ -177,6 +182,7 @@ impl Common {
             deny,
             read_only,
             defer_tools,
+            no_resources,
             state_dir,
             no_cache,
             components,
@@ -225,6 +231,7 @@ impl Common {
             |id: &str, current: bool, file: &Option<bool>| if given(id) { current } else { file.unwrap_or(current) };
         self.read_only = flag("read_only", self.read_only, read_only);
         self.defer_tools = flag("defer_tools", self.defer_tools, defer_tools);
+        self.no_resources = flag("no_resources", self.no_resources, no_resources);
         self.no_cache = flag("no_cache", self.no_cache, no_cache);
         self.debug = flag("debug", self.debug, debug);
         self.no_audit = flag("no_audit", self.no_audit, no_audit);
@@ -265,6 +272,7 @@ impl Common {
             trusted_keys: self.trusted_keys.clone(),
             require_signatures: self.require_signatures,
             defer_tools: self.defer_tools,
+            resources: !self.no_resources,
             clients: crate::clients::Clients::new(&self.clients),
             access: self.access.clone(),
             metrics: !self.no_metrics,

@@ -10,6 +10,7 @@ mod json;
 mod loading;
 pub mod model;
 pub mod outcome;
+pub mod resources;
 pub use faults::{Failed, Fault, Kind, ToolFailure, WithKind};
 pub use loading::Loading;
 pub use model::compact::CompactPrinters;
@@ -27,23 +28,27 @@ use json::{insert_span, output_schema, structured};
 use model::footer::footer;
 use model::{media, text};
 
-/// What the server offers, in either era: tools, log messages on request,
-/// and (empty) prompts, so clients that list them get an answer. It offers
-/// no resources and does not declare them: a client that finds `resources`
-/// adds tools of its own to every conversation (Claude Code: three, ~2,100
-/// characters); one that lists them anyway gets an empty list.
-pub fn capabilities(version: Version) -> Value {
-    // A legacy session is told when the tools change (a tool installed or
-    // removed while serving); the stateless era has no session to tell.
-    let list_changed = !version.is_modern();
-    json!({ "tools": { "listChanged": list_changed }, "logging": {}, "prompts": {} })
+/// What the server offers, in either era: tools (and word when they
+/// change), log messages on request, (empty) prompts, so clients that list
+/// them get an answer, and, unless `--no-resources`, the files under the roots
+/// as resources, with subscriptions. A legacy session is told of changes on
+/// its own stream; a stateless client asks for them with
+/// `subscriptions/listen`, where the resource list's changes can be asked for
+/// too. Declaring `resources` has a cost: Claude Code adds resource tools of
+/// its own to every conversation with such a server (see the README).
+pub fn capabilities(version: Version, resources: bool) -> Value {
+    let mut offered = json!({ "tools": { "listChanged": true }, "logging": {}, "prompts": {} });
+    if resources {
+        offered["resources"] = json!({ "subscribe": true, "listChanged": version.is_modern() });
+    }
+    offered
 }
 
 /// The `initialize` result.
-pub fn initialize_result(version: Version, instructions: &str) -> Value {
+pub fn initialize_result(version: Version, instructions: &str, resources: bool) -> Value {
     json!({
         "protocolVersion": version.as_str(),
-        "capabilities": capabilities(version),
+        "capabilities": capabilities(version, resources),
         "serverInfo": modern::server_info(),
         "instructions": instructions,
     })

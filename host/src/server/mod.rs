@@ -35,6 +35,8 @@ mod access;
 mod error;
 mod operate;
 mod record;
+mod resources;
+pub use resources::{Asker, FileUri};
 
 /// Everything needed to start a server.
 #[derive(Debug, Clone)]
@@ -67,6 +69,8 @@ pub struct Config {
     /// Mark no tool to be loaded up front: a client that defers tools (Claude
     /// Code's tool search) defers Cordon's too.
     pub defer_tools: bool,
+    /// Offer the files under the roots as resources, and tell of their changes.
+    pub resources: bool,
     /// The agent clients known by name, and the page each gets (`clients`).
     pub clients: crate::clients::Clients,
     /// Who may do what (`[[access]]`, roots already relative to nothing).
@@ -117,6 +121,10 @@ pub struct Server {
     scope_names: ScopeNames,
     /// What an operator scrapes (see `operate`).
     metrics: Arc<crate::metrics::Metrics>,
+    /// Whether the files are offered as resources (`Config::resources`).
+    resources: bool,
+    /// Who listens to changes of resources, and the watcher of files.
+    notices: crate::notices::Hub,
 }
 
 impl Server {
@@ -199,6 +207,8 @@ impl Server {
             access,
             scope_names: config.scope_names.clone(),
             metrics,
+            resources: config.resources,
+            notices: crate::notices::Hub::new(),
         }))
     }
 

@@ -10,12 +10,14 @@
 //! On transports that carry requests to the client (stdio, TCP), a legacy
 //! session asks the client for its roots, which narrow every call's (`roots`).
 
+mod listen;
+mod resources;
 mod roots;
 
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -84,6 +86,12 @@ impl Outbox {
         }
     }
 
+    /// Sends a message that must not be dropped, waiting while the
+    /// transport's queue is full; false once the transport is gone.
+    async fn send(&self, line: String) -> bool {
+        self.0.send(line).await.is_ok()
+    }
+
     /// Sends a request of the server's to the client.
     fn request(&self, line: String) {
         if self.0.try_send(line).is_err() {
@@ -127,6 +135,8 @@ pub struct Session {
     /// Who the client is: its principal and rights, and for the audit
     /// trail the transport's part, then the name and version `initialize` gave.
     caller: Mutex<Caller>,
+    /// What the session subscribed to (legacy era), and what waits to be sent.
+    notices: Arc<crate::notices::Listener>,
 }
 
 impl Session {
@@ -144,6 +154,7 @@ impl Session {
 
     fn with(server: Arc<Server>, caller: Caller, duplex: bool) -> Arc<Session> {
         let slots = Arc::new(Semaphore::new(server.limits().max_concurrent_calls.max(1)));
+        let scope = crate::notices::Scope { roots: Vec::new(), judge: Arc::clone(&caller.rights.judge) };
         Arc::new(Session {
             server,
             transport: caller.who.transport,
@@ -154,6 +165,7 @@ impl Session {
             roots: ClientRoots::new(duplex),
             listener: AtomicU64::new(0),
             caller: Mutex::new(caller),
+            notices: crate::notices::Listener::new(scope),
         })
     }
 
@@ -169,31 +181,6 @@ impl Session {
     /// Whether `initialize` has negotiated a revision (legacy era).
     pub fn initialized(&self) -> bool {
         self.version.lock().expect("version lock").is_some()
-    }
-
-    /// What the server sends this session unasked: a
-    /// `notifications/tools/list_changed` each time the offered tools change
-    /// (a tool installed or removed while serving), once the session is
-    /// initialized. Stateless (2026-07-28) requests have no session to tell:
-    /// their `tools/list` is never cached (`ttlMs: 0`). Only the latest stream
-    /// asked for carries them (a message goes on one stream only); an earlier
-    /// one ends at its next message.
-    pub fn unsolicited(self: &Arc<Self>) -> impl futures_util::Stream<Item = String> + Send + 'static {
-        let mut changes = self.server.tool_changes();
-        changes.mark_unchanged();
-        let listener = self.listener.fetch_add(1, Ordering::SeqCst) + 1;
-        futures_util::stream::unfold((Arc::clone(self), changes), move |(session, mut changes)| async move {
-            loop {
-                changes.changed().await.ok()?;
-                if session.listener.load(Ordering::SeqCst) != listener {
-                    return None;
-                }
-                if session.initialized() {
-                    let line = jsonrpc::notification("notifications/tools/list_changed", json!({}));
-                    return Some((line, (session, changes)));
-                }
-            }
-        })
     }
 
     /// Handles one frame. Lifecycle and listing requests are answered at once, in
@@ -312,7 +299,8 @@ impl Session {
                     *self.version.lock().expect("version lock") = Some(version);
                     self.roots.initialized(*roots);
                     let instructions = self.server.instructions_for(&rights);
-                    return reply(None, Ok(results::initialize_result(version, &instructions)));
+                    let result = results::initialize_result(version, &instructions, self.server.offers_resources());
+                    return reply(None, Ok(result));
                 }
                 (Request::Ping, _) => return reply(None, Ok(json!({}))),
                 (_, None) => {
@@ -327,15 +315,39 @@ impl Session {
         let done = |result: Result<Value, ErrorObject>, cacheable| reply(Some(ctx), stamped(ctx, result, cacheable));
         match request {
             Request::Discover => {
-                let capabilities = results::capabilities(Version::MODERN);
+                let capabilities = results::capabilities(Version::MODERN, self.server.offers_resources());
                 let instructions = self.server.instructions_for(&self.rights());
                 done(Ok(modern::discover_result(capabilities, &instructions)), true)
             }
             Request::ListTools => done(Ok(self.server.list_tools_for(ctx.version, &self.rights())), true),
-            Request::ListResources => done(Ok(results::empty_list("resources")), true),
-            Request::ListResourceTemplates => done(Ok(results::empty_list("resourceTemplates")), true),
+            Request::ListResources { .. } | Request::ReadResource { .. } if !self.server.offers_resources() => {
+                let result = match request {
+                    Request::ReadResource { uri } => Err(Fault::UnknownResource { uri }.into()),
+                    _ => Ok(results::empty_list("resources")),
+                };
+                done(result, true)
+            }
+            Request::ListResources { cursor } => self.resource_request(
+                Asked { id, out, span },
+                ctx,
+                Box::new(move |server, asker| server.list_resources(asker, cursor.as_deref())),
+            ),
+            Request::ReadResource { uri } => self.resource_request(
+                Asked { id, out, span },
+                ctx,
+                Box::new(move |server, asker| server.read_resource(asker, &uri)),
+            ),
+            Request::ListResourceTemplates => done(Ok(resources::templates(self.server.offers_resources())), true),
+            Request::Subscribe { .. } | Request::Unsubscribe { .. } if !self.server.offers_resources() => {
+                done(Err(resources::not_offered(method)), false)
+            }
+            Request::Subscribe { uri } => self.subscribe(Asked { id, out, span }, ctx, uri),
+            Request::Unsubscribe { uri } => {
+                self.notices.unsubscribe(&uri);
+                done(Ok(json!({})), false)
+            }
+            Request::Listen(filter) => self.listen(Asked { id, out, span }, ctx, filter),
             Request::ListPrompts => done(Ok(results::empty_list("prompts")), true),
-            Request::ReadResource { uri } => done(Err(Fault::UnknownResource { uri }.into()), true),
             Request::GetPrompt { name } => done(Err(Fault::UnknownPrompt { name }.into()), false),
             Request::SetLogLevel { level } => {
                 *self.log_level.lock().expect("log level lock") = Some(level);

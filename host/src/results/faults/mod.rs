@@ -96,8 +96,12 @@ pub enum Fault {
     NoAccess { name: String, by: String },
     /// A call of a tool that needs `scope`, which the principal's token lacks.
     InsufficientScope { name: String, scope: String },
-    /// A read of a resource that does not exist (every one: the server has none).
+    /// A resource URI that names no file under the roots: another scheme, or
+    /// not a file URI at all.
     UnknownResource { uri: String },
+    /// A file resource the `read` (or, listing, `glob`) tool refused, as it
+    /// refuses a call: not found, denied, outside the roots.
+    ResourceRefused { uri: String, failure: ToolFailure },
     /// A prompt that does not exist (every one: the server has none).
     UnknownPrompt { name: String },
     /// The handle store could not be read (`reason`: the system's words).
@@ -152,6 +156,13 @@ impl Fault {
             Fault::InsufficientScope { name, scope } => ErrorObject::new(Code::Forbidden, message)
                 .with_kind(Kind::InsufficientScope, json!({ "tool": name, "scope": scope })),
             Fault::UnknownResource { uri } => ErrorObject::new(Code::InvalidParams, message).with_data(json!({ "uri": uri })),
+            Fault::ResourceRefused { uri, failure } => {
+                let code = match failure.code {
+                    "io" | "internal" | "trapped" | "contract_violation" | "host" => Code::InternalError,
+                    _ => Code::InvalidParams,
+                };
+                ErrorObject::new(code, message).with_data(json!({ "uri": uri, "code": failure.code }))
+            }
             Fault::UnknownPrompt { name } => {
                 ErrorObject::new(Code::InvalidParams, message).with_data(json!({ "name": name }))
             }
@@ -211,8 +222,16 @@ impl fmt::Display for Fault {
             Fault::InsufficientScope { name, scope } => {
                 write!(f, "Tool `{name}` needs the scope `{scope}`, which your access token does not carry")
             }
-            Fault::UnknownResource { uri } => {
-                write!(f, "Resource not found: `{uri}`; this server offers tools, not resources")
+            Fault::UnknownResource { uri } => write!(
+                f,
+                "Resource not found: `{uri}`; this server's resources are the files under its roots, as \
+                 file:///absolute/path URIs"
+            ),
+            Fault::ResourceRefused { uri, failure } if failure.code == "not_found" => {
+                write!(f, "Resource not found: `{uri}` ({})", failure.message)
+            }
+            Fault::ResourceRefused { uri, failure } => {
+                write!(f, "Resource `{uri}` cannot be read ({}): {}", failure.code, failure.message)
             }
             Fault::UnknownPrompt { name } => {
                 write!(f, "Prompt not found: `{name}`; this server offers tools, not prompts")

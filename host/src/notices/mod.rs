@@ -1,0 +1,214 @@
+//! Change notifications: the operating system's file events (the `notify`
+//! crate: inotify here), batched, and handed to every `Listener` whose
+//! subscriptions they touch.
+//!
+//! The `Hub` keeps one watcher for the process and watches only what someone
+//! listens to: the directory holding a subscribed file (so a write, a rename
+//! over it and a delete are all seen), a subscribed directory recursively, and
+//! the roots recursively for a listener of list changes. Watches are counted
+//! and dropped with the last subscription that needs them.
+//!
+//! Events are batched: the first event of a quiet spell opens a window of
+//! `WINDOW` (50 ms), every event in it is merged by path, and at its end the
+//! batch goes to the listeners, so a burst of changes to one file is one
+//! notification per window. A batch holds at most `MAX_BATCH` paths; past
+//! that, or when the kernel's own queue overflowed, it says only that
+//! anything may have changed, and each listener resyncs (see `listener`).
+
+mod listener;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use notify::event::{AccessKind, AccessMode, EventKind, ModifyKind};
+use notify::{RecursiveMode, Watcher};
+
+pub use listener::{Listener, Notice, Scope, SubscribeError, Subscribed};
+
+/// How long a batch of events is gathered after its first one.
+pub const WINDOW: Duration = Duration::from_millis(50);
+
+/// The most paths a batch names; beyond, the batch overflows.
+const MAX_BATCH: usize = 4096;
+
+/// The process's watcher of files, and everyone listening.
+pub struct Hub {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    /// Made on the first watch (no inotify instance for a server nobody subscribes to).
+    watcher: Mutex<Option<notify::RecommendedWatcher>>,
+    /// How many holders each (path, recursive) watch has.
+    watches: Mutex<HashMap<(PathBuf, bool), usize>>,
+    listeners: Mutex<Vec<Weak<Listener>>>,
+}
+
+/// What changed in one window.
+#[derive(Debug, Default)]
+pub struct Batch {
+    /// Each path changed, and whether an entry appeared, vanished or was
+    /// renamed there (the list changed), not only its content.
+    paths: HashMap<PathBuf, bool>,
+    /// More changed than the batch names: anything may have.
+    overflowed: bool,
+}
+
+impl Batch {
+    fn add(&mut self, event: notify::Result<notify::Event>) {
+        let event = match event {
+            Ok(event) => event,
+            Err(e) => {
+                tracing::warn!("file watcher error: {e}");
+                self.overflowed = true;
+                return;
+            }
+        };
+        if event.need_rescan() {
+            self.overflowed = true;
+            return;
+        }
+        let listed = match event.kind {
+            EventKind::Create(_) | EventKind::Remove(_) | EventKind::Modify(ModifyKind::Name(_)) => true,
+            EventKind::Modify(_) | EventKind::Any | EventKind::Other => false,
+            EventKind::Access(AccessKind::Close(AccessMode::Write)) => false,
+            EventKind::Access(_) => return,
+        };
+        for path in event.paths {
+            if self.paths.len() >= MAX_BATCH && !self.paths.contains_key(&path) {
+                self.overflowed = true;
+                return;
+            }
+            *self.paths.entry(path).or_default() |= listed;
+        }
+    }
+
+    /// Each changed path and whether the list changed there.
+    pub fn paths(&self) -> impl Iterator<Item = (&Path, bool)> {
+        self.paths.iter().map(|(p, listed)| (p.as_path(), *listed))
+    }
+
+    pub fn overflowed(&self) -> bool {
+        self.overflowed
+    }
+}
+
+/// A watch held: dropped, the watch ends with its last holder.
+pub struct WatchGuard {
+    shared: Weak<Shared>,
+    key: (PathBuf, bool),
+}
+
+impl Drop for WatchGuard {
+    fn drop(&mut self) {
+        let Some(shared) = self.shared.upgrade() else { return };
+        let mut watches = shared.watches.lock().expect("watches lock");
+        let Some(count) = watches.get_mut(&self.key) else { return };
+        *count -= 1;
+        if *count == 0 {
+            watches.remove(&self.key);
+            if let Some(watcher) = shared.watcher.lock().expect("watcher lock").as_mut() {
+                // The directory may be gone, and its watch with it.
+                let _ = watcher.unwatch(&self.key.0);
+            }
+        }
+    }
+}
+
+impl Default for Hub {
+    fn default() -> Self {
+        Hub::new()
+    }
+}
+
+impl Hub {
+    pub fn new() -> Hub {
+        Hub {
+            shared: Arc::new(Shared {
+                watcher: Mutex::new(None),
+                watches: Mutex::new(HashMap::new()),
+                listeners: Mutex::new(Vec::new()),
+            }),
+        }
+    }
+
+    /// Starts telling `listener` of the changes its subscriptions touch.
+    pub fn register(&self, listener: &Arc<Listener>) {
+        let mut listeners = self.shared.listeners.lock().expect("listeners lock");
+        listeners.retain(|l| l.strong_count() > 0);
+        listeners.push(Arc::downgrade(listener));
+    }
+
+    /// How many listeners are registered and alive.
+    pub fn listeners(&self) -> usize {
+        self.shared.listeners.lock().expect("listeners lock").iter().filter(|l| l.strong_count() > 0).count()
+    }
+
+    /// How many distinct watches are held.
+    pub fn watches(&self) -> usize {
+        self.shared.watches.lock().expect("watches lock").len()
+    }
+
+    /// Watches `dir` (an existing directory), with everything under it when
+    /// `recursive`, until the guard is dropped.
+    pub fn watch(&self, dir: &Path, recursive: bool) -> Result<WatchGuard, notify::Error> {
+        let key = (dir.to_path_buf(), recursive);
+        let mut watches = self.shared.watches.lock().expect("watches lock");
+        if let Some(count) = watches.get_mut(&key) {
+            *count += 1;
+        } else {
+            let mut watcher = self.shared.watcher.lock().expect("watcher lock");
+            if watcher.is_none() {
+                *watcher = Some(self.start()?);
+            }
+            let mode = if recursive { RecursiveMode::Recursive } else { RecursiveMode::NonRecursive };
+            watcher.as_mut().expect("made above").watch(dir, mode)?;
+            watches.insert(key.clone(), 1);
+        }
+        Ok(WatchGuard { shared: Arc::downgrade(&self.shared), key })
+    }
+
+    /// The watcher, and the thread that batches its events and hands them
+    /// out; the thread ends when the watcher is dropped with the hub.
+    fn start(&self) -> Result<notify::RecommendedWatcher, notify::Error> {
+        let (tx, rx) = mpsc::channel();
+        let watcher = notify::recommended_watcher(move |event| {
+            let _ = tx.send(event);
+        })?;
+        let shared = Arc::downgrade(&self.shared);
+        std::thread::Builder::new()
+            .name("cordon-changes".into())
+            .spawn(move || batches(&rx, &shared))
+            .map_err(|e| notify::Error::io(e))?;
+        Ok(watcher)
+    }
+}
+
+/// Gathers events into batches and hands each to the listeners.
+fn batches(rx: &mpsc::Receiver<notify::Result<notify::Event>>, shared: &Weak<Shared>) {
+    while let Ok(first) = rx.recv() {
+        let mut batch = Batch::default();
+        batch.add(first);
+        let closes = Instant::now() + WINDOW;
+        loop {
+            let left = closes.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(event) => batch.add(event),
+                Err(mpsc::RecvTimeoutError::Timeout) => break,
+                Err(mpsc::RecvTimeoutError::Disconnected) => return,
+            }
+        }
+        let Some(shared) = shared.upgrade() else { return };
+        let listeners: Vec<Arc<Listener>> =
+            shared.listeners.lock().expect("listeners lock").iter().filter_map(Weak::upgrade).collect();
+        for listener in listeners {
+            listener.offer(&batch);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

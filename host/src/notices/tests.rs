@@ -1,0 +1,140 @@
+//! The hub and its listeners on a real directory, with inotify: what a
+//! subscription sees, what it must not, and the bounds.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::*;
+use crate::policy::{DirSpec, Mode, Policy};
+
+/// A root with a deny rule (`*.pem`), and a scope over it.
+fn root() -> (tempfile::TempDir, PathBuf, Scope) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    std::fs::create_dir_all(root.join("sub")).unwrap();
+    let policy =
+        Policy::new(&[DirSpec { path: root.clone(), mode: Mode::ReadWrite }], &["*.pem".into()], false).unwrap();
+    let scope = Scope { roots: vec![root.clone()], judge: Arc::clone(policy.judge()) };
+    (dir, root, scope)
+}
+
+fn uri(path: &Path) -> String {
+    file_uri(path)
+}
+
+/// The notices that come within `wait`, gathered until a quiet spell.
+fn gather(listener: &Listener, wait: Duration) -> Vec<Notice> {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+    runtime.block_on(async {
+        let mut all = Vec::new();
+        let mut wait = wait;
+        while let Ok(more) = tokio::time::timeout(wait, listener.next()).await {
+            all.extend(more);
+            wait = WINDOW * 6;
+        }
+        all
+    })
+}
+
+use crate::results::resources::file_uri;
+
+#[test]
+fn a_subscribed_file_is_told_of_a_write_a_rename_over_it_and_its_deletion() {
+    let (_dir, root, scope) = root();
+    let hub = Hub::new();
+    let listener = Listener::new(scope);
+    hub.register(&listener);
+    let file = root.join("a.txt");
+    std::fs::write(&file, "one").unwrap();
+    assert_eq!(listener.subscribe(&hub, &uri(&file), &file), Ok(Subscribed::File));
+    let updated = vec![Notice::Updated { uri: uri(&file), resync: false }];
+    std::fs::write(&file, "two").unwrap();
+    assert_eq!(gather(&listener, Duration::from_secs(5)), updated, "a write");
+    std::fs::write(root.join("a.tmp"), "three").unwrap();
+    std::fs::rename(root.join("a.tmp"), &file).unwrap();
+    assert_eq!(gather(&listener, Duration::from_secs(5)), updated, "a rename over it");
+    std::fs::remove_file(&file).unwrap();
+    assert_eq!(gather(&listener, Duration::from_secs(5)), updated, "its deletion");
+    std::fs::write(root.join("other.txt"), "x").unwrap();
+    assert_eq!(gather(&listener, Duration::from_millis(500)), vec![], "another file in the directory");
+    assert!(listener.unsubscribe(&uri(&file)) && !listener.unsubscribe(&uri(&file)));
+    assert_eq!(hub.watches(), 0, "the directory's watch ended with its last subscription");
+}
+
+#[test]
+fn a_directory_subscription_names_each_file_but_never_a_denied_one() {
+    let (_dir, root, scope) = root();
+    let hub = Hub::new();
+    let listener = Listener::new(scope);
+    hub.register(&listener);
+    let sub = root.join("sub");
+    assert_eq!(listener.subscribe(&hub, &uri(&sub), &sub), Ok(Subscribed::Directory));
+    std::fs::create_dir(sub.join("deeper")).unwrap();
+    std::thread::sleep(WINDOW * 4);
+    let _ = listener.take();
+    std::fs::write(sub.join("key.pem"), "secret").unwrap();
+    std::fs::write(sub.join("deeper/key.pem"), "secret").unwrap();
+    std::fs::write(sub.join("deeper/n.txt"), "x").unwrap();
+    let got = gather(&listener, Duration::from_secs(5));
+    let named: Vec<&str> = got
+        .iter()
+        .filter_map(|n| match n {
+            Notice::Updated { uri, .. } => Some(uri.as_str()),
+            Notice::ListChanged => None,
+        })
+        .collect();
+    assert!(named.contains(&uri(&sub.join("deeper/n.txt")).as_str()), "{got:?}");
+    assert!(named.iter().all(|u| !u.ends_with(".pem")), "no change of a denied file is told: {got:?}");
+}
+
+#[test]
+fn subscriptions_outside_the_roots_or_denied_are_refused() {
+    let (_dir, root, scope) = root();
+    let hub = Hub::new();
+    let listener = Listener::new(scope);
+    let code = |path: &Path| listener.subscribe(&hub, &uri(path), path).unwrap_err().code();
+    assert_eq!(code(Path::new("/etc/hostname")), "permission_denied");
+    assert_eq!(code(&root.join("id.pem")), "permission_denied", "denied even before it exists");
+    std::os::unix::fs::symlink("/etc", root.join("etc")).unwrap();
+    assert_eq!(code(&root.join("etc/hostname")), "permission_denied", "a link out of the root");
+    assert_eq!(code(&root.join("no/such/file")), "not_found");
+    assert_eq!(hub.watches(), 0);
+}
+
+#[test]
+fn what_waits_is_merged_and_bounded_and_an_overflow_resyncs() {
+    let (_dir, root, scope) = root();
+    let hub = Hub::new();
+    let listener = Listener::new(scope);
+    let sub = root.join("sub");
+    listener.subscribe(&hub, &uri(&sub), &sub).unwrap();
+    let mut batch = Batch::default();
+    for i in 0..(listener::MAX_PENDING + 500) {
+        batch.paths.insert(sub.join(format!("f{i}")), false);
+    }
+    listener.offer(&batch);
+    listener.offer(&batch);
+    let got = listener.take();
+    assert_eq!(got.len(), listener::MAX_PENDING + 1, "the bound, and one resync notice");
+    assert_eq!(got[0], Notice::Updated { uri: uri(&sub), resync: true });
+    assert!(listener.take().is_empty());
+    let overflowed = Batch { overflowed: true, ..Batch::default() };
+    listener.offer(&overflowed);
+    assert_eq!(listener.take(), vec![Notice::Updated { uri: uri(&sub), resync: true }]);
+}
+
+#[test]
+fn a_batch_merges_paths_and_overflows_past_its_bound() {
+    let mut batch = Batch::default();
+    let event = |kind, path: PathBuf| Ok(notify::Event::new(kind).add_path(path));
+    let modify = EventKind::Modify(ModifyKind::Data(notify::event::DataChange::Content));
+    batch.add(event(modify, "/r/a".into()));
+    batch.add(event(EventKind::Create(notify::event::CreateKind::File), "/r/a".into()));
+    batch.add(event(EventKind::Access(AccessKind::Open(AccessMode::Read)), "/r/b".into()));
+    assert_eq!(batch.paths().collect::<Vec<_>>(), vec![(Path::new("/r/a"), true)]);
+    for i in 0..MAX_BATCH {
+        batch.add(event(modify, format!("/r/{i}").into()));
+    }
+    assert!(batch.overflowed() && batch.paths.len() == MAX_BATCH);
+}

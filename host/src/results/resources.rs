@@ -1,0 +1,144 @@
+//! Resource results: the files a `glob` page found as `resources/list`
+//! entries, and a `read` page as `resources/read` contents (text with its
+//! charset, or a blob with its MIME type), its place and hashes in `_meta`.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use super::{PAGE_META, base64_encode, page_meta};
+use crate::pager::page::{Block, Page};
+
+/// The URI template of every resource.
+pub const TEMPLATE: &str = "file:///{+path}";
+
+/// The `resources/templates/list` result.
+pub fn templates() -> Value {
+    json!({ "resourceTemplates": [{
+        "uriTemplate": TEMPLATE,
+        "name": "file",
+        "title": "A file under the server's roots",
+        "description": "Any file under the roots by its absolute path (file:///home/me/project/README.md); \
+            a read that does not hold the whole file names the URI that continues it in \
+            _meta[\"cordon/page\"].next_uri.",
+    }] })
+}
+
+/// The files on a `glob` page (JSON form, `details`) as resources, each
+/// named by its path relative to `root`.
+pub fn found(page: &Page, root: &Path) -> Vec<Value> {
+    let mut found = Vec::new();
+    for block in &page.blocks {
+        let Block::Text(text) = block else { continue };
+        for line in text.lines() {
+            let Ok(item) = serde_json::from_str::<Value>(line) else { continue };
+            if item.get("type").and_then(Value::as_str) != Some("file") {
+                continue;
+            }
+            let Some(path) = item.get("path").and_then(Value::as_str).map(Path::new) else { continue };
+            found.push(resource(path, root, item.get("size").and_then(Value::as_u64)));
+        }
+    }
+    found
+}
+
+/// One file as a `Resource`.
+fn resource(path: &Path, root: &Path, size: Option<u64>) -> Value {
+    let name = path.strip_prefix(root).unwrap_or(path).display().to_string();
+    let mut entry = json!({ "uri": file_uri(path), "name": name });
+    if let Some(mime) = mime_guess::from_path(path).first_raw() {
+        entry["mimeType"] = mime.into();
+    }
+    if let Some(size) = size {
+        entry["size"] = size.into();
+    }
+    entry
+}
+
+/// The `file:` URI of an absolute path (percent-encoded as URIs need).
+pub fn file_uri(path: &Path) -> String {
+    url::Url::from_file_path(path).map_or_else(|()| format!("file://{}", path.display()), String::from)
+}
+
+/// The `resources/list` result.
+pub fn listed(resources: Vec<Value>, next: Option<String>) -> Value {
+    let mut result = json!({ "resources": resources });
+    if let Some(next) = next {
+        result["nextCursor"] = next.into();
+    }
+    result
+}
+
+/// A `read` page (JSON form) as `resources/read` contents for `uri`: text
+/// when the page's payload is UTF-8, else a blob of every byte. `_meta`
+/// holds the page's place, size, hashes and, when more follows, the cursor
+/// and `next_uri`, the URI that reads on.
+pub fn contents(page: Page, uri: &str, next_uri: Option<String>) -> Value {
+    let media = page.info.get("media_type").and_then(Value::as_str).unwrap_or("application/octet-stream");
+    let mut meta = page_meta(&page);
+    if let Some(next) = next_uri {
+        meta["next_uri"] = next.into();
+    }
+    if let Some(size) = page.info.get("size") {
+        meta["size"] = size.clone();
+    }
+    if let Some(span) = &page.span {
+        meta["start_byte"] = span.start_byte.into();
+        meta["end_byte"] = span.end_byte.into();
+    }
+    let text = page.blocks.iter().all(|b| matches!(b, Block::Text(_)));
+    let item = if text {
+        let mut text = String::new();
+        for block in page.blocks {
+            if let Block::Text(t) = block {
+                text.push_str(&t);
+            }
+        }
+        json!({ "uri": uri, "mimeType": text_type(media), "text": text })
+    } else {
+        let mut bytes = Vec::new();
+        for block in page.blocks {
+            match block {
+                Block::Text(t) => bytes.extend_from_slice(t.as_bytes()),
+                Block::Bytes(b) => bytes.extend_from_slice(&b),
+            }
+        }
+        json!({ "uri": uri, "mimeType": media, "blob": base64_encode(&bytes) })
+    };
+    json!({ "contents": [item], "_meta": { PAGE_META: meta } })
+}
+
+/// The MIME type of text: the file's own when it is a text type, with its
+/// charset (UTF-8: the read tool's text is), else `text/plain`.
+fn text_type(media: &str) -> String {
+    let known_text = media.starts_with("text/")
+        || ["json", "xml", "javascript", "yaml", "toml", "x-sh"].iter().any(|t| media.ends_with(t));
+    let base = if known_text { media } else { "text/plain" };
+    format!("{base}; charset=utf-8")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_is_typed_with_its_charset() {
+        assert_eq!(text_type("text/plain"), "text/plain; charset=utf-8");
+        assert_eq!(text_type("text/markdown"), "text/markdown; charset=utf-8");
+        assert_eq!(text_type("application/json"), "application/json; charset=utf-8");
+        assert_eq!(text_type("application/octet-stream"), "text/plain; charset=utf-8");
+    }
+
+    #[test]
+    fn a_file_resource_is_named_under_its_root_and_typed_by_its_extension() {
+        let entry = resource(Path::new("/r/src/main.rs"), Path::new("/r"), Some(12));
+        assert_eq!(entry["uri"], "file:///r/src/main.rs");
+        assert_eq!(entry["name"], "src/main.rs");
+        assert_eq!(entry["size"], 12);
+        assert_eq!(resource(Path::new("/r/a.png"), Path::new("/r"), None)["mimeType"], "image/png");
+        assert!(resource(Path::new("/r/Makefile"), Path::new("/r"), None).get("mimeType").is_none());
+        assert!(
+            listed(vec![], Some("1:".into()))["nextCursor"] == "1:" && listed(vec![], None).get("nextCursor").is_none()
+        );
+    }
+}
