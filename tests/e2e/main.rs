@@ -46,6 +46,7 @@ mod policy;
 mod private;
 mod protocol;
 mod registry;
+mod resources;
 mod sandbox;
 mod shards;
 mod signed;

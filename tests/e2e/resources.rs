@@ -1,0 +1,158 @@
+//! Files as resources and change notifications, driven by the official Python
+//! MCP SDK (`tests/interop/python_resources.py`) over stdio and Streamable
+//! HTTP, in both eras: the list across pages, text, binary and a 64 MiB file
+//! read through continued URIs, a denied file absent and refused, updates
+//! within a second of a write, a rename over and a delete, none for a denied
+//! file, a bounded count for a burst of 10,000 writes, and (stateless era)
+//! `notifications/tools/list_changed` on the listen stream after `cordon tool add`.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use sha2::Digest;
+
+use crate::support::{Fixture, HttpServer, Rng, cordon_bin, python_with_mcp, run_bounded, shared_state_dir, workspace};
+use crate::tools::RUST_EXAMPLE;
+
+/// The large file: 64 MiB, read page by page.
+const BIG: usize = 64 << 20;
+
+/// The most notifications a burst of 10,000 writes to one file may bring:
+/// one per 50 ms window, for bursts that take up to a few seconds on a busy machine.
+const MOST_FOR_A_BURST: u64 = 400;
+
+fn sha256(bytes: &[u8]) -> String {
+    hex::encode(sha2::Sha256::digest(bytes))
+}
+
+/// The served tree: what the script reads and changes, and what it must not see.
+struct Tree {
+    fx: Fixture,
+    text: Vec<u8>,
+    image: Vec<u8>,
+    big_sha256: String,
+}
+
+fn tree() -> Tree {
+    let fx = Fixture::new();
+    let text = "resources: ünïcödé\nline two\n".as_bytes().to_vec();
+    fx.write("text.txt", &text);
+    let mut rng = Rng(35);
+    let image: Vec<u8> = (0..70_000).map(|_| rng.next() as u8).collect();
+    fx.write("image.bin", &image);
+    let big: Vec<u8> = (0..BIG / 8).flat_map(|_| rng.next().to_le_bytes()).collect();
+    fx.write("big.bin", &big);
+    fx.write("secret.pem", "-----BEGIN KEY-----\n");
+    fx.write("watched.txt", "first\n");
+    for dir in [".hidden", "docs"] {
+        std::fs::create_dir(fx.root().join(dir)).unwrap();
+    }
+    fx.write(".hidden/skip.txt", "hidden\n");
+    fx.write("docs/guide.md", "# guide\n");
+    Tree { fx, text, image, big_sha256: sha256(&big) }
+}
+
+fn uri(path: &Path) -> String {
+    url::Url::from_file_path(path).unwrap().to_string()
+}
+
+/// Runs the script; what it saw.
+fn drive(mode: &str, transport_args: &[String], tools: &Path) -> Value {
+    let mut command = Command::new(python_with_mcp());
+    command.arg(workspace().join("tests/interop/python_resources.py")).arg(mode).args(transport_args);
+    let add =
+        json!([cordon_bin(), "tool", "add", RUST_EXAMPLE, "--tools-dir", tools, "--state-dir", shared_state_dir()]);
+    command.env("CORDON_TEST_TOOL_ADD", add.to_string());
+    let (status, stdout, stderr) = run_bounded(command, Duration::from_secs(20 * 60));
+    let stderr = String::from_utf8_lossy(&stderr);
+    assert!(status.is_some_and(|s| s.success()), "python client failed ({status:?}):\n{stderr}");
+    serde_json::from_slice(&stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&stdout)))
+}
+
+fn check(tree: &Tree, seen: &Value, modern: bool) {
+    let root = tree.fx.root();
+    let want: Vec<String> =
+        ["big.bin", "docs/guide.md", "hello.txt", "image.bin", "sub/inner.txt", "text.txt", "watched.txt"]
+            .iter()
+            .map(|f| uri(&root.join(f)))
+            .collect();
+    assert_eq!(seen["listed"], json!(want), "every file, path order, no hidden, denied or ignored one");
+    assert_eq!(seen["templates"], json!(["file:///{+path}"]));
+    if !modern {
+        assert_eq!(seen["resources_capability"], json!({"subscribe": true, "list_changed": false}));
+    }
+    let text = &seen["text.txt"];
+    assert_eq!(
+        (text["sha256"].as_str(), text["mime"].as_str()),
+        (Some(&*sha256(&tree.text)), Some("text/plain; charset=utf-8"))
+    );
+    let image = &seen["image.bin"];
+    assert_eq!(image["sha256"], sha256(&tree.image), "a blob of exact bytes");
+    assert_eq!(image["mime"], "application/octet-stream");
+    let big = &seen["big.bin"];
+    assert_eq!((big["size"].as_u64(), big["sha256"].as_str()), (Some(BIG as u64), Some(&*tree.big_sha256)));
+    assert_eq!(big["reported_sha256"], tree.big_sha256, "the last page's hash of every page");
+    assert!(big["pages"].as_u64().unwrap() > 100, "read through continued URIs: {}", big["pages"]);
+    assert_eq!(seen["denied_read"]["code"], -32602, "{seen}");
+    assert!(seen["denied_read"]["message"].as_str().unwrap().contains("denied by the server's rule `*.pem`"));
+    if modern {
+        let honored = json!([uri(&root.join("watched.txt")), uri(&root)]);
+        assert_eq!(seen["honored"], honored, "the denied file is left out of the acknowledgment");
+        let after = seen["tools_after"].as_array().unwrap();
+        assert!(seen["tools_changed_s"].is_number() && after.contains(&json!("todos")), "{seen}");
+    } else {
+        assert_eq!(seen["denied_subscribe"]["code"], -32602, "{seen}");
+    }
+    let changes = &seen["changes"];
+    for change in ["write_s", "rename_s", "delete_s"] {
+        let took = changes[change].as_f64().unwrap_or_else(|| panic!("no notification for the {change}: {seen}"));
+        assert!(took < 1.0, "{change}: {took} s");
+    }
+    assert_eq!(changes["pem_named"], json!([]), "no change of a denied file is told");
+    let burst = changes["burst_notifications"].as_u64().unwrap();
+    assert!((1..=MOST_FOR_A_BURST).contains(&burst), "10,000 writes brought {burst} notifications");
+}
+
+fn stdio(mode: &str) {
+    let tree = tree();
+    let tools = tree.fx.dir.path().join("tools");
+    let root = tree.fx.root();
+    let mut args: Vec<String> = vec!["stdio".into(), root.display().to_string(), "--".into()];
+    let serve = [cordon_bin(), "serve", "--root", root.to_str().unwrap(), "--deny", "*.pem", "--tools-dir"];
+    args.extend(serve.iter().map(|s| s.to_string()));
+    args.extend([tools.display().to_string(), "--state-dir".into(), shared_state_dir().display().to_string()]);
+    let seen = drive(mode, &args, &tools);
+    check(&tree, &seen, mode != "legacy");
+}
+
+fn http(mode: &str) {
+    let tree = tree();
+    let tools = tree.fx.dir.path().join("tools");
+    let root = tree.fx.root();
+    let server = HttpServer::start_with(&root, &["--deny", "*.pem", "--tools-dir", tools.to_str().unwrap()]);
+    let args = vec!["http".into(), root.display().to_string(), server.url.clone()];
+    let seen = drive(mode, &args, &tools);
+    check(&tree, &seen, mode != "legacy");
+}
+
+#[test]
+fn python_sdk_resources_over_stdio_in_a_legacy_session() {
+    stdio("legacy");
+}
+
+#[test]
+fn python_sdk_resources_over_stdio_stateless() {
+    stdio("2026-07-28");
+}
+
+#[test]
+fn python_sdk_resources_over_http_in_a_legacy_session() {
+    http("legacy");
+}
+
+#[test]
+fn python_sdk_resources_over_http_stateless() {
+    http("2026-07-28");
+}
