@@ -39,6 +39,7 @@ mod memory;
 mod mutate;
 mod network;
 mod new_tools;
+mod notices;
 mod operate;
 mod oversized;
 mod paging;

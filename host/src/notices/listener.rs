@@ -4,10 +4,13 @@
 //! be sent.
 //!
 //! What waits is bounded and merged: a URI waits once however often it
-//! changes, and at most `MAX_PENDING` URIs wait. Past that (a subscribed
-//! directory where thousands of files changed), or when a batch overflowed,
-//! the subscription itself is sent as a resync notice (`Notice::Updated` with
-//! `resync`: read or list again), so a slow listener loses nothing silently.
+//! changes, a batch names at most `MAX_NAMED` files under one subscribed
+//! directory, and at most `MAX_PENDING` URIs wait. Past either (thousands of
+//! files changed under a subscribed directory, or a listener that does not
+//! read), or when a batch overflowed, the subscription itself is sent as a
+//! resync notice (`Notice::Updated` with `resync`: read or list again), so a
+//! slow listener loses nothing silently and a burst costs a bounded number
+//! of notifications.
 //! A change the caller may not see (outside its roots, under a deny rule) is
 //! never sent, nor is a subscription to such a path accepted.
 
@@ -24,6 +27,10 @@ pub const MAX_SUBSCRIPTIONS: usize = 256;
 
 /// The most URIs waiting to be sent to one listener.
 pub const MAX_PENDING: usize = 1024;
+
+/// The most files under one subscribed directory a batch names; when more
+/// changed, the directory is sent as a resync notice instead.
+pub const MAX_NAMED: usize = 16;
 
 /// What a caller may see: the directories its resources are under (the roots
 /// narrowed by its rights and its client's roots) and the deny rules.
@@ -224,24 +231,31 @@ impl Listener {
             }
             *list_changed |= !list.is_empty();
         } else {
-            for (path, listed) in batch.paths() {
-                let mut seen = None;
-                let mut visible = || *seen.get_or_insert_with(|| scope.visible(path));
-                for sub in subs.iter() {
-                    let Some(uri) = sub.covers(path) else { continue };
-                    if queued.contains(&uri) || !visible() {
-                        continue;
+            for sub in subs.iter() {
+                let mut named: Vec<String> = Vec::new();
+                for (path, _) in batch.paths() {
+                    match sub.covers(path) {
+                        Some(uri) if !queued.contains(&uri) && scope.visible(path) => named.push(uri),
+                        _ => {}
                     }
-                    if pending.len() < MAX_PENDING {
-                        queued.insert(uri.clone());
-                        pending.push(uri);
-                    } else if !resync.contains(&sub.uri) {
+                    if named.len() > MAX_NAMED {
+                        break;
+                    }
+                }
+                if named.len() > MAX_NAMED || pending.len() + named.len() > MAX_PENDING {
+                    if !resync.contains(&sub.uri) {
                         resync.push(sub.uri.clone());
                     }
+                    continue;
                 }
-                if listed && !list.is_empty() && !*list_changed && visible() {
-                    *list_changed = true;
+                for uri in named {
+                    if queued.insert(uri.clone()) {
+                        pending.push(uri);
+                    }
                 }
+            }
+            if !list.is_empty() && !*list_changed {
+                *list_changed = batch.paths().any(|(path, listed)| listed && scope.visible(path));
             }
         }
         if before != (pending.len(), resync.len(), *list_changed) {

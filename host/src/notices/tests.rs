@@ -109,19 +109,31 @@ fn what_waits_is_merged_and_bounded_and_an_overflow_resyncs() {
     let listener = Listener::new(scope);
     let sub = root.join("sub");
     listener.subscribe(&hub, &uri(&sub), &sub).unwrap();
-    let mut batch = Batch::default();
-    for i in 0..(listener::MAX_PENDING + 500) {
-        batch.paths.insert(sub.join(format!("f{i}")), false);
+    let resynced = vec![Notice::Updated { uri: uri(&sub), resync: true }];
+    let batch_of = |from: usize, n: usize| {
+        let mut batch = Batch::default();
+        for i in from..from + n {
+            batch.paths.insert(sub.join(format!("f{i}")), false);
+        }
+        batch
+    };
+    // More files than a batch names under one directory: the directory, once.
+    listener.offer(&batch_of(0, listener::MAX_NAMED + 1));
+    assert_eq!(listener.take(), resynced);
+    // A listener that does not read: what waits stops at the bound.
+    let per_batch = listener::MAX_NAMED;
+    let batches = listener::MAX_PENDING / per_batch + 1;
+    for b in 0..batches {
+        listener.offer(&batch_of(b * per_batch, per_batch));
+        listener.offer(&batch_of(b * per_batch, per_batch));
     }
-    listener.offer(&batch);
-    listener.offer(&batch);
     let got = listener.take();
     assert_eq!(got.len(), listener::MAX_PENDING + 1, "the bound, and one resync notice");
-    assert_eq!(got[0], Notice::Updated { uri: uri(&sub), resync: true });
+    assert_eq!(got[0], resynced[0]);
     assert!(listener.take().is_empty());
     let overflowed = Batch { overflowed: true, ..Batch::default() };
     listener.offer(&overflowed);
-    assert_eq!(listener.take(), vec![Notice::Updated { uri: uri(&sub), resync: true }]);
+    assert_eq!(listener.take(), resynced);
 }
 
 #[test]
