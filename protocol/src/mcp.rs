@@ -101,6 +101,17 @@ pub enum Request {
     /// Stateless era: a long-lived request whose response stream carries the
     /// notifications the filter asks for.
     Listen(Filter),
+    /// The Skills extension's directory read (SEP-2640): the direct children
+    /// of the directory resource `uri`, a page from `cursor` on.
+    ReadDirectory {
+        uri: String,
+        cursor: Option<String>,
+    },
+    /// The Skills extension's catalog and its look-up by URI.
+    ListSkills,
+    GetSkill {
+        uri: String,
+    },
 }
 
 /// What a `subscriptions/listen` request opts in to (`SubscriptionFilter`):
@@ -224,6 +235,13 @@ struct CursorParams {
 }
 
 #[derive(Deserialize)]
+struct DirectoryParams {
+    uri: String,
+    #[serde(default)]
+    cursor: Option<String>,
+}
+
+#[derive(Deserialize)]
 struct ListenParams {
     notifications: Filter,
 }
@@ -294,6 +312,15 @@ impl Request {
             "subscriptions/listen" if modern => {
                 let p: ListenParams = serde_json::from_value(params).map_err(bad)?;
                 Ok(Request::Listen(p.notifications))
+            }
+            "resources/directory/read" => {
+                let p: DirectoryParams = serde_json::from_value(params).map_err(bad)?;
+                Ok(Request::ReadDirectory { uri: p.uri, cursor: p.cursor })
+            }
+            "skills/list" => Ok(Request::ListSkills),
+            "skills/get" => {
+                let p: UriParams = serde_json::from_value(params).map_err(bad)?;
+                Ok(Request::GetSkill { uri: p.uri })
             }
             "prompts/get" => {
                 let p: NameParams = serde_json::from_value(params).map_err(bad)?;

@@ -31,7 +31,9 @@ const SCENARIO_TIMEOUT_MS: &str = "180000";
 /// "... not found", an undeclared method with -32601), or a later step of a
 /// multi-round scenario had nothing to continue from. Two SEP-2322 checks do not
 /// quote the error they got, only that the fixture tool's call gave no
-/// InputRequiredResult.
+/// InputRequiredResult; SEP-2575's tools-list-changed check calls its fixture
+/// `test_trigger_tool_change` and, given any answer but -32601 (Cordon's is
+/// -32602, unknown tool), reports that no tools/list_changed followed.
 const FIXTURE_MISSING: &[&str] = &[
     "Unknown tool",
     "not found",
@@ -39,6 +41,7 @@ const FIXTURE_MISSING: &[&str] = &[
     "Prerequisite failed",
     "Expected InputRequiredResult with inputRequests and requestState",
     "Server returned JSON-RPC error instead of re-requesting via InputRequiredResult",
+    "Mutated the tool list but no notifications/tools/list_changed arrived",
 ];
 
 #[test]
@@ -95,6 +98,9 @@ fn conformance_2026_07_28_passes_every_applicable_scenario() {
                     "sep-2575-http-server-method-not-found-404-resources-unsubscribe",
                     "sep-2575-http-server-method-not-found-404",
                     "sep-2575-http-server-error-jsonrpc-id",
+                    "sep-2575-server-sends-subscription-ack",
+                    "sep-2575-server-tags-subscription-id",
+                    "sep-2575-server-honors-notification-filter",
                 ],
             ),
             (
@@ -104,6 +110,7 @@ fn conformance_2026_07_28_passes_every_applicable_scenario() {
                     "sep-2549-prompts-list-caching-hints",
                     "sep-2549-resources-list-caching-hints",
                     "sep-2549-resources-templates-list-caching-hints",
+                    "sep-2549-resources-read-caching-hints",
                     "sep-2549-ttl-non-negative",
                     "sep-2549-cache-scope-valid",
                     "wire-schema-valid",
@@ -135,8 +142,9 @@ fn conformance_2026_07_28_passes_every_applicable_scenario() {
                 ],
             ),
         ],
-        // server-stateless: 25 checks, 4 of which need fixture tools.
-        ("server-stateless", 21),
+        // server-stateless: 30 checks; 4 need fixture tools, the tools-list-changed one
+        // its fixture trigger, and the prompts-list-changed one is skipped (no prompts to change).
+        ("server-stateless", 24),
     );
 }
 

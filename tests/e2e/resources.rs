@@ -156,3 +156,33 @@ fn python_sdk_resources_over_http_in_a_legacy_session() {
 fn python_sdk_resources_over_http_stateless() {
     http("2026-07-28");
 }
+
+#[test]
+fn a_directory_reads_as_its_direct_children_and_a_file_does_not() {
+    let fx = Fixture::new();
+    fx.write("key.pem", "secret");
+    fx.write(".env", "hidden");
+    let mut server = crate::support::Server::modern_stdio(&fx.root(), &["--deny", "*.pem"]);
+    let discovered = server.request(1, "server/discover", json!({}));
+    let extensions = &discovered["result"]["capabilities"]["extensions"];
+    assert_eq!(extensions["io.modelcontextprotocol/skills"], json!({"directoryRead": true}), "{discovered}");
+    let read = server.request(2, "resources/directory/read", json!({"uri": uri(&fx.root())}));
+    let children = read["result"]["resources"].as_array().unwrap_or_else(|| panic!("{read}"));
+    let shown: Vec<(&str, Option<&str>)> =
+        children.iter().map(|c| (c["name"].as_str().unwrap(), c["mimeType"].as_str())).collect();
+    assert_eq!(
+        shown,
+        vec![("hello.txt", Some("text/plain")), ("sub", Some("inode/directory"))],
+        "no hidden or denied entry"
+    );
+    let sub = children[1]["uri"].as_str().unwrap().to_string();
+    let deeper = server.request(3, "resources/directory/read", json!({"uri": sub}));
+    assert_eq!(deeper["result"]["resources"][0]["uri"], uri(&fx.root().join("sub/inner.txt")), "{deeper}");
+    let file = server.request(4, "resources/directory/read", json!({"uri": uri(&fx.root().join("hello.txt"))}));
+    assert_eq!(file["error"]["code"], -32602, "{file}");
+    let outside = server.request(5, "resources/directory/read", json!({"uri": uri(fx.dir.path())}));
+    assert_eq!(outside["error"]["data"]["code"], "permission_denied", "{outside}");
+    assert_eq!(server.request(6, "skills/list", json!({}))["result"]["skills"], json!([]));
+    let skill = server.request(7, "skills/get", json!({"uri": "skill://demo/SKILL.md"}));
+    assert_eq!(skill["error"]["code"], -32602, "{skill}");
+}

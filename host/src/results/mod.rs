@@ -40,6 +40,8 @@ pub fn capabilities(version: Version, resources: bool) -> Value {
     let mut offered = json!({ "tools": { "listChanged": true }, "logging": {}, "prompts": {} });
     if resources {
         offered["resources"] = json!({ "subscribe": true, "listChanged": version.is_modern() });
+        // The Skills extension (SEP-2640) for its directory reads alone: no skills are served.
+        offered["extensions"] = json!({ resources::SKILLS: { "directoryRead": true } });
     }
     offered
 }

@@ -9,6 +9,9 @@ use serde_json::{Value, json};
 use super::{PAGE_META, base64_encode, page_meta};
 use crate::pager::page::{Block, Page};
 
+/// The Skills extension's identifier, declared for `resources/directory/read`.
+pub const SKILLS: &str = "io.modelcontextprotocol/skills";
+
 /// The URI template of every resource.
 pub const TEMPLATE: &str = "file:///{+path}";
 
@@ -24,22 +27,41 @@ pub fn templates() -> Value {
     }] })
 }
 
+/// The MIME type of a directory resource (SEP-2640).
+pub const DIRECTORY: &str = "inode/directory";
+
+/// The items of a page in the JSON form (one JSON value a line).
+fn items(page: &Page) -> impl Iterator<Item = Value> + '_ {
+    let lines = page.blocks.iter().filter_map(|b| if let Block::Text(t) = b { Some(t.lines()) } else { None });
+    lines.flatten().filter_map(|line| serde_json::from_str::<Value>(line).ok())
+}
+
 /// The files on a `glob` page (JSON form, `details`) as resources, each
 /// named by its path relative to `root`.
 pub fn found(page: &Page, root: &Path) -> Vec<Value> {
-    let mut found = Vec::new();
-    for block in &page.blocks {
-        let Block::Text(text) = block else { continue };
-        for line in text.lines() {
-            let Ok(item) = serde_json::from_str::<Value>(line) else { continue };
-            if item.get("type").and_then(Value::as_str) != Some("file") {
-                continue;
-            }
-            let Some(path) = item.get("path").and_then(Value::as_str).map(Path::new) else { continue };
-            found.push(resource(path, root, item.get("size").and_then(Value::as_u64)));
+    let files = items(page).filter(|item| item.get("type").and_then(Value::as_str) == Some("file"));
+    let found = files.filter_map(|item| {
+        let path = item.get("path").and_then(Value::as_str)?;
+        Some(resource(Path::new(path), root, item.get("size").and_then(Value::as_u64)))
+    });
+    found.collect()
+}
+
+/// The entries on a `list` page (JSON form, depth 1) as the children of the
+/// directory `dir`: a subdirectory as a directory resource, anything else
+/// (a file, a link the read follows) as a file resource.
+pub fn children(page: &Page, dir: &Path) -> Vec<Value> {
+    let children = items(page).filter_map(|item| {
+        let path = Path::new(item.get("path").and_then(Value::as_str)?);
+        if item.get("type").and_then(Value::as_str) == Some("dir") {
+            let name = path.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+            let mut uri = file_uri(path);
+            uri.push('/');
+            return Some(json!({ "uri": uri, "name": name, "mimeType": DIRECTORY }));
         }
-    }
-    found
+        Some(resource(path, dir, item.get("size").and_then(Value::as_u64)))
+    });
+    children.collect()
 }
 
 /// One file as a `Resource`.
@@ -94,7 +116,8 @@ pub fn contents(page: Page, uri: &str, next_uri: Option<String>) -> Value {
                 text.push_str(&t);
             }
         }
-        json!({ "uri": uri, "mimeType": text_type(media), "text": text })
+        let guessed = page.info.get("path").and_then(Value::as_str).and_then(|p| mime_guess::from_path(p).first_raw());
+        json!({ "uri": uri, "mimeType": text_type(guessed.filter(|g| is_text(g)).unwrap_or(media)), "text": text })
     } else {
         let mut bytes = Vec::new();
         for block in page.blocks {
@@ -111,10 +134,14 @@ pub fn contents(page: Page, uri: &str, next_uri: Option<String>) -> Value {
 /// The MIME type of text: the file's own when it is a text type, with its
 /// charset (UTF-8: the read tool's text is), else `text/plain`.
 fn text_type(media: &str) -> String {
-    let known_text = media.starts_with("text/")
-        || ["json", "xml", "javascript", "yaml", "toml", "x-sh"].iter().any(|t| media.ends_with(t));
-    let base = if known_text { media } else { "text/plain" };
+    let base = if is_text(media) { media } else { "text/plain" };
     format!("{base}; charset=utf-8")
+}
+
+/// Whether a MIME type is text a client may show as it is.
+fn is_text(media: &str) -> bool {
+    media.starts_with("text/")
+        || ["json", "xml", "javascript", "yaml", "toml", "x-sh"].iter().any(|t| media.ends_with(t))
 }
 
 #[cfg(test)]

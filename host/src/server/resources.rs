@@ -141,6 +141,30 @@ impl Server {
         Ok(results::resources::contents(page, &file_uri(&file.path), next))
     }
 
+    /// `resources/directory/read` (the Skills extension, SEP-2640): a page of
+    /// the directory's direct children, as the `list` tool walks it (hidden
+    /// entries left out, as in `resources/list`); a subdirectory carries the
+    /// MIME type `inode/directory`. A URI that names a file is refused.
+    pub fn read_directory(
+        self: &Arc<Self>,
+        asker: Asker<'_>,
+        uri: &str,
+        cursor: Option<&str>,
+    ) -> Result<Value, ErrorObject> {
+        let Some(dir) = FileUri::parse(uri).filter(|f| f.cursor.is_none()) else {
+            return Err(Fault::UnknownResource { uri: uri.to_string() }.into());
+        };
+        let most = self.pager.limits().max_tokens as usize;
+        let max_tokens = Fault::tokens_that_fit(self.limits.max_response_bytes, most);
+        let arguments = match cursor {
+            Some(cursor) => json!({ "cursor": cursor, "max_tokens": max_tokens }),
+            None => json!({ "path": dir.path, "hidden": false, "format": "json", "max_tokens": max_tokens }),
+        };
+        let page = self.resource_page("list", &asker, &arguments, uri)?;
+        let children = results::resources::children(&page, &dir.path);
+        Ok(results::resources::listed(children, page.next_cursor.clone()))
+    }
+
     /// One page of `tool` for a resource request, through the same path as a
     /// `tools/call` (rights, grants, audit); a refusal names `uri`.
     fn resource_page(

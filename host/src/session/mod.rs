@@ -347,6 +347,18 @@ impl Session {
                 done(Ok(json!({})), false)
             }
             Request::Listen(filter) => self.listen(Asked { id, out, span }, ctx, filter),
+            Request::ReadDirectory { .. } | Request::ListSkills | Request::GetSkill { .. }
+                if !self.server.offers_resources() =>
+            {
+                done(Err(resources::not_offered(method)), false)
+            }
+            Request::ReadDirectory { uri, cursor } => self.resource_request(
+                Asked { id, out, span },
+                ctx,
+                Box::new(move |server, asker| server.read_directory(asker, &uri, cursor.as_deref())),
+            ),
+            Request::ListSkills => done(Ok(json!({ "skills": [] })), true),
+            Request::GetSkill { uri } => done(Err(Fault::UnknownSkill { uri }.into()), true),
             Request::ListPrompts => done(Ok(results::empty_list("prompts")), true),
             Request::GetPrompt { name } => done(Err(Fault::UnknownPrompt { name }.into()), false),
             Request::SetLogLevel { level } => {

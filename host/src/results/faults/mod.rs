@@ -104,6 +104,8 @@ pub enum Fault {
     ResourceRefused { uri: String, failure: ToolFailure },
     /// A prompt that does not exist (every one: the server has none).
     UnknownPrompt { name: String },
+    /// A skill that does not exist (every one: the server serves none).
+    UnknownSkill { uri: String },
     /// The handle store could not be read (`reason`: the system's words).
     HandleStore { reason: String },
     /// The client declared roots but did not answer `roots/list` within
@@ -166,6 +168,7 @@ impl Fault {
             Fault::UnknownPrompt { name } => {
                 ErrorObject::new(Code::InvalidParams, message).with_data(json!({ "name": name }))
             }
+            Fault::UnknownSkill { uri } => ErrorObject::new(Code::InvalidParams, message).with_data(json!({ "uri": uri })),
             Fault::HandleStore { .. } => ErrorObject::new(Code::InternalError, message),
             Fault::AuditUnavailable { .. } => {
                 ErrorObject::new(Code::InternalError, message).with_kind(Kind::AuditUnavailable, json!({}))
@@ -236,6 +239,11 @@ impl fmt::Display for Fault {
             Fault::UnknownPrompt { name } => {
                 write!(f, "Prompt not found: `{name}`; this server offers tools, not prompts")
             }
+            Fault::UnknownSkill { uri } => write!(
+                f,
+                "Skill not found: `{uri}`; this server serves no skills (it declares the Skills extension for \
+                 its directory reads, resources/directory/read)"
+            ),
             Fault::HandleStore { reason } => write!(
                 f,
                 "the handle store could not be read ({reason}); try again, or continue with the signed cursor in \
