@@ -186,3 +186,42 @@ fn a_directory_reads_as_its_direct_children_and_a_file_does_not() {
     let skill = server.request(7, "skills/get", json!({"uri": "skill://demo/SKILL.md"}));
     assert_eq!(skill["error"]["code"], -32602, "{skill}");
 }
+
+#[test]
+fn a_page_that_is_not_the_last_names_where_the_file_goes_on_for_the_model_too() {
+    let fx = Fixture::new();
+    let text: String = (0..4000).map(|i| format!("line {i}: the continuation engine pages it\n")).collect();
+    fx.write("long.txt", &text);
+    let mut server = crate::support::Server::initialized(
+        &fx.root(),
+        &["--max-page-tokens", "4000", "--page-tokens", "2000", "--file-page-tokens", "2000"],
+    );
+    let (mut read, mut pages, mut next) = (String::new(), 0, Some(uri(&fx.root().join("long.txt"))));
+    while let Some(at) = next.take() {
+        pages += 1;
+        let reply = server.request(pages + 1, "resources/read", json!({ "uri": at }));
+        let result = &reply["result"];
+        let contents = result["contents"].as_array().unwrap_or_else(|| panic!("{reply}"));
+        read.push_str(contents[0]["text"].as_str().unwrap());
+        next = result["_meta"]["cordon/page"]["next_uri"].as_str().map(str::to_string);
+        match &next {
+            Some(next) => {
+                assert_eq!(contents.len(), 2, "the page, then where the file goes on");
+                assert_eq!(
+                    (&contents[1]["uri"], &contents[1]["_meta"]["cordon/continuation"]),
+                    (&json!(next), &json!(true))
+                );
+                assert!(contents[1]["text"].as_str().unwrap().contains(next.as_str()));
+            }
+            None => assert_eq!(contents.len(), 1, "the last page is the page alone"),
+        }
+    }
+    assert!(pages > 5, "{pages} pages");
+    assert_eq!(read, text, "the pages put together are the file");
+    let other = uri(&fx.root().join("hello.txt"));
+    let first = server.request(900, "resources/read", json!({ "uri": uri(&fx.root().join("long.txt")) }));
+    let next = first["result"]["_meta"]["cordon/page"]["next_uri"].as_str().unwrap();
+    let moved = next.replace(&uri(&fx.root().join("long.txt")), &other);
+    let refused = server.request(901, "resources/read", json!({ "uri": moved }));
+    assert_eq!(refused["error"]["data"]["code"], "invalid_argument", "a cursor continues its own file: {refused}");
+}

@@ -15,6 +15,9 @@ pub const SKILLS: &str = "io.modelcontextprotocol/skills";
 /// The URI template of every resource.
 pub const TEMPLATE: &str = "file:///{+path}";
 
+/// The `_meta` key of the item that says where a file read in pages goes on.
+pub const CONTINUATION: &str = "cordon/continuation";
+
 /// The `resources/templates/list` result.
 pub fn templates() -> Value {
     json!({ "resourceTemplates": [{
@@ -94,13 +97,11 @@ pub fn listed(resources: Vec<Value>, next: Option<String>) -> Value {
 /// A `read` page (JSON form) as `resources/read` contents for `uri`: text
 /// when the page's payload is UTF-8, else a blob of every byte. `_meta`
 /// holds the page's place, size, hashes and, when more follows, the cursor
-/// and `next_uri`, the URI that reads on.
+/// and `next_uri`, the URI that reads on, which a second item also names for
+/// a model to read (`CONTINUATION`).
 pub fn contents(page: Page, uri: &str, next_uri: Option<String>) -> Value {
     let media = page.info.get("media_type").and_then(Value::as_str).unwrap_or("application/octet-stream");
     let mut meta = page_meta(&page);
-    if let Some(next) = next_uri {
-        meta["next_uri"] = next.into();
-    }
     if let Some(size) = page.info.get("size") {
         meta["size"] = size.clone();
     }
@@ -128,7 +129,16 @@ pub fn contents(page: Page, uri: &str, next_uri: Option<String>) -> Value {
         }
         json!({ "uri": uri, "mimeType": media, "blob": base64_encode(&bytes) })
     };
-    json!({ "contents": [item], "_meta": { PAGE_META: meta } })
+    let mut items = vec![item];
+    if let Some(next) = next_uri {
+        // Clients pass `contents` on to their model and drop `_meta`: a page that is not the
+        // last says where the file goes on, in an item of its own (the page is the first item).
+        let (end, size) = (meta["end_byte"].clone(), meta["size"].clone());
+        let notice = format!("The file goes on after byte {end} of {size}: read the resource {next} for the rest.");
+        items.push(json!({ "uri": next, "mimeType": "text/plain", "text": notice, "_meta": { CONTINUATION: true } }));
+        meta["next_uri"] = next.into();
+    }
+    json!({ "contents": items, "_meta": { PAGE_META: meta } })
 }
 
 /// The MIME type of text: the file's own when it is a text type, with its

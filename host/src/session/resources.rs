@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::{Asked, Context, Running, Session, stamped};
 use crate::notices::{Scope, SubscribeError};
-use crate::protocol::jsonrpc::{Code, ErrorObject};
+use crate::protocol::jsonrpc::ErrorObject;
 use crate::results::{self, Fault, ToolFailure};
 use crate::runtime::CallSignal;
 use crate::server::{Asker, FileUri, Server};
@@ -114,9 +114,9 @@ pub(super) fn refusal(uri: &str, error: &SubscribeError) -> ErrorObject {
     Fault::ResourceRefused { uri: uri.to_string(), failure }.into()
 }
 
-/// The error for a subscription request on a server that offers no resources.
+/// The error for a resource method on a server that offers no resources.
 pub(super) fn not_offered(method: &str) -> ErrorObject {
-    ErrorObject::new(Code::MethodNotFound, format!("Method not found: {method} (this server offers no resources)"))
+    Fault::NoResources { method: method.to_string() }.into()
 }
 
 /// The `resources/templates/list` result for a server that does or does not offer resources.

@@ -44,6 +44,7 @@
 mod api;
 mod loading;
 mod media;
+mod resources;
 mod run;
 mod seen;
 mod skipped;

@@ -60,6 +60,16 @@ pub(super) fn run_claude_with_tool_search(
     run(workdir, mcp_config, allowed_tools, Box::new(script), true)
 }
 
+/// `run_claude` (tool search off), also giving the tools its first request defined.
+pub(super) fn run_claude_seeing_tools(
+    workdir: &Path,
+    mcp_config: &Value,
+    allowed_tools: &[&str],
+    script: impl FnMut(&[ToolResultSeen]) -> Option<(String, Value)> + Send + 'static,
+) -> (Vec<ToolResultSeen>, Vec<Value>) {
+    run(workdir, mcp_config, allowed_tools, Box::new(script), false)
+}
+
 /// Runs Claude Code through `script`: every tool result the model read, and the tools its
 /// first request defined.
 fn run(

@@ -104,6 +104,8 @@ pub enum Fault {
     ResourceRefused { uri: String, failure: ToolFailure },
     /// A prompt that does not exist (every one: the server has none).
     UnknownPrompt { name: String },
+    /// A resource method on a server started with `--no-resources`.
+    NoResources { method: String },
     /// A skill that does not exist (every one: the server serves none).
     UnknownSkill { uri: String },
     /// The handle store could not be read (`reason`: the system's words).
@@ -169,6 +171,7 @@ impl Fault {
                 ErrorObject::new(Code::InvalidParams, message).with_data(json!({ "name": name }))
             }
             Fault::UnknownSkill { uri } => ErrorObject::new(Code::InvalidParams, message).with_data(json!({ "uri": uri })),
+            Fault::NoResources { .. } => ErrorObject::new(Code::MethodNotFound, message),
             Fault::HandleStore { .. } => ErrorObject::new(Code::InternalError, message),
             Fault::AuditUnavailable { .. } => {
                 ErrorObject::new(Code::InternalError, message).with_kind(Kind::AuditUnavailable, json!({}))
@@ -238,6 +241,9 @@ impl fmt::Display for Fault {
             }
             Fault::UnknownPrompt { name } => {
                 write!(f, "Prompt not found: `{name}`; this server offers tools, not prompts")
+            }
+            Fault::NoResources { method } => {
+                write!(f, "Method not found: {method} (this server offers no resources: it runs with --no-resources)")
             }
             Fault::UnknownSkill { uri } => write!(
                 f,
