@@ -131,3 +131,26 @@ fn no_resources_leaves_the_capability_the_list_and_subscriptions_out() {
     let sub = server.request(4, "resources/subscribe", json!({"uri": uri(&fx.root().join("hello.txt"))}));
     assert_eq!(sub["error"]["code"], -32601, "{sub}");
 }
+
+#[test]
+fn the_clients_roots_narrow_the_resources_listed_read_and_watched() {
+    let fx = Fixture::new();
+    let (root, sub) = (fx.root(), fx.root().join("sub"));
+    let mut server = crate::policy::with_client_roots(&root, &[&sub]);
+    let listed = server.request(1, "resources/list", json!({}));
+    let uris: Vec<&str> =
+        listed["result"]["resources"].as_array().unwrap().iter().map(|r| r["uri"].as_str().unwrap()).collect();
+    assert_eq!(uris, vec![uri(&sub.join("inner.txt"))], "{listed}");
+    let read = server.request(2, "resources/read", json!({ "uri": uri(&root.join("hello.txt")) }));
+    assert_eq!(read["error"]["data"]["code"], "permission_denied", "{read}");
+    let watched = server.request(3, "resources/subscribe", json!({ "uri": uri(&root.join("hello.txt")) }));
+    assert_eq!(watched["error"]["data"]["code"], "permission_denied", "{watched}");
+    let whole = server.request(4, "resources/subscribe", json!({ "uri": uri(&root) }));
+    assert_eq!(whole["error"]["data"]["code"], "permission_denied", "the root holds more than the client's roots");
+    let inside = server.request(5, "resources/subscribe", json!({ "uri": uri(&sub) }));
+    assert_eq!(inside["result"], json!({}), "{inside}");
+    fx.write("hello.txt", "outside the client's roots\n");
+    fx.write("sub/inner.txt", "inside\n");
+    let seen = drain(&server, Duration::from_secs(2));
+    assert_eq!(updated_uris(&seen), vec![(uri(&sub.join("inner.txt")), false)], "only what the client's roots hold");
+}

@@ -209,7 +209,7 @@ fn declaring_roots(root: &Path) -> (Server, Value) {
 }
 
 /// A session whose client answers the server's first `roots/list` with `roots`.
-fn with_client_roots(root: &Path, roots: &[&Path]) -> Server {
+pub fn with_client_roots(root: &Path, roots: &[&Path]) -> Server {
     let (mut server, asked) = declaring_roots(root);
     answer(&mut server, &asked, roots);
     server

@@ -135,11 +135,15 @@ impl Hub {
         }
     }
 
-    /// Starts telling `listener` of the changes its subscriptions touch.
+    /// Starts telling `listener` of the changes its subscriptions touch (once,
+    /// however often it is registered).
     pub fn register(&self, listener: &Arc<Listener>) {
         let mut listeners = self.shared.listeners.lock().expect("listeners lock");
         listeners.retain(|l| l.strong_count() > 0);
-        listeners.push(Arc::downgrade(listener));
+        let held = Arc::downgrade(listener);
+        if !listeners.iter().any(|l| l.ptr_eq(&held)) {
+            listeners.push(held);
+        }
     }
 
     /// How many listeners are registered and alive.

@@ -45,6 +45,8 @@ fn a_subscribed_file_is_told_of_a_write_a_rename_over_it_and_its_deletion() {
     let hub = Hub::new();
     let listener = Listener::new(scope);
     hub.register(&listener);
+    hub.register(&listener);
+    assert_eq!(hub.listeners(), 1, "registered once");
     let file = root.join("a.txt");
     std::fs::write(&file, "one").unwrap();
     assert_eq!(listener.subscribe(&hub, &uri(&file), &file), Ok(Subscribed::File));

@@ -10,9 +10,10 @@
 //! first carries `notifications/subscriptions/acknowledged` with what the
 //! server agreed to, then only the notifications the client asked for, each
 //! with the request's id as `io.modelcontextprotocol/subscriptionId`. A client
-//! ends it by closing the stream, or on stdio with `notifications/cancelled`;
-//! the server ends it with the request's result when the offered tools can no
-//! longer change (the server is shutting down).
+//! ends it by closing the stream, or on stdio with `notifications/cancelled`.
+//! The server ends it with the request's result when its tool set closes
+//! behind it; a server process that ends cuts the stream without one, and the
+//! client listens again (the Python SDK raises `SubscriptionLost`).
 //!
 //! Notifications here are never dropped for a full queue: sending waits, and
 //! meanwhile the listener merges what waits (see `notices::listener`).

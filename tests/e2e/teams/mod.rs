@@ -7,6 +7,7 @@
 //! audit trail naming who did what.
 
 mod principals;
+mod resources;
 mod tokens;
 
 use std::path::Path;
@@ -64,7 +65,8 @@ impl Client {
             });
             headers.push(("MCP-Protocol-Version", "2026-07-28".to_string()));
             headers.push(("Mcp-Method", method.to_string()));
-            if let Some(name) = params.get("name").and_then(Value::as_str) {
+            // What the request addresses: a tool's name, a resource's URI.
+            if let Some(name) = params.get("name").or_else(|| params.get("uri")).and_then(Value::as_str) {
                 headers.push(("Mcp-Name", name.to_string()));
             }
         } else if let Some(session) = &self.session {

@@ -21,7 +21,7 @@ const NOBODY: &str = "nobody-token-0123456789";
 
 /// A fixture with `src/` and `docs/` (with a private corner and a link back
 /// into `src/`), and the configuration giving alice and the bot their rights.
-fn team(fx: &Fixture) -> std::path::PathBuf {
+pub fn team(fx: &Fixture) -> std::path::PathBuf {
     let root = fx.root();
     std::fs::create_dir_all(root.join("src")).unwrap();
     std::fs::create_dir_all(root.join("docs/private")).unwrap();
