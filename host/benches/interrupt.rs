@@ -54,6 +54,7 @@ fn main() {
         limits,
         trusted_keys: Vec::new(),
         defer_tools: false,
+        resources: false,
         clients: Default::default(),
         access: Vec::new(),
         metrics: true,

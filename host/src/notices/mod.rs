@@ -186,7 +186,7 @@ impl Hub {
         std::thread::Builder::new()
             .name("cordon-changes".into())
             .spawn(move || batches(&rx, &shared))
-            .map_err(|e| notify::Error::io(e))?;
+            .map_err(notify::Error::io)?;
         Ok(watcher)
     }
 }

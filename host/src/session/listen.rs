@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::{Asked, Context, Handled, Running, Session, stamped};
+use super::{Asked, Context, Handled, Session, stamped};
 use crate::notices::{Listener, Notice};
 use crate::protocol::jsonrpc;
 use crate::protocol::mcp::Filter;
@@ -105,18 +105,11 @@ impl Session {
         let Asked { id, out, span } = asked;
         let listener = Listener::new(self.scope(None));
         let honored = self.honor(&listener, &filter);
-        let signal = Arc::new(CallSignal::new());
-        {
-            let mut inflight = self.inflight.lock().expect("inflight lock");
-            if inflight.contains_key(&id) {
-                drop(inflight);
-                let result = Err(crate::results::Fault::DuplicateId.into());
-                span.finish(&result);
-                return Handled::Now(Some(self.respond(&id, result, true)));
-            }
-            inflight.insert(id.clone(), Arc::clone(&signal));
-        }
-        let guard = Running { session: Arc::clone(self), id, signal, done: false };
+        let Some(guard) = self.running(id.clone(), Arc::new(CallSignal::new())) else {
+            let result = Err(crate::results::Fault::DuplicateId.into());
+            span.finish(&result);
+            return Handled::Now(Some(self.respond(&id, result, true)));
+        };
         let out = out.clone();
         let answered = async move {
             let mut guard = guard;

@@ -407,15 +407,7 @@ impl Session {
             Err(fault) => return refuse(fault),
         };
         span.tool(&name);
-        {
-            let mut inflight = self.inflight.lock().expect("inflight lock");
-            if inflight.contains_key(&id) {
-                drop(inflight);
-                return refuse(Fault::DuplicateId);
-            }
-            inflight.insert(id.clone(), Arc::clone(&signal));
-        }
-        let guard = Running { session: Arc::clone(self), id, signal, done: false };
+        let Some(guard) = self.running(id.clone(), signal) else { return refuse(Fault::DuplicateId) };
         let out = out.clone();
         let traced = span.span().clone();
         let answered = async move {
@@ -558,6 +550,20 @@ fn log_outcome(
             let level = if error.code == Code::InternalError { LogLevel::Error } else { LogLevel::Warning };
             failed(level, error.message);
         }
+    }
+}
+
+impl Session {
+    /// Registers the request `id` as running (so `notifications/cancelled`
+    /// reaches `signal`) until the guard is dropped; `None` when a request
+    /// with that id is running already.
+    fn running(self: &Arc<Self>, id: Id, signal: Arc<CallSignal>) -> Option<Running> {
+        let mut inflight = self.inflight.lock().expect("inflight lock");
+        if inflight.contains_key(&id) {
+            return None;
+        }
+        inflight.insert(id.clone(), Arc::clone(&signal));
+        Some(Running { session: Arc::clone(self), id, signal, done: false })
     }
 }
 

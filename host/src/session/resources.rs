@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::{Asked, Context, Running, Session, stamped};
+use super::{Asked, Context, Session, stamped};
 use crate::notices::{Scope, SubscribeError};
 use crate::protocol::jsonrpc::ErrorObject;
 use crate::results::{self, Fault, ToolFailure};
@@ -24,18 +24,11 @@ impl Session {
     /// slot, with the client's roots, on a thread that may block.
     pub(super) fn resource_request(self: &Arc<Self>, asked: Asked<'_>, ctx: Context, work: Work) -> super::Handled {
         let Asked { id, out: _, span } = asked;
-        let signal = Arc::new(CallSignal::new());
-        {
-            let mut inflight = self.inflight.lock().expect("inflight lock");
-            if inflight.contains_key(&id) {
-                drop(inflight);
-                let result = Err(Fault::DuplicateId.into());
-                span.finish(&result);
-                return super::Handled::Now(Some(self.respond(&id, result, ctx.version.is_modern())));
-            }
-            inflight.insert(id.clone(), Arc::clone(&signal));
-        }
-        let guard = Running { session: Arc::clone(self), id, signal, done: false };
+        let Some(guard) = self.running(id.clone(), Arc::new(CallSignal::new())) else {
+            let result = Err(Fault::DuplicateId.into());
+            span.finish(&result);
+            return super::Handled::Now(Some(self.respond(&id, result, ctx.version.is_modern())));
+        };
         let answered = async move {
             let mut guard = guard;
             let slots = Arc::clone(&guard.session.slots);
