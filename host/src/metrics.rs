@@ -89,6 +89,11 @@ struct ResultLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KindLabel {
+    kind: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct StoreLabels {
     store: &'static str,
     op: &'static str,
@@ -118,6 +123,7 @@ pub struct Metrics {
     handle_store_errors: Counter,
     count_seconds: Histogram,
     handle_ops: Family<StoreLabels, Counter>,
+    notices: Family<KindLabel, Counter>,
 }
 
 impl Default for Metrics {
@@ -174,6 +180,12 @@ impl Metrics {
             "Handle store operations, by store (memory, dir, redis), operation (mint, resolve) and result",
             handle_ops.clone(),
         );
+        let notices = Family::default();
+        registry.register(
+            "resource_notifications",
+            "Change notifications sent, by kind (updated, resync, list_changed)",
+            notices.clone(),
+        );
         Metrics {
             on,
             registry,
@@ -189,6 +201,7 @@ impl Metrics {
             handle_store_errors,
             count_seconds,
             handle_ops,
+            notices,
         }
     }
 
@@ -287,6 +300,13 @@ impl Metrics {
         self.handle_ops.get_or_create(&StoreLabels { store, op, result }).inc();
     }
 
+    /// A change notification sent: `updated`, `resync` or `list_changed`.
+    pub fn notice(&self, kind: &'static str) {
+        if self.on {
+            self.notices.get_or_create(&KindLabel { kind }).inc();
+        }
+    }
+
     /// The exposition: every metric, and what `live` says the server holds now.
     pub fn render(&self, live: &Live) -> String {
         let mut text = String::new();
@@ -315,6 +335,10 @@ pub struct Live {
     pub tools_compiled: u64,
     pub resident_bytes: u64,
     pub open_fds: u64,
+    /// Listeners of resource changes (legacy sessions that subscribed, listen streams).
+    pub resource_listeners: u64,
+    /// Directories the operating system is asked to watch for them.
+    pub resource_watches: u64,
 }
 
 impl Live {
@@ -360,6 +384,8 @@ impl Live {
         gauge(&mut registry, "tools_compiled", "Tools compiled and ready to run", self.tools_compiled);
         gauge(&mut registry, "process_resident_memory_bytes", "Resident memory of the process", self.resident_bytes);
         gauge(&mut registry, "process_open_fds", "Open file descriptors of the process", self.open_fds);
+        gauge(&mut registry, "resource_listeners", "Listeners of resource changes", self.resource_listeners);
+        gauge(&mut registry, "resource_watches", "Directories watched for resource changes", self.resource_watches);
         registry
     }
 }
@@ -376,7 +402,8 @@ mod tests {
         metrics.call(UNKNOWN_TOOL, Outcome::Refused, "not_found", None);
         metrics.page("text", 120);
         metrics.refusal("expired");
-        let text = metrics.render(&Live { parked_streams: 2, open_fds: 9, ..Live::default() });
+        metrics.notice("resync");
+        let text = metrics.render(&Live { parked_streams: 2, open_fds: 9, resource_watches: 3, ..Live::default() });
         assert!(text.contains("# TYPE cordon_calls_total counter"), "{text}");
         assert!(text.contains(r#"cordon_calls_total{tool="grep",outcome="ok",code=""} 1"#), "{text}");
         assert!(text.contains(r#"cordon_calls_total{tool="(unknown)",outcome="refused",code="not_found"} 1"#));
@@ -384,6 +411,11 @@ mod tests {
         assert!(text.contains(r#"cordon_page_payload_bytes_total{form="text"} 120"#), "{text}");
         assert!(text.contains("cordon_parked_streams 2\n") && text.contains("cordon_process_open_fds 9\n"), "{text}");
         assert!(text.contains(r#"cordon_refusals_total{reason="expired"} 1"#), "{text}");
+        assert!(text.contains(r#"cordon_resource_notifications_total{kind="resync"} 1"#), "{text}");
+        assert!(
+            text.contains("cordon_resource_watches 3\n") && text.contains("cordon_resource_listeners 0\n"),
+            "{text}"
+        );
         assert!(!text.contains("# EOF"), "0.0.4 text, not OpenMetrics");
     }
 

@@ -76,6 +76,8 @@ impl Server {
             tools_compiled: compiled as u64,
             resident_bytes,
             open_fds,
+            resource_listeners: self.notices.listeners() as u64,
+            resource_watches: self.notices.watches() as u64,
         }
     }
 

@@ -41,6 +41,15 @@ pub const RESYNC: &str = "cordon/resync";
 /// How often a listen request looks whether the client cancelled it.
 const CANCEL_POLL: Duration = Duration::from_millis(100);
 
+/// A notice's kind, as the metrics count it.
+fn kind(notice: &Notice) -> &'static str {
+    match notice {
+        Notice::Updated { resync: false, .. } => "updated",
+        Notice::Updated { resync: true, .. } => "resync",
+        Notice::ListChanged => "list_changed",
+    }
+}
+
 /// A notice as a notification line, tagged with `subscription` when it goes
 /// on a listen stream.
 fn rendered(notice: &Notice, subscription: Option<&Value>) -> String {
@@ -93,6 +102,7 @@ impl Session {
                         }
                     }
                     notices = session.notices.next() => {
+                        notices.iter().for_each(|n| session.server.metrics().notice(kind(n)));
                         queued.extend(notices.iter().map(|n| rendered(n, None)));
                     }
                 }
@@ -138,7 +148,10 @@ impl Session {
                         }
                         Err(_) => break true,
                     },
-                    notices = listener.next() => notices.iter().map(|n| rendered(n, Some(&subscription))).collect(),
+                    notices = listener.next() => {
+                        notices.iter().for_each(|n| guard.session.server.metrics().notice(kind(n)));
+                        notices.iter().map(|n| rendered(n, Some(&subscription))).collect()
+                    }
                 };
                 for line in lines {
                     if !out.send(line).await {
