@@ -198,8 +198,9 @@ fn inspector(home: &Path, target: &[&std::ffi::OsStr], method: &[&str]) -> Value
     })
 }
 
-/// Lists the tools and pages through `big.txt` with the Inspector CLI, one invocation per call.
-fn inspector_client(target: &[&std::ffi::OsStr], text: &str, server: Option<&HttpServer>) {
+/// Lists the tools and pages through `big.txt` with the Inspector CLI, one invocation per call;
+/// lists the resources and reads `big.txt` (`resource`, its URI) as one.
+fn inspector_client(target: &[&std::ffi::OsStr], text: &str, resource: &str, server: Option<&HttpServer>) {
     let home = tempfile::tempdir().unwrap();
     let log = || server.map(HttpServer::log).unwrap_or_default();
 
@@ -212,6 +213,14 @@ fn inspector_client(target: &[&std::ffi::OsStr], text: &str, server: Option<&Htt
     }
     let read = tools.iter().find(|t| t["name"] == "read").unwrap();
     assert!(read.get("outputSchema").is_none(), "{read}");
+
+    let resources = inspector(home.path(), target, &["--method", "resources/list"]);
+    let listed = resources["resources"].as_array().unwrap_or_else(|| panic!("no resources: {resources}\n{}", log()));
+    assert!(listed.iter().any(|r| r["uri"] == resource), "{resources}");
+    let attached = inspector(home.path(), target, &["--method", "resources/read", "--uri", resource]);
+    let contents = &attached["contents"][0];
+    assert_eq!(contents["mimeType"], "text/plain; charset=utf-8", "{attached}");
+    assert_eq!(contents["text"], text, "a file under a page reads whole: {attached}");
 
     // Values of --tool-arg are parsed as JSON when they can be: `max_tokens=400` is a number,
     // a path or a cursor (`c1.…`) stays a string.
@@ -251,7 +260,8 @@ fn inspector_cli_over_stdio() {
     let (root, state) = (fx.root(), shared_state_dir());
     let target = [cordon_bin().as_ref(), "serve".as_ref(), "--root".as_ref(), root.as_os_str()];
     let target = [&target[..], &["--state-dir".as_ref(), state.as_os_str()]].concat();
-    inspector_client(&target, &text, None);
+    let resource = url::Url::from_file_path(root.join("big.txt")).unwrap().to_string();
+    inspector_client(&target, &text, &resource, None);
 }
 
 #[test]
@@ -260,7 +270,8 @@ fn inspector_cli_over_http() {
     let text = paged_file(&fx, "the inspector over http", 250);
     let server = HttpServer::start(&fx.root());
     let target = [server.url.as_ref(), "--transport".as_ref(), "http".as_ref()];
-    inspector_client(&target, &text, Some(&server));
+    let resource = url::Url::from_file_path(fx.root().join("big.txt")).unwrap().to_string();
+    inspector_client(&target, &text, &resource, Some(&server));
 }
 
 // ---------------------------------------------------------------------------------------------

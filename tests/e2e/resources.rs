@@ -19,6 +19,9 @@ use crate::tools::RUST_EXAMPLE;
 /// The large file: 64 MiB, read page by page.
 const BIG: usize = 64 << 20;
 
+/// Files in `many/`.
+const MANY: usize = 1500;
+
 /// The most notifications a burst of 10,000 writes to one file may bring:
 /// one per 50 ms window, for bursts that take up to a few seconds on a busy machine.
 const MOST_FOR_A_BURST: u64 = 400;
@@ -51,6 +54,11 @@ fn tree() -> Tree {
     }
     fx.write(".hidden/skip.txt", "hidden\n");
     fx.write("docs/guide.md", "# guide\n");
+    // Enough files that the list takes more than one page.
+    std::fs::create_dir(fx.root().join("many")).unwrap();
+    for i in 0..MANY {
+        fx.write(&format!("many/file-{i:04}.txt"), "x\n");
+    }
     Tree { fx, text, image, big_sha256: sha256(&big) }
 }
 
@@ -71,14 +79,30 @@ fn drive(mode: &str, transport_args: &[String], tools: &Path) -> Value {
     serde_json::from_slice(&stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&stdout)))
 }
 
-fn check(tree: &Tree, seen: &Value, modern: bool) {
+/// The files of the `list` tool's walk of the root (every level, no hidden entry), as URIs.
+fn list_walk(root: &Path) -> Vec<String> {
+    let arguments = json!({ "path": root, "depth": 32, "hidden": false, "format": "json" });
+    let out = Command::new(cordon_bin())
+        .args(["call", "list", "--all", "--deny", "*.pem", "--root"])
+        .arg(root)
+        .arg("--state-dir")
+        .arg(shared_state_dir())
+        .arg("--json")
+        .arg(arguments.to_string())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let items = serde_json::Deserializer::from_slice(&out.stdout).into_iter::<Value>().map(Result::unwrap);
+    let files = items.filter(|item| item["type"] == "file");
+    files.map(|item| uri(Path::new(item["path"].as_str().unwrap()))).collect()
+}
+
+fn check(tree: &Tree, seen: &Value, walk: &[String], modern: bool) {
     let root = tree.fx.root();
-    let want: Vec<String> =
-        ["big.bin", "docs/guide.md", "hello.txt", "image.bin", "sub/inner.txt", "text.txt", "watched.txt"]
-            .iter()
-            .map(|f| uri(&root.join(f)))
-            .collect();
-    assert_eq!(seen["listed"], json!(want), "every file, path order, no hidden, denied or ignored one");
+    assert_eq!(walk.len(), MANY + 7, "{walk:?}");
+    assert!(!walk.iter().any(|u| u.ends_with(".pem") || u.contains("/.hidden/")));
+    assert_eq!(seen["listed"], json!(walk), "the list's walk: every file, path order, no hidden or denied one");
+    assert!(seen["list_pages"].as_u64().unwrap() > 1, "listed across pages: {}", seen["list_pages"]);
     assert_eq!(seen["templates"], json!(["file:///{+path}"]));
     if !modern {
         assert_eq!(seen["resources_capability"], json!({"subscribe": true, "list_changed": false}));
@@ -123,8 +147,9 @@ fn stdio(mode: &str) {
     let serve = [cordon_bin(), "serve", "--root", root.to_str().unwrap(), "--deny", "*.pem", "--tools-dir"];
     args.extend(serve.iter().map(|s| s.to_string()));
     args.extend([tools.display().to_string(), "--state-dir".into(), shared_state_dir().display().to_string()]);
+    let walk = list_walk(&root);
     let seen = drive(mode, &args, &tools);
-    check(&tree, &seen, mode != "legacy");
+    check(&tree, &seen, &walk, mode != "legacy");
 }
 
 fn http(mode: &str) {
@@ -133,8 +158,9 @@ fn http(mode: &str) {
     let root = tree.fx.root();
     let server = HttpServer::start_with(&root, &["--deny", "*.pem", "--tools-dir", tools.to_str().unwrap()]);
     let args = vec!["http".into(), root.display().to_string(), server.url.clone()];
+    let walk = list_walk(&root);
     let seen = drive(mode, &args, &tools);
-    check(&tree, &seen, mode != "legacy");
+    check(&tree, &seen, &walk, mode != "legacy");
 }
 
 #[test]

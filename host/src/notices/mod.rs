@@ -14,11 +14,14 @@
 //! notification per window. A batch holds at most `MAX_BATCH` paths; past
 //! that, or when the kernel's own queue overflowed, it says only that
 //! anything may have changed, and each listener resyncs (see `listener`).
+//! So does a batch after events were dropped because `MAX_QUEUED` of them
+//! were waiting: memory stays bounded however large the burst.
 
 mod listener;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
@@ -33,6 +36,11 @@ pub const WINDOW: Duration = Duration::from_millis(50);
 
 /// The most paths a batch names; beyond, the batch overflows.
 const MAX_BATCH: usize = 4096;
+
+/// The most events waiting for the batching thread; beyond, events are
+/// dropped and the next batch overflows (memory stays bounded whatever the
+/// burst, and nothing is lost silently).
+const MAX_QUEUED: usize = 8192;
 
 /// The process's watcher of files, and everyone listening.
 pub struct Hub {
@@ -178,21 +186,27 @@ impl Hub {
     /// The watcher, and the thread that batches its events and hands them
     /// out; the thread ends when the watcher is dropped with the hub.
     fn start(&self) -> Result<notify::RecommendedWatcher, notify::Error> {
-        let (tx, rx) = mpsc::channel();
+        let (tx, rx) = mpsc::sync_channel(MAX_QUEUED);
+        let dropped = Arc::new(AtomicBool::new(false));
+        let lost = Arc::clone(&dropped);
+        // Never blocks the watcher's own thread: a full queue drops the event and says so.
         let watcher = notify::recommended_watcher(move |event| {
-            let _ = tx.send(event);
+            if let Err(mpsc::TrySendError::Full(_)) = tx.try_send(event) {
+                lost.store(true, Ordering::Relaxed);
+            }
         })?;
         let shared = Arc::downgrade(&self.shared);
         std::thread::Builder::new()
             .name("cordon-changes".into())
-            .spawn(move || batches(&rx, &shared))
+            .spawn(move || batches(&rx, &dropped, &shared))
             .map_err(notify::Error::io)?;
         Ok(watcher)
     }
 }
 
-/// Gathers events into batches and hands each to the listeners.
-fn batches(rx: &mpsc::Receiver<notify::Result<notify::Event>>, shared: &Weak<Shared>) {
+/// Gathers events into batches and hands each to the listeners; a batch
+/// after dropped events overflows.
+fn batches(rx: &mpsc::Receiver<notify::Result<notify::Event>>, dropped: &AtomicBool, shared: &Weak<Shared>) {
     while let Ok(first) = rx.recv() {
         let mut batch = Batch::default();
         batch.add(first);
@@ -205,6 +219,7 @@ fn batches(rx: &mpsc::Receiver<notify::Result<notify::Event>>, shared: &Weak<Sha
                 Err(mpsc::RecvTimeoutError::Disconnected) => return,
             }
         }
+        batch.overflowed |= dropped.swap(false, Ordering::Relaxed);
         let Some(shared) = shared.upgrade() else { return };
         let listeners: Vec<Arc<Listener>> =
             shared.listeners.lock().expect("listeners lock").iter().filter_map(Weak::upgrade).collect();
