@@ -2,11 +2,16 @@
 //! crate: inotify here), batched, and handed to every `Listener` whose
 //! subscriptions they touch.
 //!
-//! The `Hub` keeps one watcher for the process and watches only what someone
-//! listens to: the directory holding a subscribed file (so a write, a rename
-//! over it and a delete are all seen), a subscribed directory recursively, and
-//! the roots recursively for a listener of list changes. Watches are counted
-//! and dropped with the last subscription that needs them.
+//! The `Hub` watches only what someone listens to: the directory holding a
+//! subscribed file (so a write, a rename over it and a delete are all seen), a
+//! subscribed directory recursively, and the roots recursively for a listener
+//! of list changes. Watches are counted and dropped with the last
+//! subscription that needs them. The directories holding files share one
+//! watcher (one inotify instance; each directory one watch); each recursive
+//! watch has a watcher of its own, so that watches of the same or nested
+//! directories never touch each other's kernel watches (`notify` keeps one
+//! entry a path in an instance: a second watch of a path would change the
+//! first's mode, and unwatching either, or a tree above, would end both).
 //!
 //! Events are batched: the first event of a quiet spell opens a window of
 //! `WINDOW` (50 ms), every event in it is merged by path, and at its end the
@@ -48,11 +53,40 @@ pub struct Hub {
 }
 
 struct Shared {
-    /// Made on the first watch (no inotify instance for a server nobody subscribes to).
-    watcher: Mutex<Option<notify::RecommendedWatcher>>,
-    /// How many holders each (path, recursive) watch has.
-    watches: Mutex<HashMap<(PathBuf, bool), usize>>,
+    /// Where every watcher's events go; made, with the batching thread, on
+    /// the first watch (nothing runs for a server nobody subscribes to).
+    feed: Mutex<Option<Feed>>,
+    /// The watcher of the directories that hold subscribed files.
+    flat: Mutex<Option<notify::RecommendedWatcher>>,
+    /// Each (path, recursive) watch: its holders, and a recursive one's own watcher.
+    watches: Mutex<HashMap<(PathBuf, bool), Held>>,
     listeners: Mutex<Vec<Weak<Listener>>>,
+}
+
+/// The sending end of the event queue, and the flag a full queue raises.
+#[derive(Clone)]
+struct Feed {
+    tx: mpsc::SyncSender<notify::Result<notify::Event>>,
+    dropped: Arc<AtomicBool>,
+}
+
+impl Feed {
+    /// A watcher whose events go into the queue; never blocking its own
+    /// thread, a full queue drops the event and says so.
+    fn watcher(&self) -> Result<notify::RecommendedWatcher, notify::Error> {
+        let Feed { tx, dropped } = self.clone();
+        notify::recommended_watcher(move |event| {
+            if let Err(mpsc::TrySendError::Full(_)) = tx.try_send(event) {
+                dropped.store(true, Ordering::Relaxed);
+            }
+        })
+    }
+}
+
+/// One watch: how many hold it, and, for a recursive one, its watcher.
+struct Held {
+    count: usize,
+    own: Option<notify::RecommendedWatcher>,
 }
 
 /// What changed in one window.
@@ -114,14 +148,18 @@ impl Drop for WatchGuard {
     fn drop(&mut self) {
         let Some(shared) = self.shared.upgrade() else { return };
         let mut watches = shared.watches.lock().expect("watches lock");
-        let Some(count) = watches.get_mut(&self.key) else { return };
-        *count -= 1;
-        if *count == 0 {
-            watches.remove(&self.key);
-            if let Some(watcher) = shared.watcher.lock().expect("watcher lock").as_mut() {
-                // The directory may be gone, and its watch with it.
-                let _ = watcher.unwatch(&self.key.0);
-            }
+        let Some(held) = watches.get_mut(&self.key) else { return };
+        held.count -= 1;
+        if held.count > 0 {
+            return;
+        }
+        // A recursive watch ends with its own watcher, dropped here.
+        let held = watches.remove(&self.key);
+        if held.is_some_and(|h| h.own.is_none())
+            && let Some(flat) = shared.flat.lock().expect("flat watcher lock").as_mut()
+        {
+            // The directory may be gone, and its watch with it.
+            let _ = flat.unwatch(&self.key.0);
         }
     }
 }
@@ -136,7 +174,8 @@ impl Hub {
     pub fn new() -> Hub {
         Hub {
             shared: Arc::new(Shared {
-                watcher: Mutex::new(None),
+                feed: Mutex::new(None),
+                flat: Mutex::new(None),
                 watches: Mutex::new(HashMap::new()),
                 listeners: Mutex::new(Vec::new()),
             }),
@@ -169,38 +208,42 @@ impl Hub {
     pub fn watch(&self, dir: &Path, recursive: bool) -> Result<WatchGuard, notify::Error> {
         let key = (dir.to_path_buf(), recursive);
         let mut watches = self.shared.watches.lock().expect("watches lock");
-        if let Some(count) = watches.get_mut(&key) {
-            *count += 1;
+        if let Some(held) = watches.get_mut(&key) {
+            held.count += 1;
         } else {
-            let mut watcher = self.shared.watcher.lock().expect("watcher lock");
-            if watcher.is_none() {
-                *watcher = Some(self.start()?);
-            }
-            let mode = if recursive { RecursiveMode::Recursive } else { RecursiveMode::NonRecursive };
-            watcher.as_mut().expect("made above").watch(dir, mode)?;
-            watches.insert(key.clone(), 1);
+            let feed = self.feed()?;
+            let own = if recursive {
+                let mut own = feed.watcher()?;
+                own.watch(dir, RecursiveMode::Recursive)?;
+                Some(own)
+            } else {
+                let mut flat = self.shared.flat.lock().expect("flat watcher lock");
+                if flat.is_none() {
+                    *flat = Some(feed.watcher()?);
+                }
+                flat.as_mut().expect("made above").watch(dir, RecursiveMode::NonRecursive)?;
+                None
+            };
+            watches.insert(key.clone(), Held { count: 1, own });
         }
         Ok(WatchGuard { shared: Arc::downgrade(&self.shared), key })
     }
 
-    /// The watcher, and the thread that batches its events and hands them
-    /// out; the thread ends when the watcher is dropped with the hub.
-    fn start(&self) -> Result<notify::RecommendedWatcher, notify::Error> {
+    /// The event queue, made with the thread that batches its events and
+    /// hands them out on first use; the thread ends with the hub.
+    fn feed(&self) -> Result<Feed, notify::Error> {
+        let mut feed = self.shared.feed.lock().expect("feed lock");
+        if let Some(feed) = feed.as_ref() {
+            return Ok(feed.clone());
+        }
         let (tx, rx) = mpsc::sync_channel(MAX_QUEUED);
         let dropped = Arc::new(AtomicBool::new(false));
-        let lost = Arc::clone(&dropped);
-        // Never blocks the watcher's own thread: a full queue drops the event and says so.
-        let watcher = notify::recommended_watcher(move |event| {
-            if let Err(mpsc::TrySendError::Full(_)) = tx.try_send(event) {
-                lost.store(true, Ordering::Relaxed);
-            }
-        })?;
-        let shared = Arc::downgrade(&self.shared);
+        let (seen, shared) = (Arc::clone(&dropped), Arc::downgrade(&self.shared));
         std::thread::Builder::new()
             .name("cordon-changes".into())
-            .spawn(move || batches(&rx, &dropped, &shared))
+            .spawn(move || batches(&rx, &seen, &shared))
             .map_err(notify::Error::io)?;
-        Ok(watcher)
+        Ok(feed.insert(Feed { tx, dropped }).clone())
     }
 }
 

@@ -152,3 +152,33 @@ fn a_batch_merges_paths_and_overflows_past_its_bound() {
     }
     assert!(batch.overflowed() && batch.paths.len() == MAX_BATCH);
 }
+
+#[test]
+fn watches_of_the_same_or_nested_directories_never_end_each_other() {
+    let (_dir, root, scope) = root();
+    let hub = Hub::new();
+    let listener = Listener::new(scope);
+    hub.register(&listener);
+    let (file, deep) = (root.join("a.txt"), root.join("sub/b.txt"));
+    std::fs::write(&file, "one").unwrap();
+    std::fs::write(&deep, "one").unwrap();
+    // A file in the root (the root watched flat), the root recursively, a file deeper (sub flat).
+    listener.subscribe(&hub, &uri(&file), &file).unwrap();
+    listener.subscribe(&hub, &uri(&root), &root).unwrap();
+    listener.subscribe(&hub, &uri(&deep), &deep).unwrap();
+    assert_eq!(hub.watches(), 3);
+    // Ending the flat watches leaves the recursive one whole, and the other way round.
+    assert!(listener.unsubscribe(&uri(&file)) && listener.unsubscribe(&uri(&deep)));
+    std::fs::write(&file, "two").unwrap();
+    std::fs::write(&deep, "two").unwrap();
+    let got = gather(&listener, Duration::from_secs(5));
+    for path in [&file, &deep] {
+        assert!(got.contains(&Notice::Updated { uri: uri(path), resync: false }), "{path:?}: {got:?}");
+    }
+    listener.subscribe(&hub, &uri(&deep), &deep).unwrap();
+    assert!(listener.unsubscribe(&uri(&root)));
+    std::fs::write(&deep, "three").unwrap();
+    assert_eq!(gather(&listener, Duration::from_secs(5)), vec![Notice::Updated { uri: uri(&deep), resync: false }]);
+    assert!(listener.unsubscribe(&uri(&deep)));
+    assert_eq!(hub.watches(), 0);
+}

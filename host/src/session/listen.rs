@@ -113,8 +113,6 @@ impl Session {
     /// `subscriptions/listen` (stateless era): see the module doc.
     pub(super) fn listen(self: &Arc<Self>, asked: Asked<'_>, ctx: Context, filter: Filter) -> Handled {
         let Asked { id, out, span } = asked;
-        let listener = Listener::new(self.scope(None));
-        let honored = self.honor(&listener, &filter);
         let Some(guard) = self.running(id.clone(), Arc::new(CallSignal::new())) else {
             let result = Err(crate::results::Fault::DuplicateId.into());
             span.finish(&result);
@@ -123,6 +121,15 @@ impl Session {
         let out = out.clone();
         let answered = async move {
             let mut guard = guard;
+            // Watching a tree walks it: off the runtime's threads.
+            let session = Arc::clone(&guard.session);
+            let (listener, honored) = tokio::task::spawn_blocking(move || {
+                let listener = Listener::new(session.scope(None));
+                let honored = session.honor(&listener, &filter);
+                (listener, honored)
+            })
+            .await
+            .ok()?;
             let subscription = serde_json::to_value(&guard.id).expect("an id serializes");
             let mut ack = json!({ "notifications": honored.to_json() });
             tag(&mut ack, Some(&subscription));

@@ -83,7 +83,10 @@ impl Session {
                 Ok(client_roots) => {
                     session.notices.set_scope(session.scope(client_roots.as_deref().map(Vec::as_slice)));
                     session.server.notices().register(&session.notices);
-                    subscribed(&session, &uri).map(|_| json!({}))
+                    // Watching a directory walks it: off the runtime's threads.
+                    let (watcher, uri) = (Arc::clone(&session), uri.clone());
+                    let done = tokio::task::spawn_blocking(move || subscribed(&watcher, &uri)).await;
+                    done.unwrap_or_else(|_| Err(Fault::CallThread.into())).map(|()| json!({}))
                 }
             };
             span.finish(&result);
