@@ -320,45 +320,15 @@ impl Session {
                 done(Ok(modern::discover_result(capabilities, &instructions)), true)
             }
             Request::ListTools => done(Ok(self.server.list_tools_for(ctx.version, &self.rights())), true),
-            Request::ListResources { .. } | Request::ReadResource { .. } if !self.server.offers_resources() => {
-                let result = match request {
-                    Request::ReadResource { uri } => Err(Fault::UnknownResource { uri }.into()),
-                    _ => Ok(results::empty_list("resources")),
-                };
-                done(result, true)
-            }
-            Request::ListResources { cursor } => self.resource_request(
-                Asked { id, out, span },
-                ctx,
-                Box::new(move |server, asker| server.list_resources(asker, cursor.as_deref())),
-            ),
-            Request::ReadResource { uri } => self.resource_request(
-                Asked { id, out, span },
-                ctx,
-                Box::new(move |server, asker| server.read_resource(asker, &uri)),
-            ),
-            Request::ListResourceTemplates => done(Ok(resources::templates(self.server.offers_resources())), true),
-            Request::Subscribe { .. } | Request::Unsubscribe { .. } if !self.server.offers_resources() => {
-                done(Err(resources::not_offered(method)), false)
-            }
-            Request::Subscribe { uri } => self.subscribe(Asked { id, out, span }, ctx, uri),
-            Request::Unsubscribe { uri } => {
-                self.notices.unsubscribe(&uri);
-                done(Ok(json!({})), false)
-            }
             Request::Listen(filter) => self.listen(Asked { id, out, span }, ctx, filter),
-            Request::ReadDirectory { .. } | Request::ListSkills | Request::GetSkill { .. }
-                if !self.server.offers_resources() =>
-            {
-                done(Err(resources::not_offered(method)), false)
-            }
-            Request::ReadDirectory { uri, cursor } => self.resource_request(
-                Asked { id, out, span },
-                ctx,
-                Box::new(move |server, asker| server.read_directory(asker, &uri, cursor.as_deref())),
-            ),
-            Request::ListSkills => done(Ok(json!({ "skills": [] })), true),
-            Request::GetSkill { uri } => done(Err(Fault::UnknownSkill { uri }.into()), true),
+            resource @ (Request::ListResources { .. }
+            | Request::ReadResource { .. }
+            | Request::ListResourceTemplates
+            | Request::Subscribe { .. }
+            | Request::Unsubscribe { .. }
+            | Request::ReadDirectory { .. }
+            | Request::ListSkills
+            | Request::GetSkill { .. }) => self.resource(Asked { id, out, span }, ctx, (method, resource)),
             Request::ListPrompts => done(Ok(results::empty_list("prompts")), true),
             Request::GetPrompt { name } => done(Err(Fault::UnknownPrompt { name }.into()), false),
             Request::SetLogLevel { level } => {

@@ -9,9 +9,10 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::{Asked, Context, Session, stamped};
+use super::{Asked, Context, Handled, Session, stamped};
 use crate::notices::{Scope, SubscribeError};
 use crate::protocol::jsonrpc::ErrorObject;
+use crate::protocol::mcp::Request;
 use crate::results::{self, Fault, ToolFailure};
 use crate::runtime::CallSignal;
 use crate::server::{Asker, FileUri, Server};
@@ -20,14 +21,60 @@ use crate::server::{Asker, FileUri, Server};
 pub(super) type Work = Box<dyn FnOnce(&Arc<Server>, Asker<'_>) -> Result<Value, ErrorObject> + Send>;
 
 impl Session {
+    /// A resource request (`method`, typed): files listed, read or watched,
+    /// directories read; answered at once where nothing is read, and as a
+    /// server without resources answers them under `--no-resources`.
+    pub(super) fn resource(self: &Arc<Self>, asked: Asked<'_>, ctx: Context, request: (&str, Request)) -> Handled {
+        let (method, request) = request;
+        let offered = self.server.offers_resources();
+        let work: Work = match request {
+            Request::ListResources { cursor } if offered => {
+                Box::new(move |server, asker| server.list_resources(asker, cursor.as_deref()))
+            }
+            Request::ReadResource { uri } if offered => {
+                Box::new(move |server, asker| server.read_resource(asker, &uri))
+            }
+            Request::ReadDirectory { uri, cursor } if offered => {
+                Box::new(move |server, asker| server.read_directory(asker, &uri, cursor.as_deref()))
+            }
+            Request::Subscribe { uri } if offered => return self.subscribe(asked, ctx, uri),
+            request => {
+                let (result, cacheable) = self.at_once(method, request, offered);
+                let Asked { id, span, .. } = asked;
+                let result = stamped(ctx, result, cacheable);
+                span.finish(&result);
+                return Handled::Now(Some(self.respond(&id, result, ctx.version.is_modern())));
+            }
+        };
+        self.resource_request(asked, ctx, work)
+    }
+
+    /// The answer to a resource request that reads nothing, and whether a
+    /// client may cache it.
+    fn at_once(&self, method: &str, request: Request, offered: bool) -> (Result<Value, ErrorObject>, bool) {
+        match request {
+            Request::ListResources { .. } => (Ok(results::empty_list("resources")), true),
+            Request::ReadResource { uri } => (Err(Fault::UnknownResource { uri }.into()), true),
+            Request::ListResourceTemplates if offered => (Ok(results::resources::templates()), true),
+            Request::ListResourceTemplates => (Ok(results::empty_list("resourceTemplates")), true),
+            Request::Unsubscribe { uri } if offered => {
+                self.notices.unsubscribe(&uri);
+                (Ok(json!({})), false)
+            }
+            Request::ListSkills if offered => (Ok(json!({ "skills": [] })), true),
+            Request::GetSkill { uri } if offered => (Err(Fault::UnknownSkill { uri }.into()), true),
+            _ => (Err(Fault::NoResources { method: method.to_string() }.into()), false),
+        }
+    }
+
     /// Runs `work` as a call runs: registered (so it can be cancelled), in a
     /// slot, with the client's roots, on a thread that may block.
-    pub(super) fn resource_request(self: &Arc<Self>, asked: Asked<'_>, ctx: Context, work: Work) -> super::Handled {
+    fn resource_request(self: &Arc<Self>, asked: Asked<'_>, ctx: Context, work: Work) -> Handled {
         let Asked { id, out: _, span } = asked;
         let Some(guard) = self.running(id.clone(), Arc::new(CallSignal::new())) else {
             let result = Err(Fault::DuplicateId.into());
             span.finish(&result);
-            return super::Handled::Now(Some(self.respond(&id, result, ctx.version.is_modern())));
+            return Handled::Now(Some(self.respond(&id, result, ctx.version.is_modern())));
         };
         let answered = async move {
             let mut guard = guard;
@@ -57,7 +104,7 @@ impl Session {
             span.finish(&result);
             Some(guard.session.respond(&guard.id, stamped(ctx, result, true), ctx.version.is_modern()))
         };
-        super::Handled::Later(Box::pin(answered))
+        Handled::Later(Box::pin(answered))
     }
 
     /// The client's roots for a request: asked of a legacy client that has
@@ -74,7 +121,7 @@ impl Session {
 
     /// `resources/subscribe` (legacy era): the session's listener now watches
     /// the file or directory `uri` names, within what the caller may see.
-    pub(super) fn subscribe(self: &Arc<Self>, asked: Asked<'_>, ctx: Context, uri: String) -> super::Handled {
+    fn subscribe(self: &Arc<Self>, asked: Asked<'_>, ctx: Context, uri: String) -> Handled {
         let Asked { id, span, .. } = asked;
         let session = Arc::clone(self);
         let answered = async move {
@@ -92,7 +139,7 @@ impl Session {
             span.finish(&result);
             Some(session.respond(&id, stamped(ctx, result, false), false))
         };
-        super::Handled::Later(Box::pin(answered))
+        Handled::Later(Box::pin(answered))
     }
 }
 
@@ -108,14 +155,4 @@ fn subscribed(session: &Session, uri: &str) -> Result<(), ErrorObject> {
 pub(super) fn refusal(uri: &str, error: &SubscribeError) -> ErrorObject {
     let failure = ToolFailure { code: error.code(), message: error.to_string(), limit: None };
     Fault::ResourceRefused { uri: uri.to_string(), failure }.into()
-}
-
-/// The error for a resource method on a server that offers no resources.
-pub(super) fn not_offered(method: &str) -> ErrorObject {
-    Fault::NoResources { method: method.to_string() }.into()
-}
-
-/// The `resources/templates/list` result for a server that does or does not offer resources.
-pub(super) fn templates(offered: bool) -> Value {
-    if offered { results::resources::templates() } else { results::empty_list("resourceTemplates") }
 }
