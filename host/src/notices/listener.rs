@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use super::{Batch, Hub, WatchGuard};
+use crate::ambient;
 use crate::policy::Judge;
 use crate::results::resources::file_uri;
 
@@ -155,10 +156,11 @@ impl Listener {
     /// The file need not exist yet; its directory must.
     pub fn subscribe(&self, hub: &Hub, uri: &str, path: &Path) -> Result<Subscribed, SubscribeError> {
         let shown = path.display().to_string();
-        let real = match std::fs::canonicalize(path) {
-            Ok(real) => real,
-            Err(_) => match (path.parent().map(std::fs::canonicalize), path.file_name()) {
-                (Some(Ok(dir)), Some(name)) if dir.is_dir() => dir.join(name),
+        // Where the path really is: itself, or (a file that does not exist yet) its directory.
+        let (real, dir) = match ambient::canonical_dir(path) {
+            Ok(found) => found,
+            Err(_) => match (path.parent().map(ambient::canonical_dir), path.file_name()) {
+                (Some(Ok((parent, true))), Some(name)) => (parent.join(name), false),
                 _ => return Err(SubscribeError::NotFound { path: shown }),
             },
         };
@@ -173,7 +175,6 @@ impl Listener {
                 return Err(SubscribeError::Denied { path: shown, why });
             }
         }
-        let dir = real.is_dir();
         let kind = if dir { Subscribed::Directory } else { Subscribed::File };
         let mut state = self.state.lock().expect("state lock");
         if state.subs.iter().any(|s| s.uri == uri) {
