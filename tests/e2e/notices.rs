@@ -154,3 +154,19 @@ fn the_clients_roots_narrow_the_resources_listed_read_and_watched() {
     let seen = drain(&server, Duration::from_secs(2));
     assert_eq!(updated_uris(&seen), vec![(uri(&sub.join("inner.txt")), false)], "only what the client's roots hold");
 }
+
+#[test]
+fn a_listen_stream_ends_with_its_result_when_the_clients_input_ends_and_the_server_exits() {
+    let fx = Fixture::new();
+    let mut server = Server::modern_stdio(&fx.root(), &[]);
+    let filter = json!({ "toolsListChanged": true, "resourceSubscriptions": [uri(&fx.root().join("hello.txt"))] });
+    server.send_json(
+        &json!({"jsonrpc": "2.0", "id": 7, "method": "subscriptions/listen", "params": {"notifications": filter}}),
+    );
+    assert_eq!(server.recv()["method"], "notifications/subscriptions/acknowledged");
+    server.close_input();
+    let ended = server.recv_within(Duration::from_secs(10)).expect("the listen stream's result");
+    assert_eq!(ended["id"], 7, "{ended}");
+    assert_eq!(ended["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 7, "{ended}");
+    assert!(server.finish(), "the server exits once its input ended");
+}

@@ -11,9 +11,11 @@
 //! server agreed to, then only the notifications the client asked for, each
 //! with the request's id as `io.modelcontextprotocol/subscriptionId`. A client
 //! ends it by closing the stream, or on stdio with `notifications/cancelled`.
-//! The server ends it with the request's result when its tool set closes
-//! behind it; a server process that ends cuts the stream without one, and the
-//! client listens again (the Python SDK raises `SubscriptionLost`).
+//! The server ends it with the request's result when the client's input ends
+//! (stdio, TCP: the connection then closes once every call has answered) or
+//! its tool set closes behind it; a server process that ends cuts the stream
+//! without one, and the client listens again (the Python SDK raises
+//! `SubscriptionLost`).
 //!
 //! Notifications here are never dropped for a full queue: sending waits, and
 //! meanwhile the listener merges what waits (see `notices::listener`).
@@ -144,6 +146,9 @@ impl Session {
                     _ = poll.tick() => {
                         if guard.signal.is_cancelled() {
                             return None;
+                        }
+                        if guard.session.input_ended.load(Ordering::SeqCst) {
+                            break true;
                         }
                         continue;
                     }

@@ -17,7 +17,7 @@ mod roots;
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -132,6 +132,8 @@ pub struct Session {
     roots: ClientRoots,
     /// The latest stream of unsolicited messages (see `unsolicited`).
     listener: AtomicU64,
+    /// The client's input ended (stdio, TCP): listen streams end with their result.
+    input_ended: AtomicBool,
     /// Who the client is: its principal and rights, and for the audit
     /// trail the transport's part, then the name and version `initialize` gave.
     caller: Mutex<Caller>,
@@ -164,6 +166,7 @@ impl Session {
             slots,
             roots: ClientRoots::new(duplex),
             listener: AtomicU64::new(0),
+            input_ended: AtomicBool::new(false),
             caller: Mutex::new(caller),
             notices: crate::notices::Listener::new(scope),
         })
@@ -179,6 +182,12 @@ impl Session {
     }
 
     /// Whether `initialize` has negotiated a revision (legacy era).
+    /// Says that the client's input ended (stdio, TCP): calls still answer,
+    /// and listen streams, which would never end by themselves, end now.
+    pub fn end_of_input(&self) {
+        self.input_ended.store(true, Ordering::SeqCst);
+    }
+
     pub fn initialized(&self) -> bool {
         self.version.lock().expect("version lock").is_some()
     }

@@ -80,6 +80,8 @@ where
             }
         }
     }
+    // Listen streams end with their result; calls go on to their answers.
+    session.end_of_input();
     unsolicited.abort();
     let _ = unsolicited.await;
     drop(tx);

@@ -203,6 +203,11 @@ impl Server {
     }
 
     /// Closes stdin and waits for the server to exit; returns whether it exited 0.
+    /// Closes the server's input, as a client that leaves does.
+    pub fn close_input(&mut self) {
+        drop(self.input.take());
+    }
+
     pub fn finish(mut self) -> bool {
         drop(self.input.take());
         self.process().wait().unwrap().success()
