@@ -95,8 +95,7 @@ impl Server {
         let Some(root) = roots.get(index) else {
             return Ok(results::resources::listed(Vec::new(), None));
         };
-        let most = self.pager.limits().max_tokens as usize;
-        let max_tokens = Fault::tokens_that_fit(self.limits.max_response_bytes, most);
+        let max_tokens = self.resource_page_tokens();
         let arguments = match resumed {
             Some(cursor) => json!({ "cursor": cursor, "max_tokens": max_tokens }),
             None => json!({
@@ -120,8 +119,7 @@ impl Server {
         let Some(file) = FileUri::parse(uri) else {
             return Err(Fault::UnknownResource { uri: uri.to_string() }.into());
         };
-        let most = self.pager.limits().max_tokens as usize;
-        let max_tokens = Fault::tokens_that_fit(self.limits.max_response_bytes, most);
+        let max_tokens = self.resource_page_tokens();
         let arguments = match &file.cursor {
             Some(cursor) => json!({ "cursor": cursor, "max_tokens": max_tokens }),
             None => json!({ "path": file.path, "format": "json", "max_tokens": max_tokens }),
@@ -154,8 +152,7 @@ impl Server {
         let Some(dir) = FileUri::parse(uri).filter(|f| f.cursor.is_none()) else {
             return Err(Fault::UnknownResource { uri: uri.to_string() }.into());
         };
-        let most = self.pager.limits().max_tokens as usize;
-        let max_tokens = Fault::tokens_that_fit(self.limits.max_response_bytes, most);
+        let max_tokens = self.resource_page_tokens();
         let arguments = match cursor {
             Some(cursor) => json!({ "cursor": cursor, "max_tokens": max_tokens }),
             None => json!({ "path": dir.path, "hidden": false, "format": "json", "max_tokens": max_tokens }),
@@ -163,6 +160,13 @@ impl Server {
         let page = self.resource_page("list", &asker, &arguments, uri)?;
         let children = results::resources::children(&page, &dir.path);
         Ok(results::resources::listed(children, page.next_cursor.clone()))
+    }
+
+    /// The page a resource request asks for: the largest a call may, or less
+    /// when the response limit holds less.
+    fn resource_page_tokens(&self) -> usize {
+        let most = self.pager.limits().max_tokens as usize;
+        Fault::tokens_that_fit(self.limits.max_response_bytes, most)
     }
 
     /// One page of `tool` for a resource request, through the same path as a

@@ -141,14 +141,14 @@ impl Session {
             let mut changes = guard.session.server.tool_changes();
             changes.mark_unchanged();
             let mut poll = tokio::time::interval(CANCEL_POLL);
-            let ended = loop {
+            loop {
                 let lines: Vec<String> = tokio::select! {
                     _ = poll.tick() => {
                         if guard.signal.is_cancelled() {
                             return None;
                         }
                         if guard.session.input_ended.load(Ordering::SeqCst) {
-                            break true;
+                            break;
                         }
                         continue;
                     }
@@ -158,7 +158,7 @@ impl Session {
                             tag(&mut params, Some(&subscription));
                             vec![jsonrpc::notification("notifications/tools/list_changed", params)]
                         }
-                        Err(_) => break true,
+                        Err(_) => break,
                     },
                     notices = listener.next() => {
                         notices.iter().for_each(|n| guard.session.server.metrics().notice(kind(n)));
@@ -170,8 +170,8 @@ impl Session {
                         return None;
                     }
                 }
-            };
-            guard.done = ended;
+            }
+            guard.done = true;
             let result = Ok(json!({ "_meta": { SUBSCRIPTION_ID: subscription } }));
             span.finish(&result);
             Some(guard.session.respond(&guard.id, stamped(ctx, result, false), true))
