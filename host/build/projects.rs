@@ -7,7 +7,7 @@
 //! a new JavaScript project copies.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Writes `project_files.rs` into `out_dir`: `PYTHON_WIT_DEPS` (every file
 /// under the Python example's `wit/deps`, by its path there),
@@ -16,7 +16,7 @@ pub fn write(workspace: &Path, out_dir: &Path) {
     let python = workspace.join("tools/examples/python");
     let javascript = workspace.join("tools/examples/javascript");
     let deps_dir = python.join("wit/deps");
-    let deps = wit_files(&deps_dir);
+    let deps = crate::sdk::files_ending(&deps_dir, "wit");
     assert!(!deps.is_empty(), "no WIT files under {}", deps_dir.display());
     let mut code = String::from(
         "/// The WASI WIT packages the Python example's world uses: (path under `wit/deps/`, bytes).\n\
@@ -41,22 +41,6 @@ pub fn write(workspace: &Path, out_dir: &Path) {
         ));
     }
     fs::write(out_dir.join("project_files.rs"), code).unwrap();
-}
-
-/// Every `.wit` file under `dir`, sorted.
-fn wit_files(dir: &Path) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    let entries = fs::read_dir(dir).unwrap_or_else(|e| panic!("read {}: {e}", dir.display()));
-    for entry in entries.map(Result::unwrap) {
-        let path = entry.path();
-        if path.is_dir() {
-            found.extend(wit_files(&path));
-        } else if path.extension().is_some_and(|e| e == "wit") {
-            found.push(path);
-        }
-    }
-    found.sort();
-    found
 }
 
 /// The value a shell script assigns with the line `assignment` (such as

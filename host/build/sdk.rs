@@ -28,7 +28,7 @@ pub fn write(workspace: &Path, out_dir: &Path) {
         fs::create_dir_all(written.parent().unwrap()).unwrap();
         fs::write(&written, toml::to_string(&manifest).expect("a manifest is TOML")).unwrap();
         files.push((format!("{krate}/Cargo.toml"), written));
-        for source in sources(&dir.join("src")) {
+        for source in files_ending(&dir.join("src"), "rs") {
             let relative = source.strip_prefix(workspace).unwrap().to_str().expect("UTF-8 paths").to_string();
             files.push((relative, source));
         }
@@ -54,14 +54,15 @@ fn read_toml(path: &Path) -> Table {
     text.parse().unwrap_or_else(|e| panic!("parse {}: {e}", path.display()))
 }
 
-/// Every `.rs` file under `dir`, sorted.
-fn sources(dir: &Path) -> Vec<PathBuf> {
+/// Every file under `dir` whose extension is `extension`, sorted.
+pub fn files_ending(dir: &Path, extension: &str) -> Vec<PathBuf> {
     let mut found = Vec::new();
-    for entry in fs::read_dir(dir).unwrap().map(Result::unwrap) {
+    let entries = fs::read_dir(dir).unwrap_or_else(|e| panic!("read {}: {e}", dir.display()));
+    for entry in entries.map(Result::unwrap) {
         let path = entry.path();
         if path.is_dir() {
-            found.extend(sources(&path));
-        } else if path.extension().is_some_and(|e| e == "rs") {
+            found.extend(files_ending(&path, extension));
+        } else if path.extension().is_some_and(|e| e == extension) {
             found.push(path);
         }
     }

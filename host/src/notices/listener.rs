@@ -63,8 +63,10 @@ pub enum Notice {
 pub enum SubscribeError {
     /// Neither the path nor the directory that would hold it exists.
     NotFound { path: String },
-    /// Outside the caller's roots, or under a deny rule.
-    Denied { path: String, why: String },
+    /// Under a deny rule (as written or where it leads).
+    Denied { path: String, rule: String },
+    /// Outside the caller's roots.
+    Outside { path: String },
     /// The listener holds `MAX_SUBSCRIPTIONS` already.
     TooMany,
     /// The operating system would not watch it (its watch limit, say).
@@ -75,7 +77,10 @@ impl std::fmt::Display for SubscribeError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             SubscribeError::NotFound { path } => write!(f, "`{path}` does not exist, nor does its directory"),
-            SubscribeError::Denied { path, why } => write!(f, "`{path}` {why}"),
+            SubscribeError::Denied { path, rule } => {
+                write!(f, "`{path}` is denied by the server's rule `{rule}`; no tool may open it")
+            }
+            SubscribeError::Outside { path } => write!(f, "`{path}` is outside every root this client may read"),
             SubscribeError::TooMany => {
                 write!(f, "this listener holds {MAX_SUBSCRIPTIONS} subscriptions, the most it may; unsubscribe some")
             }
@@ -89,7 +94,7 @@ impl SubscribeError {
     pub fn code(&self) -> &'static str {
         match self {
             SubscribeError::NotFound { .. } => "not_found",
-            SubscribeError::Denied { .. } => "permission_denied",
+            SubscribeError::Denied { .. } | SubscribeError::Outside { .. } => "permission_denied",
             SubscribeError::TooMany => "too_large",
             SubscribeError::Watch { .. } => "io",
         }
@@ -167,12 +172,10 @@ impl Listener {
         {
             let scope = self.scope.lock().expect("scope lock");
             if let Some(rule) = scope.judge.check(path, true).or_else(|| scope.judge.check(&real, false)) {
-                let why = format!("is denied by the server's rule `{rule}`; no tool may open it");
-                return Err(SubscribeError::Denied { path: shown, why });
+                return Err(SubscribeError::Denied { path: shown, rule: rule.to_string() });
             }
             if !scope.visible(&real) {
-                let why = "is outside every root this client may read".to_string();
-                return Err(SubscribeError::Denied { path: shown, why });
+                return Err(SubscribeError::Outside { path: shown });
             }
         }
         let kind = if dir { Subscribed::Directory } else { Subscribed::File };

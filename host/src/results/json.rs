@@ -162,7 +162,7 @@ fn payload_field(page: &Page) -> (&'static str, Value) {
 }
 
 /// Every payload byte of a page, in order.
-fn page_bytes(blocks: &[Block]) -> Vec<u8> {
+pub(super) fn page_bytes(blocks: &[Block]) -> Vec<u8> {
     let mut raw = Vec::new();
     for block in blocks {
         match block {

@@ -6,6 +6,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
+use super::json::page_bytes;
 use super::{PAGE_META, base64_encode, page_meta};
 use crate::pager::page::{Block, Page};
 
@@ -99,9 +100,9 @@ pub fn listed(resources: Vec<Value>, next: Option<String>) -> Value {
 /// holds the page's place, size, hashes and, when more follows, the cursor
 /// and `next_uri`, the URI that reads on, which a second item also names for
 /// a model to read (`CONTINUATION`).
-pub fn contents(page: Page, uri: &str, next_uri: Option<String>) -> Value {
+pub fn contents(page: &Page, uri: &str, next_uri: Option<String>) -> Value {
     let media = page.info.get("media_type").and_then(Value::as_str).unwrap_or("application/octet-stream");
-    let mut meta = page_meta(&page);
+    let mut meta = page_meta(page);
     if let Some(size) = page.info.get("size") {
         meta["size"] = size.clone();
     }
@@ -109,25 +110,15 @@ pub fn contents(page: Page, uri: &str, next_uri: Option<String>) -> Value {
         meta["start_byte"] = span.start_byte.into();
         meta["end_byte"] = span.end_byte.into();
     }
-    let text = page.blocks.iter().all(|b| matches!(b, Block::Text(_)));
-    let item = if text {
-        let mut text = String::new();
-        for block in page.blocks {
-            if let Block::Text(t) = block {
-                text.push_str(&t);
-            }
+    let text: Option<String> =
+        page.blocks.iter().map(|b| if let Block::Text(t) = b { Some(t.as_str()) } else { None }).collect();
+    let item = match text {
+        Some(text) => {
+            let guessed =
+                page.info.get("path").and_then(Value::as_str).and_then(|p| mime_guess::from_path(p).first_raw());
+            json!({ "uri": uri, "mimeType": text_type(guessed.filter(|g| is_text(g)).unwrap_or(media)), "text": text })
         }
-        let guessed = page.info.get("path").and_then(Value::as_str).and_then(|p| mime_guess::from_path(p).first_raw());
-        json!({ "uri": uri, "mimeType": text_type(guessed.filter(|g| is_text(g)).unwrap_or(media)), "text": text })
-    } else {
-        let mut bytes = Vec::new();
-        for block in page.blocks {
-            match block {
-                Block::Text(t) => bytes.extend_from_slice(t.as_bytes()),
-                Block::Bytes(b) => bytes.extend_from_slice(&b),
-            }
-        }
-        json!({ "uri": uri, "mimeType": media, "blob": base64_encode(&bytes) })
+        None => json!({ "uri": uri, "mimeType": media, "blob": base64_encode(&page_bytes(&page.blocks)) }),
     };
     let mut items = vec![item];
     if let Some(next) = next_uri {

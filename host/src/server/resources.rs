@@ -52,9 +52,9 @@ impl FileUri {
             return None;
         }
         let cursor = url.query_pairs().find(|(k, _)| k == CURSOR_QUERY).map(|(_, v)| v.into_owned());
-        let mut plain = url.clone();
-        plain.set_query(None);
-        let path = plain.to_file_path().ok()?;
+        let mut url = url;
+        url.set_query(None);
+        let path = url.to_file_path().ok()?;
         Some(FileUri { path, cursor })
     }
 }
@@ -136,7 +136,7 @@ impl Server {
             return Err(Fault::ResourceRefused { uri: uri.to_string(), failure }.into());
         }
         let next = page.next_cursor.as_deref().map(|cursor| continued_uri(&file.path, cursor));
-        Ok(results::resources::contents(page, &file_uri(&file.path), next))
+        Ok(results::resources::contents(&page, &file_uri(&file.path), next))
     }
 
     /// `resources/directory/read` (the Skills extension, SEP-2640): a page of

@@ -181,13 +181,13 @@ impl Session {
         Arc::clone(&self.caller.lock().expect("caller lock").rights)
     }
 
-    /// Whether `initialize` has negotiated a revision (legacy era).
     /// Says that the client's input ended (stdio, TCP): calls still answer,
     /// and listen streams, which would never end by themselves, end now.
     pub fn end_of_input(&self) {
         self.input_ended.store(true, Ordering::SeqCst);
     }
 
+    /// Whether `initialize` has negotiated a revision (legacy era).
     pub fn initialized(&self) -> bool {
         self.version.lock().expect("version lock").is_some()
     }
@@ -396,15 +396,12 @@ impl Session {
             if guard.signal.is_cancelled() {
                 return None;
             }
-            let client_roots = match ctx.version.is_modern() {
-                true => None,
-                false => match guard.session.roots.for_call().await {
-                    Ok(roots) => roots,
-                    Err(error) => {
-                        guard.done = true;
-                        return Some(guard.session.respond(&guard.id, Err(error), false));
-                    }
-                },
+            let client_roots = match guard.session.client_roots(ctx).await {
+                Ok(roots) => roots,
+                Err(error) => {
+                    guard.done = true;
+                    return Some(guard.session.respond(&guard.id, Err(error), false));
+                }
             };
             let started = Instant::now();
             let asked = crate::args::Form::asked(&arguments);
