@@ -248,7 +248,8 @@ impl Hub {
 }
 
 /// Gathers events into batches and hands each to the listeners; a batch
-/// after dropped events overflows.
+/// after dropped events overflows. The last batch is handed out too when the
+/// watchers go.
 fn batches(rx: &mpsc::Receiver<notify::Result<notify::Event>>, dropped: &AtomicBool, shared: &Weak<Shared>) {
     while let Ok(first) = rx.recv() {
         let mut batch = Batch::default();
@@ -258,8 +259,7 @@ fn batches(rx: &mpsc::Receiver<notify::Result<notify::Event>>, dropped: &AtomicB
             let left = closes.saturating_duration_since(Instant::now());
             match rx.recv_timeout(left) {
                 Ok(event) => batch.add(event),
-                Err(mpsc::RecvTimeoutError::Timeout) => break,
-                Err(mpsc::RecvTimeoutError::Disconnected) => return,
+                Err(mpsc::RecvTimeoutError::Timeout | mpsc::RecvTimeoutError::Disconnected) => break,
             }
         }
         batch.overflowed |= dropped.swap(false, Ordering::Relaxed);

@@ -182,3 +182,36 @@ fn watches_of_the_same_or_nested_directories_never_end_each_other() {
     assert!(listener.unsubscribe(&uri(&deep)));
     assert_eq!(hub.watches(), 0);
 }
+
+#[test]
+fn a_listener_holds_at_most_its_bound_of_subscriptions() {
+    let (_dir, root, scope) = root();
+    let hub = Hub::new();
+    let listener = Listener::new(scope);
+    for i in 0..listener::MAX_SUBSCRIPTIONS {
+        let file = root.join(format!("f{i}"));
+        listener.subscribe(&hub, &uri(&file), &file).unwrap();
+    }
+    let one_more = root.join("one-more");
+    let refused = listener.subscribe(&hub, &uri(&one_more), &one_more).unwrap_err();
+    assert_eq!((refused.code(), refused), ("too_large", SubscribeError::TooMany));
+    assert_eq!(hub.watches(), 1, "one directory holds them all");
+}
+
+#[test]
+fn events_dropped_for_a_full_queue_make_the_next_batch_a_resync() {
+    let (_dir, root, scope) = root();
+    let hub = Hub::new();
+    let listener = Listener::new(scope);
+    hub.register(&listener);
+    let file = root.join("a.txt");
+    listener.subscribe(&hub, &uri(&file), &file).unwrap();
+    let _ = listener.take();
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    let dropped = std::sync::atomic::AtomicBool::new(true);
+    let unrelated = notify::Event::new(EventKind::Create(notify::event::CreateKind::File));
+    tx.send(Ok(unrelated.add_path(root.join("other.txt")))).unwrap();
+    drop(tx);
+    batches(&rx, &dropped, &Arc::downgrade(&hub.shared));
+    assert_eq!(listener.take(), vec![Notice::Updated { uri: uri(&file), resync: true }]);
+}
