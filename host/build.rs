@@ -7,8 +7,12 @@
 //! their manifests. A manifest comes from the tool crate itself, built natively
 //! as a build dependency (as for its unit tests), so the server lists its tools
 //! before compiling any component; the host checks each component's own
-//! `describe` against it once compiled. It also records the wasmtime version
-//! from `Cargo.lock`, a part of the compile-cache key, and packs the guest SDK
+//! `describe` against it once compiled. Each component is also precompiled
+//! for this machine with the server's engine settings (`src/runtime/engine.rs`)
+//! and embedded with the key of those settings, so that a cold start loads
+//! rather than compiles it (the server compiles it when the key differs). It
+//! also records the wasmtime version from `Cargo.lock`, a part of that key,
+//! and packs the guest SDK
 //! for `cordon tool new` (`build/sdk.rs`) and what its Python and JavaScript
 //! projects take from the example tools (`build/projects.rs`).
 
@@ -19,6 +23,8 @@ use std::process::Command;
 
 use cordon_sdk::{Manifest, Tool};
 
+#[path = "src/runtime/engine.rs"]
+mod engine;
 #[path = "build/projects.rs"]
 mod projects;
 #[path = "build/sdk.rs"]
@@ -87,13 +93,10 @@ fn main() {
         println!("cargo:rustc-env={var}={}", example.display());
     }
 
-    let mut table = String::from(
-        "/// A built-in tool: its crate directory's name, the component's bytes,\n\
-         /// their SHA-256 and the tool's manifest as JSON.\n\
-         pub type Builtin = (&'static str, &'static [u8], &'static str, &'static str);\n\n\
-         /// The built-in tools.\n\
-         pub static BUILTIN_TOOLS: &[Builtin] = &[\n",
-    );
+    let wasmtime = locked_version(&workspace.join("Cargo.lock"), "wasmtime");
+    println!("cargo:rustc-env=CORDON_WASMTIME_VERSION={wasmtime}");
+    let precompiler = Precompiler::for_this_machine(&wasmtime);
+    let mut table = String::from("/// The built-in tools.\npub static BUILTIN_TOOLS: &[Builtin] = &[\n");
     for tool in &tools {
         let artifact = artifacts.join(format!("cordon_tool_{}.wasm", tool.replace('-', "_")));
         let embedded = out_dir.join(format!("{tool}.wasm"));
@@ -101,8 +104,13 @@ fn main() {
         let digest = sha256_hex(&fs::read(&embedded).unwrap());
         let manifest = out_dir.join(format!("{tool}.manifest.json"));
         fs::write(&manifest, manifest_json(tool)).unwrap();
+        let precompiled = match &precompiler {
+            Some(precompiler) => precompiler.write(&embedded, &out_dir.join(format!("{tool}.cwasm"))),
+            None => "None".to_string(),
+        };
         table.push_str(&format!(
-            "    ({tool:?}, include_bytes!({:?}), {digest:?}, include_str!({:?})),\n",
+            "    Builtin {{ crate_dir: {tool:?}, bytes: include_bytes!({:?}), digest: {digest:?}, \
+             manifest: include_str!({:?}), precompiled: {precompiled} }},\n",
             embedded.display().to_string(),
             manifest.display().to_string()
         ));
@@ -110,13 +118,42 @@ fn main() {
     table.push_str("];\n");
     fs::write(out_dir.join("builtin_tools.rs"), table).unwrap();
 
-    let wasmtime = locked_version(&workspace.join("Cargo.lock"), "wasmtime");
-    println!("cargo:rustc-env=CORDON_WASMTIME_VERSION={wasmtime}");
-
     // The SDK `cordon tool new` vendors into a new crate.
     sdk::write(&workspace, &out_dir);
     // What its Python and JavaScript projects take from the examples.
     projects::write(&workspace, &out_dir);
+}
+
+/// An engine with the server's compile settings, for this machine.
+struct Precompiler {
+    engine: wasmtime::Engine,
+    key: String,
+}
+
+impl Precompiler {
+    /// `None` when the build is for another target than the machine it runs
+    /// on: the server then compiles the tools when it first needs them.
+    fn for_this_machine(wasmtime_version: &str) -> Option<Precompiler> {
+        if env::var("TARGET").ok() != env::var("HOST").ok() {
+            println!("cargo:warning=cross-compiling: the built-in tools are compiled when the server first needs them");
+            return None;
+        }
+        let engine = wasmtime::Engine::new(&engine::compiling()).expect("an engine with the server's settings");
+        let key = engine::key(&engine, wasmtime_version);
+        Some(Precompiler { engine, key })
+    }
+
+    /// Precompiles the component at `component` into `artifact`, and returns
+    /// the `Precompiled` expression that embeds it.
+    fn write(&self, component: &Path, artifact: &Path) -> String {
+        let bytes = fs::read(component).unwrap();
+        let compiled = self
+            .engine
+            .precompile_component(&bytes)
+            .unwrap_or_else(|e| panic!("precompile {}: {e:?}", component.display()));
+        fs::write(artifact, compiled).unwrap();
+        format!("Some(Precompiled {{ artifact: include_bytes!({:?}), key: {:?} }})", artifact.display().to_string(), self.key)
+    }
 }
 
 /// The manifest of the built-in tool `tool`, as JSON.

@@ -16,9 +16,24 @@ use serde_json::Value;
 use crate::installed::Verified;
 use crate::policy::{DirSpec, Environment, NetGrants};
 use crate::runtime::bindings::CordonToolPre;
-use crate::runtime::cache::Outcome;
-use crate::runtime::{CallFailure, CallState, HostFault, Runtime, Shardable, Sockets, Target};
+use crate::runtime::cache::{Outcome, Precompiled};
+use crate::runtime::{CallFailure, CallState, Code, HostFault, Runtime, Shardable, Sockets, Target};
 use crate::tool::{ErrorCode, Manifest, ToolError};
+
+/// A built-in tool, as the build script embeds it.
+pub struct Builtin {
+    /// Its crate directory's name (`tools/<crate_dir>`).
+    pub crate_dir: &'static str,
+    /// The component.
+    pub bytes: &'static [u8],
+    /// The component's SHA-256, hex.
+    pub digest: &'static str,
+    /// The tool's manifest, as JSON.
+    pub manifest: &'static str,
+    /// The component compiled for this machine, unless the build was for
+    /// another target.
+    pub precompiled: Option<Precompiled>,
+}
 
 include!(concat!(env!("OUT_DIR"), "/builtin_tools.rs"));
 
@@ -50,8 +65,8 @@ pub struct Tool {
     /// The component, compiled once: set when it is loaded, or for a built-in
     /// tool by whichever of the background compile and a call comes first.
     code: OnceLock<Result<Compiled, Arc<LoadError>>>,
-    /// A built-in tool's embedded component, compiled on first need.
-    embedded: Option<&'static [u8]>,
+    /// A built-in tool's embedded component, loaded on first need.
+    embedded: Option<&'static Builtin>,
 }
 
 /// A tool's component, compiled and linked.
@@ -77,6 +92,19 @@ impl Tool {
         self.code.get().is_some_and(Result::is_ok)
     }
 
+    /// Whether the component loads in about a millisecond when first needed:
+    /// a built-in tool whose embedded artifact was compiled for this engine.
+    pub fn loads_fast(&self, runtime: &Runtime) -> bool {
+        let artifact = self.embedded.and_then(|row| row.precompiled);
+        self.code.get().is_none() && artifact.is_some_and(|p| p.key == runtime.cache().engine_key())
+    }
+
+    /// Whether a call runs the tool without compiling it first: it is
+    /// loaded, or it loads fast.
+    pub fn is_ready(&self, runtime: &Runtime) -> bool {
+        self.is_compiled() || self.loads_fast(runtime)
+    }
+
     /// Whether compiling the component failed.
     pub fn failed_to_compile(&self) -> bool {
         self.code.get().is_some_and(Result::is_err)
@@ -88,9 +116,10 @@ impl Tool {
     /// manifest built with the server, fails every call with the reason.
     pub fn compiled(&self, runtime: &Runtime) -> Result<&Compiled, CallFailure> {
         let code = self.code.get_or_init(|| {
-            let bytes = self.embedded.expect("a tool without an embedded component was compiled when loaded");
+            let row = self.embedded.expect("a tool without an embedded component was compiled when loaded");
             let label = format!("built-in tool `{}`", self.manifest.name);
-            let code = Code { bytes, digest: &self.digest, sockets: Sockets::Refuse };
+            let code =
+                Code { bytes: row.bytes, digest: row.digest, sockets: Sockets::Refuse, precompiled: row.precompiled };
             let compiled = compile(runtime, code, &label).and_then(|(compiled, described)| {
                 match first_difference(&self.manifest, &described) {
                     None => Ok(compiled),
@@ -145,22 +174,12 @@ impl Tool {
     }
 }
 
-/// A component to compile: its bytes, their digest, and what to do if it
-/// imports sockets.
-#[derive(Clone, Copy)]
-struct Code<'a> {
-    bytes: &'a [u8],
-    digest: &'a str,
-    sockets: Sockets,
-}
-
 /// Compiles (or loads from the cache) and links a component, and asks it
 /// what it is.
 fn compile(runtime: &Runtime, code: Code<'_>, label: &str) -> Result<(Compiled, Manifest), LoadError> {
     let started = std::time::Instant::now();
-    let Code { bytes, digest, sockets } = code;
     let loaded = runtime
-        .load(bytes, digest, sockets)
+        .load(code)
         .map_err(|source| LoadError::Component { label: label.to_string(), source })?;
     let compiled = started.elapsed();
     let manifest = runtime
@@ -330,12 +349,12 @@ impl Source {
     /// The built-in tool whose crate is `name`, if there is one, to load
     /// now (`cordon tool info`).
     pub fn builtin(name: &str) -> Option<Source> {
-        let (crate_dir, bytes, digest, _) = BUILTIN_TOOLS.iter().find(|(crate_dir, ..)| *crate_dir == name)?;
+        let row = BUILTIN_TOOLS.iter().find(|row| row.crate_dir == name)?;
         Some(Source {
-            bytes: (*bytes).into(),
-            digest: digest.to_string(),
+            bytes: row.bytes.into(),
+            digest: row.digest.to_string(),
             origin: Origin::Builtin,
-            label: format!("built-in tool `{crate_dir}`"),
+            label: format!("built-in tool `{}`", row.crate_dir),
             expect_name: None,
             signer: None,
         })
@@ -390,9 +409,13 @@ impl Registry {
 
     /// Compiles the components not compiled yet on a thread of its own, one
     /// after another (each compile uses every core), the tools that only read
-    /// first; a call that needs one before compiles it itself.
+    /// first; a call that needs one before compiles it itself. A built-in
+    /// tool whose embedded artifact fits the engine is left to its first
+    /// call: loading it then takes about a millisecond, and a server keeps in
+    /// memory only the tools it is asked for.
     pub fn compile_in_background(&self, runtime: Arc<Runtime>) {
-        let mut tools: Vec<Arc<Tool>> = self.components().filter(|t| t.code.get().is_none()).cloned().collect();
+        let waiting = self.components().filter(|t| t.code.get().is_none() && !t.loads_fast(&runtime));
+        let mut tools: Vec<Arc<Tool>> = waiting.cloned().collect();
         if tools.is_empty() {
             return;
         }
@@ -495,20 +518,19 @@ fn first_difference(built: &Manifest, described: &Manifest) -> Option<&'static s
 
 /// A built-in tool from its row in `BUILTIN_TOOLS`, with its embedded
 /// manifest, not compiled yet.
-fn builtin(row: &Builtin) -> Result<Arc<Tool>, LoadError> {
-    let (crate_dir, bytes, digest, manifest) = *row;
-    let label = format!("built-in tool `{crate_dir}`");
-    let manifest: Manifest = serde_json::from_str(manifest)
+fn builtin(row: &'static Builtin) -> Result<Arc<Tool>, LoadError> {
+    let label = format!("built-in tool `{}`", row.crate_dir);
+    let manifest: Manifest = serde_json::from_str(row.manifest)
         .map_err(|e| LoadError::Manifest { label: label.clone(), problem: ManifestProblem::Embedded(e.to_string()) })?;
     let validator = checked(&manifest).map_err(|problem| LoadError::Manifest { label, problem })?;
     Ok(Arc::new(Tool {
         manifest,
         origin: Origin::Builtin,
-        digest: digest.to_string(),
+        digest: row.digest.to_string(),
         signer: None,
         validator,
         code: OnceLock::new(),
-        embedded: Some(bytes),
+        embedded: Some(row),
     }))
 }
 
@@ -520,7 +542,7 @@ pub fn load(runtime: &Runtime, source: Source) -> Result<Tool, LoadError> {
         Origin::Installed { sockets, .. } => *sockets,
         _ => Sockets::Refuse,
     };
-    let code = Code { bytes: &source.bytes, digest: &source.digest, sockets };
+    let code = Code { bytes: &source.bytes, digest: &source.digest, sockets, precompiled: None };
     let (compiled, manifest) = compile(runtime, code, &label)?;
     if let Some(expected) = &source.expect_name
         && *expected != manifest.name
@@ -549,7 +571,7 @@ fn checked(manifest: &Manifest) -> Result<jsonschema::Validator, ManifestProblem
 
 /// The names of the built-in tools' crates (a built-in's name is its crate's).
 pub fn builtin_names() -> impl Iterator<Item = &'static str> {
-    BUILTIN_TOOLS.iter().map(|(crate_dir, ..)| *crate_dir)
+    BUILTIN_TOOLS.iter().map(|row| row.crate_dir)
 }
 
 /// The names installed tools may not take: the built-in tools' and the host's.
@@ -568,7 +590,7 @@ mod tests {
     }
 
     fn row(name: &str) -> &'static Builtin {
-        BUILTIN_TOOLS.iter().find(|(crate_dir, ..)| *crate_dir == name).unwrap()
+        BUILTIN_TOOLS.iter().find(|row| row.crate_dir == name).unwrap()
     }
 
     #[test]
@@ -585,6 +607,28 @@ mod tests {
         let waiting: Vec<&str> =
             registry.components().filter(|t| t.code.get().is_none()).map(|t| t.manifest.name.as_str()).collect();
         assert_eq!(waiting.len(), names.len() - 1, "only `read` was compiled: {waiting:?}");
+    }
+
+    #[test]
+    fn built_in_tools_load_from_the_artifacts_compiled_with_the_binary() {
+        let runtime = runtime();
+        assert!(BUILTIN_TOOLS.iter().all(|row| row.precompiled.is_some()), "a native build precompiles them");
+        let registry = Registry::load(&runtime, Vec::new()).unwrap();
+        let read = registry.components().find(|t| t.manifest.name == "read").unwrap();
+        assert_eq!(read.compiled(&runtime).map(|c| c.outcome).ok(), Some(Outcome::Precompiled));
+    }
+
+    #[test]
+    fn a_built_in_tool_whose_artifact_does_not_fit_the_engine_is_not_ready_until_compiled() {
+        let runtime = runtime();
+        let stat = row("stat");
+        let other = Precompiled { key: "0123456789abcdef", ..stat.precompiled.unwrap() };
+        let foreign = Box::leak(Box::new(Builtin { precompiled: Some(other), ..*stat }));
+        let (fits, misfit) = (builtin(stat).unwrap(), builtin(foreign).unwrap());
+        assert!(fits.loads_fast(&runtime) && fits.is_ready(&runtime) && !fits.is_compiled());
+        assert!(!misfit.loads_fast(&runtime) && !misfit.is_ready(&runtime), "it must be compiled first");
+        assert_eq!(misfit.compiled(&runtime).map(|c| c.outcome).ok(), Some(Outcome::Uncached));
+        assert!(misfit.is_ready(&runtime));
     }
 
     #[test]
@@ -614,9 +658,8 @@ mod tests {
 
     #[test]
     fn an_embedded_manifest_that_is_not_one_is_a_load_error() {
-        let (crate_dir, bytes, digest, _) = *row("read");
-        let broken = (crate_dir, bytes, digest, r#"{"name":"read"}"#);
-        let Err(LoadError::Manifest { label, problem: ManifestProblem::Embedded(why) }) = builtin(&broken) else {
+        let broken = Box::leak(Box::new(Builtin { manifest: r#"{"name":"read"}"#, ..*row("read") }));
+        let Err(LoadError::Manifest { label, problem: ManifestProblem::Embedded(why) }) = builtin(broken) else {
             panic!("a malformed embedded manifest is refused")
         };
         assert_eq!(label, "built-in tool `read`");

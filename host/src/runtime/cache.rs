@@ -1,13 +1,17 @@
-//! The on-disk cache of compiled components.
+//! Compiled components: the built-in tools' artifacts, compiled by the build
+//! script and embedded in the binary, and the on-disk cache of the others.
 //!
 //! Compiling a component with Cranelift takes most of a second; loading the
-//! compiled artifact takes well under a millisecond. Artifacts are keyed by the
-//! component's SHA-256, the wasmtime version and the engine's settings (its
-//! precompile-compatibility hash), so a new build of either never loads a stale
-//! artifact. Each file ends with the SHA-256 of what precedes it: a truncated or
-//! corrupted artifact is recompiled, never deserialized.
+//! compiled artifact takes well under a millisecond. An embedded artifact is
+//! used when the engine's key (`engine::key`: the wasmtime version and the
+//! engine's settings) is the one it was compiled with; else (the binary runs
+//! on a CPU without a feature the build machine had, or the engine's settings
+//! changed) it is refused and the component compiled as any other. Cached
+//! artifacts are keyed by the component's SHA-256 and the engine's key, so a
+//! new build of either never loads a stale artifact. Each file ends with the
+//! SHA-256 of what precedes it: a truncated or corrupted artifact is
+//! recompiled, never deserialized.
 
-use std::hash::{Hash, Hasher};
 use std::io::{Read, Write};
 
 use cap_std::fs::Dir;
@@ -18,6 +22,8 @@ use wasmtime::component::Component;
 /// How a component was obtained.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
+    /// Loaded from the artifact compiled with the binary.
+    Precompiled,
     /// Loaded from a cached artifact.
     Hit,
     /// Compiled, and the artifact stored for next time.
@@ -32,15 +38,20 @@ pub struct CompileCache {
     engine_key: String,
 }
 
+/// A component compiled by the build script, and the key of the engine
+/// settings it was compiled with.
+#[derive(Debug, Clone, Copy)]
+pub struct Precompiled {
+    pub artifact: &'static [u8],
+    pub key: &'static str,
+}
+
 const TRAILER: usize = 32;
 
 impl CompileCache {
     /// A cache in `dir` (already created) for artifacts of `engine`.
     pub fn new(dir: Option<Dir>, engine: &Engine) -> Self {
-        let mut hasher = ShaHasher(Sha256::new());
-        env!("CORDON_WASMTIME_VERSION").hash(&mut hasher);
-        engine.precompile_compatibility_hash().hash(&mut hasher);
-        let engine_key = hex::encode(&hasher.0.finalize()[..8]);
+        let engine_key = super::engine::key(engine, env!("CORDON_WASMTIME_VERSION"));
         if let Some(dir) = &dir {
             remove_orphans(dir);
         }
@@ -52,8 +63,24 @@ impl CompileCache {
         format!("{digest}-{}.cwasm", self.engine_key)
     }
 
-    /// Returns the compiled component, from the cache when it holds it.
-    pub fn load(&self, engine: &Engine, bytes: &[u8], digest: &str) -> wasmtime::Result<(Component, Outcome)> {
+    /// The key of this engine's compile settings (see `engine::key`).
+    pub fn engine_key(&self) -> &str {
+        &self.engine_key
+    }
+
+    /// Returns the compiled component: the embedded artifact when there is
+    /// one for this engine, else from the cache when it holds it, else
+    /// compiled now.
+    pub fn load(
+        &self,
+        engine: &Engine,
+        code: (&[u8], &str),
+        precompiled: Option<Precompiled>,
+    ) -> wasmtime::Result<(Component, Outcome)> {
+        if let Some(component) = precompiled.and_then(|p| self.embedded(engine, p)) {
+            return Ok((component, Outcome::Precompiled));
+        }
+        let (bytes, digest) = code;
         let Some(dir) = &self.dir else {
             return Ok((Component::new(engine, bytes)?, Outcome::Uncached));
         };
@@ -74,6 +101,29 @@ impl CompileCache {
             tracing::warn!(artifact = %name, "could not store compiled artifact: {e}");
         }
         Ok((component, Outcome::Compiled))
+    }
+
+    /// The embedded artifact, unless it was compiled for other settings.
+    fn embedded(&self, engine: &Engine, precompiled: Precompiled) -> Option<Component> {
+        if precompiled.key != self.engine_key {
+            tracing::info!(
+                built = precompiled.key,
+                running = %self.engine_key,
+                "the embedded artifact was compiled for other engine settings; compiling"
+            );
+            return None;
+        }
+        // SAFETY: the artifact was written by `Engine::precompile_component`
+        // in the build script, of an engine with this version and settings
+        // (its key says so), and is part of this binary; wasmtime checks the
+        // settings again and refuses an artifact that does not match.
+        match unsafe { Component::deserialize(engine, precompiled.artifact) } {
+            Ok(component) => Some(component),
+            Err(e) => {
+                tracing::warn!("the embedded artifact was refused, compiling: {e}");
+                None
+            }
+        }
     }
 }
 
@@ -137,22 +187,40 @@ fn write_atomically(dir: &Dir, name: &str, artifact: &[u8]) -> std::io::Result<(
     result
 }
 
-/// Feeds `Hash` output into SHA-256 so the key is stable across processes.
-struct ShaHasher(Sha256);
-
-impl Hasher for ShaHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        self.0.update(bytes);
-    }
-
-    fn finish(&self) -> u64 {
-        0 // unused: the key is the SHA-256 state, read directly
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runtime::engine;
+
+    /// The smallest component: the preamble of an empty one.
+    const EMPTY_COMPONENT: &[u8] = b"\0asm\x0d\x00\x01\x00";
+
+    fn leaked(artifact: Vec<u8>, key: String) -> Precompiled {
+        Precompiled { artifact: Box::leak(artifact.into_boxed_slice()), key: Box::leak(key.into_boxed_str()) }
+    }
+
+    #[test]
+    fn an_artifact_precompiled_for_other_engine_settings_is_refused_and_the_component_compiled() {
+        let running = Engine::new(&engine::compiling()).unwrap();
+        let cache = CompileCache::new(None, &running);
+        let mut other = engine::compiling();
+        other.memory_guard_size(engine::MEMORY_GUARD * 2);
+        let other = Engine::new(&other).unwrap();
+        let version = env!("CORDON_WASMTIME_VERSION");
+        assert_ne!(engine::key(&other, version), cache.engine_key(), "other settings, another key");
+        assert_eq!(engine::key(&running, version), cache.engine_key());
+        let code = (EMPTY_COMPONENT, "empty");
+
+        let ours = leaked(running.precompile_component(EMPTY_COMPONENT).unwrap(), cache.engine_key().into());
+        assert_eq!(cache.load(&running, code, Some(ours)).unwrap().1, Outcome::Precompiled);
+
+        let theirs = other.precompile_component(EMPTY_COMPONENT).unwrap();
+        let labelled = leaked(theirs.clone(), engine::key(&other, version));
+        assert_eq!(cache.load(&running, code, Some(labelled)).unwrap().1, Outcome::Uncached, "refused by its key");
+        // An artifact whose key lies is refused by wasmtime's own check.
+        let forged = leaked(theirs, cache.engine_key().into());
+        assert_eq!(cache.load(&running, code, Some(forged)).unwrap().1, Outcome::Uncached, "refused by wasmtime");
+    }
 
     #[test]
     fn temporary_artifacts_of_processes_that_are_gone_are_removed_and_others_kept() {

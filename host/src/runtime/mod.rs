@@ -5,6 +5,7 @@
 pub mod bindings;
 pub mod cache;
 mod call;
+pub mod engine;
 mod failure;
 mod host_files;
 mod host_policy;
@@ -23,7 +24,7 @@ use std::thread;
 use std::time::Duration;
 
 use wasmtime::component::{Component, Linker};
-use wasmtime::{Config, Engine, InstanceAllocationStrategy};
+use wasmtime::{Engine, InstanceAllocationStrategy};
 
 pub use call::{CallContext, CallState, LiveCall, Target};
 pub use failure::INSTANCE_SLOTS;
@@ -75,6 +76,16 @@ pub enum Sockets {
     Stub,
 }
 
+/// A component to load: its bytes, their SHA-256 (hex), what to do if it
+/// imports sockets, and its artifact compiled with the binary, if any.
+#[derive(Clone, Copy)]
+pub struct Code<'a> {
+    pub bytes: &'a [u8],
+    pub digest: &'a str,
+    pub sockets: Sockets,
+    pub precompiled: Option<cache::Precompiled>,
+}
+
 /// A compiled component, ready to instantiate.
 pub struct Loaded {
     pub pre: CordonToolPre<CallState>,
@@ -96,14 +107,8 @@ impl Runtime {
     ) -> Result<Runtime, RuntimeError> {
         limits.validate().map_err(RuntimeError::Limits)?;
         let pool = capacity.pool(limits.memory_bytes).map_err(|e| RuntimeError::Limits(LimitError::Capacity(e)))?;
-        let mut config = Config::new();
-        config
-            .wasm_component_model(true)
-            .epoch_interruption(true)
-            .concurrency_support(false)
-            .memory_reservation(pool::MEMORY_RESERVATION)
-            .memory_guard_size(pool::MEMORY_GUARD)
-            .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+        let mut config = engine::compiling();
+        config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         // `perf` names the guests' functions from /tmp/perf-<pid>.map.
         if std::env::var_os("CORDON_PERF_MAP").is_some() {
             config.profiler(wasmtime::ProfilingStrategy::PerfMap);
@@ -124,12 +129,14 @@ impl Runtime {
         Ok(Runtime { engine, linker, cache, limits, judge, watchdog: Watchdog::default(), slots, memory })
     }
 
-    /// Compiles (or loads from the cache) a component and links it. One that
-    /// imports `wasi:sockets` is refused, naming the import, unless `sockets`
-    /// says to stub them (every use then fails: see `store`).
-    pub fn load(&self, bytes: &[u8], digest: &str, sockets: Sockets) -> Result<Loaded, RuntimeError> {
+    /// Compiles (or loads from its embedded artifact, or from the cache) a
+    /// component and links it. One that imports `wasi:sockets` is refused,
+    /// naming the import, unless `sockets` says to stub them (every use then
+    /// fails: see `store`).
+    pub fn load(&self, code: Code<'_>) -> Result<Loaded, RuntimeError> {
+        let Code { bytes, digest, sockets, precompiled } = code;
         let (component, outcome): (Component, Outcome) =
-            self.cache.load(&self.engine, bytes, digest).map_err(RuntimeError::Compile)?;
+            self.cache.load(&self.engine, (bytes, digest), precompiled).map_err(RuntimeError::Compile)?;
         if sockets == Sockets::Refuse {
             let ty = component.component_type();
             let mut imports = ty.imports(&self.engine).map(|(name, _)| name);

@@ -16,6 +16,8 @@ use std::fmt;
 
 use wasmtime::PoolingAllocationConfig;
 
+use super::engine::{MEMORY_GUARD, MEMORY_RESERVATION};
+
 /// Bytes of each linear memory reset in place when its slot is freed, rather
 /// than given back to the kernel (see `Capacity::pool`).
 const KEEP_RESIDENT: usize = 1 << 20;
@@ -32,11 +34,6 @@ const CORE_INSTANCES_PER_INSTANCE: u32 = 32;
 /// Slots kept for loading a tool (its `describe`) while others run.
 const LOADING: usize = 1;
 
-/// Address space reserved for each linear memory: 4 GiB, so that a 32-bit
-/// memory needs no bounds checks (wasmtime's default on 64-bit hosts).
-pub(super) const MEMORY_RESERVATION: u64 = 4 << 30;
-/// The guard region after each memory (wasmtime's default).
-pub(super) const MEMORY_GUARD: u64 = 32 << 20;
 /// The most address space the pool may reserve: half of the 128 TiB a 64-bit
 /// Linux process can map, leaving the rest to everything else.
 const ADDRESS_SPACE: u64 = 64 << 40;

@@ -62,7 +62,7 @@ impl Server {
         let (in_flight, _, _) = self.calls.usage();
         let registry = self.registry();
         let tools = registry.components().count();
-        let compiled = registry.components().filter(|t| t.is_compiled()).count();
+        let compiled = registry.components().filter(|t| t.is_ready(&self.runtime)).count();
         let (resident_bytes, open_fds) = Live::process();
         Live {
             parked_streams: parked as u64,
@@ -89,7 +89,7 @@ impl Server {
             return Err(NotReady::Unloadable { tool: tool.manifest.name.clone() });
         }
         let tools = registry.components().count();
-        let compiled = registry.components().filter(|t| t.is_compiled()).count();
+        let compiled = registry.components().filter(|t| t.is_ready(&self.runtime)).count();
         if compiled < tools {
             return Err(NotReady::Compiling { compiled, tools });
         }
