@@ -4,6 +4,7 @@ mod support;
 
 mod agents;
 mod audit;
+mod audit_load;
 mod bench;
 mod cache;
 mod canary;

@@ -6,8 +6,11 @@
 //! the same lock, one fixed-size record to `audit.log.anchor` beside the log:
 //! the last line's `seq` and `hash`, and `oldest`, the first `seq` of the
 //! oldest file kept (1 until the log first rotates; recomputed at each
-//! rotation). It is one `pwrite` of `RECORD` bytes at offset 0 of a file kept
-//! open, not a new file per append.
+//! rotation), and `end` and `ino`, the log's size after that line and its
+//! inode. It is one `pwrite`
+//! of `RECORD` bytes at offset 0 of a file kept open, not a new file per
+//! append. A writer that finds the log (that inode) as long as `end` goes on
+//! from the anchor's `seq` and `hash` without reading the log's last line.
 //!
 //! `cordon audit verify` then checks that the files given end at the anchor's
 //! line (a cut tail) and begin at its `oldest` (a cut head, or a file not
@@ -46,6 +49,13 @@ pub struct Anchor {
     pub hash: String,
     /// The first `seq` of the oldest file kept.
     pub oldest: u64,
+    /// The log's size in bytes after the last line (absent in anchors
+    /// written before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end: Option<u64>,
+    /// The log's inode: `end` is that file's size, not a newer log's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ino: Option<u64>,
 }
 
 /// Why an anchor cannot be read.
@@ -119,12 +129,14 @@ mod tests {
 
     #[test]
     fn an_anchor_is_one_fixed_size_record_that_round_trips() {
-        let anchor = Anchor { seq: u64::MAX, hash: "ab".repeat(32), oldest: u64::MAX };
+        let anchor = Anchor { seq: u64::MAX, hash: "ab".repeat(32), oldest: u64::MAX, end: Some(u64::MAX), ino: Some(u64::MAX) };
         let record = anchor.encode();
         assert_eq!(record.len(), RECORD);
         assert_eq!(Anchor::decode(&record).unwrap(), anchor);
-        let small = Anchor { seq: 3, hash: "00".repeat(32), oldest: 1 };
+        let small = Anchor { seq: 3, hash: "00".repeat(32), oldest: 1, end: None, ino: None };
         assert_eq!(Anchor::decode(&small.encode()).unwrap(), small);
+        let older = format!(r#"{{"seq":3,"hash":"{}","oldest":1}}"#, "00".repeat(32));
+        assert_eq!(Anchor::decode(older.as_bytes()).unwrap(), small, "an anchor without `end` still reads");
     }
 
     #[test]

@@ -8,11 +8,13 @@
 //! the processes that share the file.
 //!
 //! Every `cordon` process started with the same configuration appends to the
-//! same file (an MCP client starts one `cordon serve` per session), so each
-//! append takes the process's own lock (a `flock` does not exclude threads
-//! that share its open file) and then an exclusive lock on a lock file
-//! beside it, reads the last line for its `seq` and `hash`, rotates when the
-//! file is full, writes the line and flushes it, and lets go. A line whose
+//! same file (an MCP client starts one `cordon serve` per session). The lines
+//! that a process's threads record at once are written together (`group`):
+//! the writing thread takes an exclusive lock on a lock file beside the log,
+//! finds where the chain stands (from the anchor when the log is as long as
+//! the anchor says, else from the log's last line), rotates when the file is
+//! full, writes the lines in one write, updates the anchor, and lets go; each
+//! caller returns once its line is written. A line whose
 //! write failed halfway (a full disk) is cut off again at once, or, if the
 //! process died before, by the next append: a torn last line without its
 //! newline was never a record. Rotation crates (`file-rotate`,
@@ -41,7 +43,8 @@ use cap_std::fs::{Dir, File, FileExt, MetadataExt};
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
-use super::anchor::{self, Anchor};
+use super::anchor::{self, Anchor, AnchorError};
+use super::group::Group;
 use crate::private;
 
 /// What introduces a line's own hash; everything before it is hashed.
@@ -62,9 +65,11 @@ pub struct Chain {
     lock: crate::ambient::LockFile,
     /// The anchor file, kept open: each append rewrites its one record.
     anchor: File,
-    /// The file as this process last appended to it; its lock also excludes
-    /// this process's threads from each other (the file lock does not).
+    /// The file as this process last appended to it.
     open: std::sync::Mutex<Option<Open>>,
+    /// The lines waiting to be written, and the thread writing them (the
+    /// file lock does not exclude threads that share its open file).
+    group: Group,
     /// Rotate once the file holds this many bytes.
     max_bytes: u64,
     /// Rotated files kept (`audit.log.1` … `audit.log.N`).
@@ -117,6 +122,7 @@ impl Chain {
             lock,
             anchor,
             open: std::sync::Mutex::new(None),
+            group: Group::default(),
             max_bytes: max_bytes.max(1),
             keep: keep.max(1),
         })
@@ -126,12 +132,24 @@ impl Chain {
         &self.path
     }
 
-    /// Appends one event (a JSON object without `seq`, `prev`, `hash`) as the
-    /// next line, flushed before it returns.
+    /// Appends one event (a JSON object without `seq`, `prev`, `hash`) as a
+    /// line, written before it returns (with the lines other threads append
+    /// meanwhile: see `group`).
     pub fn append(&self, event: Map<String, Value>) -> std::io::Result<()> {
+        self.append_text(fields_text(event))
+    }
+
+    /// Appends one event given as its fields' text (see `fields_text`).
+    pub fn append_text(&self, fields: String) -> std::io::Result<()> {
+        self.group.commit(fields, |bodies| self.write(&bodies))
+    }
+
+    /// Writes the lines of these bodies (see `fields_text`), in order, under
+    /// the file lock.
+    fn write(&self, bodies: &[String]) -> std::io::Result<()> {
         let mut open = self.open.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let _held = self.lock.exclusive()?;
-        let appended = self.append_locked(&mut open, event);
+        let appended = self.append_locked(&mut open, bodies);
         if appended.is_err() {
             // Read everything afresh next time.
             *open = None;
@@ -162,60 +180,90 @@ impl Chain {
         Ok(open.as_mut().expect("just opened"))
     }
 
-    fn append_locked(&self, open: &mut Option<Open>, event: Map<String, Value>) -> std::io::Result<()> {
+    /// Writes the lines of `bodies` after the chain's end, rotating first when
+    /// the next line would take the file past `max_bytes` (what is pending
+    /// goes into the full file, the rest into the new one), then the anchor.
+    fn append_locked(&self, open: &mut Option<Open>, bodies: &[String]) -> std::io::Result<()> {
         let mut current = self.current(open)?;
         let mut size = current.file.metadata()?.len();
         let mut text = String::new();
         if size != current.end || current.tail.is_none() {
             // Another process wrote since (or this is the first append).
-            let (kept, last) = last_line(&mut current.file, size, Some(&self.path))?;
-            size = kept;
-            current.tail = last.map(|line| tail_of(&line));
-            if current.tail.is_none()
-                && let Ok(mut previous) = self.dir.open(rotated(&self.name, 1))
-            {
-                // Just rotated: the chain goes on from the newest rotated file.
-                let end = previous.metadata()?.len();
-                current.tail = last_line(&mut previous, end, None)?.1.map(|line| tail_of(&line));
-            }
-            let (oldest, note) = self.against_anchor(current.tail.as_ref());
-            current.oldest = oldest;
-            if let Some(note) = note {
-                let (noted, after) = line(current.tail.as_ref(), note);
-                text.push_str(&noted);
-                current.tail = Some(after);
-            }
+            size = self.catch_up(current, size, &mut text)?;
         }
-        let (own, after) = line(current.tail.as_ref(), event);
-        text.push_str(&own);
+        let mut tail = current.tail.clone();
         let mut rotated_now = false;
-        if size > 0 && size + text.len() as u64 > self.max_bytes {
-            let (tail, oldest) = (current.tail.take(), current.oldest);
-            self.rotate()?;
-            current = self.current(open)?;
-            (current.tail, current.oldest) = (tail, oldest);
-            size = 0;
-            rotated_now = true;
+        for body in bodies {
+            let (own, after) = line(tail.as_ref(), body);
+            let pending = size + text.len() as u64;
+            if pending > 0 && pending + own.len() as u64 > self.max_bytes {
+                write_text(current, &mut size, &text)?;
+                text.clear();
+                let oldest = current.oldest;
+                self.rotate()?;
+                current = self.current(open)?;
+                (current.oldest, size, rotated_now) = (oldest, 0, true);
+            }
+            text.push_str(&own);
+            tail = Some(after);
         }
-        let written = current.file.write_all(text.as_bytes()).and_then(|()| current.file.flush());
-        if written.is_err() {
-            // Best effort: a line written halfway is no record.
-            let _ = current.file.set_len(size);
-            return written;
-        }
-        current.end = size + text.len() as u64;
+        write_text(current, &mut size, &text)?;
         if rotated_now {
             current.oldest = self.oldest_kept().unwrap_or(current.oldest);
         }
-        let anchor = Anchor { seq: after.seq, hash: after.hash.clone(), oldest: current.oldest };
+        let after = tail.expect("a batch holds a line");
+        let anchor = Anchor {
+            seq: after.seq,
+            hash: after.hash.clone(),
+            oldest: current.oldest,
+            end: Some(current.end),
+            ino: Some(current.ino),
+        };
         current.tail = Some(after);
         anchor.write(&self.anchor)
+    }
+
+    /// Finds where the chain stands after another process's lines (or at the
+    /// first append): from the anchor when the log ends where it says, else
+    /// from the log's last whole line (a torn one is cut off), checked
+    /// against the anchor, with the line that records a disagreement pushed
+    /// to `text`. Returns the log's size.
+    fn catch_up(&self, current: &mut Open, size: u64, text: &mut String) -> std::io::Result<u64> {
+        let anchor = Anchor::read(&self.anchor);
+        if let Ok(Some(anchor)) = &anchor
+            && (anchor.ino, anchor.end) == (Some(current.ino), Some(size))
+        {
+            current.tail = Some(Tail { seq: anchor.seq, hash: anchor.hash.clone() });
+            current.oldest = anchor.oldest;
+            return Ok(size);
+        }
+        let (kept, last) = last_line(&mut current.file, size, Some(&self.path))?;
+        current.tail = last.map(|line| tail_of(&line));
+        if current.tail.is_none()
+            && let Ok(mut previous) = self.dir.open(rotated(&self.name, 1))
+        {
+            // Just rotated: the chain goes on from the newest rotated file.
+            let end = previous.metadata()?.len();
+            current.tail = last_line(&mut previous, end, None)?.1.map(|line| tail_of(&line));
+        }
+        let (oldest, note) = self.against_anchor(current.tail.as_ref(), anchor);
+        current.oldest = oldest;
+        if let Some(note) = note {
+            let (noted, after) = line(current.tail.as_ref(), &fields_text(note));
+            text.push_str(&noted);
+            current.tail = Some(after);
+        }
+        Ok(kept)
     }
 
     /// The anchor checked against the chain's end as found in the files: the
     /// oldest `seq` kept, and the line to record first when they disagree
     /// (`cut`: the files end before the anchor; `anchor_reset`: no anchor).
-    fn against_anchor(&self, tail: Option<&Tail>) -> (u64, Option<Map<String, Value>>) {
+    fn against_anchor(
+        &self,
+        tail: Option<&Tail>,
+        anchor: Result<Option<Anchor>, AnchorError>,
+    ) -> (u64, Option<Map<String, Value>>) {
         let note = |fields: Value| {
             let mut m = Map::new();
             m.insert("time".into(), humantime::format_rfc3339_micros(std::time::SystemTime::now()).to_string().into());
@@ -225,7 +273,7 @@ impl Chain {
         };
         let found = tail.map_or(0, |t| t.seq);
         let next = found + 1;
-        match Anchor::read(&self.anchor) {
+        match anchor {
             Ok(Some(anchor)) => {
                 let cut = anchor.seq > found || (anchor.seq == found && tail.is_some_and(|t| t.hash != anchor.hash));
                 if !cut {
@@ -284,22 +332,45 @@ pub fn rotated(name: &str, k: usize) -> String {
     format!("{name}.{k}")
 }
 
-/// The line for `event` after `tail`, newline included, and where the chain
-/// stands after it.
-fn line(tail: Option<&Tail>, event: Map<String, Value>) -> (String, Tail) {
-    let seq = tail.map_or(1, |t| t.seq + 1);
-    let prev = tail.map_or(GENESIS, |t| t.hash.as_str());
-    let mut body = serde_json::to_string(&serde_json::json!({ "seq": seq })).expect("JSON");
-    body.pop(); // the closing brace
+/// Appends `text` to the file, whose size is `size` (and is after), cutting
+/// off what a failed write left of it: a line written halfway is no record.
+fn write_text(current: &mut Open, size: &mut u64, text: &str) -> std::io::Result<()> {
+    let written = current.file.write_all(text.as_bytes()).and_then(|()| current.file.flush());
+    if written.is_err() {
+        let _ = current.file.set_len(*size);
+        return written;
+    }
+    *size += text.len() as u64;
+    current.end = *size;
+    Ok(())
+}
+
+/// An event's fields as they go between a line's `seq` and `prev`: each
+/// `,"key":value`, in order (`seq`, `prev` and `hash` are the chain's own).
+/// Made by the thread that records, before any lock.
+pub fn fields_text(event: Map<String, Value>) -> String {
+    let mut text = Vec::with_capacity(512);
     for (key, value) in event {
         if matches!(key.as_str(), "seq" | "prev" | "hash") {
             continue;
         }
-        body.push(',');
-        body.push_str(&Value::String(key).to_string());
-        body.push(':');
-        body.push_str(&value.to_string());
+        text.push(b',');
+        serde_json::to_writer(&mut text, &key).expect("a string is JSON");
+        text.push(b':');
+        serde_json::to_writer(&mut text, &value).expect("a value is JSON");
     }
+    String::from_utf8(text).expect("JSON is UTF-8")
+}
+
+/// The line for an event's `fields` (see `fields_text`) after `tail`,
+/// newline included, and where the chain stands after it.
+fn line(tail: Option<&Tail>, fields: &str) -> (String, Tail) {
+    let seq = tail.map_or(1, |t| t.seq + 1);
+    let prev = tail.map_or(GENESIS, |t| t.hash.as_str());
+    let mut body = String::with_capacity(fields.len() + 120);
+    body.push_str("{\"seq\":");
+    body.push_str(&seq.to_string());
+    body.push_str(fields);
     body.push_str(",\"prev\":\"");
     body.push_str(prev);
     body.push('"');
@@ -453,6 +524,73 @@ mod tests {
         let all: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
         let verified = crate::audit::verify::verify(&all, crate::audit::verify::Anchoring::Beside).unwrap();
         assert_eq!((verified.lines, verified.last_seq, verified.from_genesis), (40, 40, true));
+    }
+
+    #[test]
+    fn a_writer_goes_on_from_the_anchor_when_the_log_ends_where_it_says_else_from_the_last_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.log");
+        let (a, b) = (Chain::open(&path, 1 << 20, 1).unwrap(), Chain::open(&path, 1 << 20, 1).unwrap());
+        a.append(event(0)).unwrap();
+        let anchor = Anchor::read(&a.anchor).unwrap().unwrap();
+        assert_eq!(anchor.end, Some(std::fs::metadata(&path).unwrap().len()), "the anchor says where the log ends");
+        b.append(event(1)).unwrap();
+        // A writer killed between its line and its anchor: the anchor lags.
+        let lagging = Anchor::read(&a.anchor).unwrap().unwrap();
+        a.append(event(2)).unwrap();
+        lagging.write(&a.anchor).unwrap();
+        b.append(event(3)).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<Checked> = text.lines().map(|l| check_line(l).unwrap()).collect();
+        assert_eq!(lines.iter().map(|l| l.seq).collect::<Vec<_>>(), [1, 2, 3, 4], "no `cut` line: nothing was cut");
+        for pair in lines.windows(2) {
+            assert_eq!(pair[1].prev, pair[0].hash);
+        }
+        let verified = crate::audit::verify::verify(&[&path], crate::audit::verify::Anchoring::Beside).unwrap();
+        assert_eq!(verified.lines, 4);
+    }
+
+    #[test]
+    fn a_lagging_anchor_of_the_file_before_a_rotation_is_not_taken_for_the_new_one_of_the_same_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.log");
+        let probe = Chain::open(&dir.path().join("probe.log"), 1 << 20, 1).unwrap();
+        probe.append(event(0)).unwrap();
+        let size = std::fs::metadata(dir.path().join("probe.log")).unwrap().len();
+        // Every line of these events is `size` bytes: the second one rotates.
+        let (a, b) = (Chain::open(&path, size + 1, 3).unwrap(), Chain::open(&path, size + 1, 3).unwrap());
+        a.append(event(0)).unwrap();
+        let before = Anchor::read(&a.anchor).unwrap().unwrap();
+        b.append(event(1)).unwrap();
+        // `b` rotated and wrote one line of `size` bytes into the new log, and
+        // was killed before its anchor: the anchor still names the old file.
+        before.write(&a.anchor).unwrap();
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), before.end.unwrap(), "the same size");
+        a.append(event(2)).unwrap();
+        // Each line filled a file: `a`'s went into a third.
+        let (older, newer) = (dir.path().join(rotated("audit.log", 2)), dir.path().join(rotated("audit.log", 1)));
+        let files = [older.as_path(), newer.as_path(), path.as_path()];
+        let verified = crate::audit::verify::verify(&files, crate::audit::verify::Anchoring::Beside).unwrap();
+        assert_eq!((verified.lines, verified.last_seq), (3, 3), "one chain, no seq given twice");
+    }
+
+    #[test]
+    fn a_batch_past_the_rotation_size_goes_on_in_the_next_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.log");
+        let chain = Chain::open(&path, 1000, 10).unwrap();
+        let bodies: Vec<String> = (0..30).map(|n| fields_text(event(n))).collect();
+        chain.write(&bodies).unwrap();
+        let mut files: Vec<PathBuf> =
+            (1..=10).rev().map(|k| dir.path().join(rotated("audit.log", k))).filter(|f| f.exists()).collect();
+        files.push(path);
+        assert!(files.len() > 2, "one batch rotated the log more than once");
+        for file in &files {
+            assert!(std::fs::metadata(file).unwrap().len() <= 1000, "{} is over its size", file.display());
+        }
+        let all: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
+        let verified = crate::audit::verify::verify(&all, crate::audit::verify::Anchoring::Beside).unwrap();
+        assert_eq!((verified.lines, verified.last_seq), (30, 30));
     }
 
     #[test]
