@@ -86,7 +86,7 @@ pub fn run(opts: &Options, corpus: &Corpus, report: &mut Report) -> Result<()> {
          speaks stdio only, so each client has its own server process, and Cordon is measured the same way; \
          Cordon is also measured with one session carrying {n} calls in flight, and without its audit trail \
          (`--no-audit`; by default every call appends a chained line to the audit log under a file lock, shared \
-         by the {n} processes), without counting metrics (`--no-metrics`), and with traces exported \
+         by the {n} processes; the records of one process's calls in flight share a write), without counting metrics (`--no-metrics`), and with traces exported \
          (`--otlp-endpoint`, to a stand-in collector on loopback that accepts every export). Median of {} run(s).",
         crate::corpus::SMALL.len(),
         opts.seconds,
@@ -103,6 +103,12 @@ pub fn run(opts: &Options, corpus: &Corpus, report: &mut Report) -> Result<()> {
     push(format!("Cordon: {n} processes, one client each, no audit trail"), &without_audit);
     push(format!("Cordon: {n} processes, one client each, no metrics"), &without_metrics);
     push(format!("Cordon: {n} processes, one client each, traces exported"), &with_traces);
+    if let Some(share) = paired(&processes, &without_audit) {
+        table.notes.push(format!(
+            "Audit cost: with the audit trail (the default) Cordon makes {share} of the calls/s it makes with \
+             `--no-audit` run beside it (goal: at least 95 %)."
+        ));
+    }
     if let Some(share) = paired(&processes, &without_metrics) {
         table.notes.push(format!(
             "Metrics cost: with metrics counted (the default) Cordon makes {share} of the calls/s it makes with \
