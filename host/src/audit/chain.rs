@@ -166,8 +166,10 @@ impl Chain {
     }
 
     /// The file at the path, kept open unless another process rotated it.
+    /// The path is looked at without following a link (one `statx`): a log
+    /// that is a link is reopened at each write, which is slower, not wrong.
     fn current<'a>(&self, open: &'a mut Option<Open>) -> std::io::Result<&'a mut Open> {
-        let ino = match self.dir.metadata(&self.name) {
+        let ino = match self.dir.symlink_metadata(&self.name) {
             Ok(meta) => Some(meta.ino()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => return Err(e),

@@ -24,6 +24,9 @@ struct State {
     /// The batch the queued lines will be written in.
     batch: Arc<Batch>,
     writing: bool,
+    /// Threads waiting for a batch: a writer wakes them only if there are
+    /// any (a wake is a system call even when no thread waits).
+    waiting: usize,
 }
 
 /// One write of queued lines, and how it went.
@@ -53,7 +56,9 @@ impl Group {
                 return outcome.clone().map_err(|f| io::Error::new(f.kind, f.message));
             }
             if state.writing {
+                state.waiting += 1;
                 state = self.written.wait(state).unwrap_or_else(|poisoned| poisoned.into_inner());
+                state.waiting -= 1;
                 continue;
             }
             // This thread writes: its own line is in the queue it takes.
@@ -91,8 +96,11 @@ impl Drop for Leading<'_> {
     fn drop(&mut self) {
         let unwound = Failure { kind: io::ErrorKind::Other, message: "the audit writer panicked".into() };
         let _ = self.batch.outcome.set(Err(unwound));
-        self.group.lock().writing = false;
-        self.group.written.notify_all();
+        let mut state = self.group.lock();
+        state.writing = false;
+        if state.waiting > 0 {
+            self.group.written.notify_all();
+        }
     }
 }
 
