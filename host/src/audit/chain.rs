@@ -133,13 +133,15 @@ impl Chain {
     }
 
     /// Appends one event (a JSON object without `seq`, `prev`, `hash`) as a
-    /// line, written before it returns (with the lines other threads append
-    /// meanwhile: see `group`).
+    /// line (the server appends text it made itself: `append_text`).
+    #[cfg(test)]
     pub fn append(&self, event: Map<String, Value>) -> std::io::Result<()> {
         self.append_text(fields_text(event))
     }
 
-    /// Appends one event given as its fields' text (see `fields_text`).
+    /// Appends one event given as its fields' text (see `fields_text`), as a
+    /// line written before it returns, with the lines other threads append
+    /// meanwhile (see `group`).
     pub fn append_text(&self, fields: String) -> std::io::Result<()> {
         self.group.commit(fields, |bodies| self.write(&bodies))
     }

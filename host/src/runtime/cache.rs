@@ -19,6 +19,8 @@ use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
+use super::Code;
+
 /// How a component was obtained.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
@@ -71,16 +73,11 @@ impl CompileCache {
     /// Returns the compiled component: the embedded artifact when there is
     /// one for this engine, else from the cache when it holds it, else
     /// compiled now.
-    pub fn load(
-        &self,
-        engine: &Engine,
-        code: (&[u8], &str),
-        precompiled: Option<Precompiled>,
-    ) -> wasmtime::Result<(Component, Outcome)> {
-        if let Some(component) = precompiled.and_then(|p| self.embedded(engine, p)) {
+    pub fn load(&self, engine: &Engine, code: &Code<'_>) -> wasmtime::Result<(Component, Outcome)> {
+        if let Some(component) = code.precompiled.and_then(|p| self.embedded(engine, p)) {
             return Ok((component, Outcome::Precompiled));
         }
-        let (bytes, digest) = code;
+        let Code { bytes, digest, .. } = *code;
         let Some(dir) = &self.dir else {
             return Ok((Component::new(engine, bytes)?, Outcome::Uncached));
         };
@@ -190,7 +187,7 @@ fn write_atomically(dir: &Dir, name: &str, artifact: &[u8]) -> std::io::Result<(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::engine;
+    use crate::runtime::{Sockets, engine};
 
     /// The smallest component: the preamble of an empty one.
     const EMPTY_COMPONENT: &[u8] = b"\0asm\x0d\x00\x01\x00";
@@ -209,17 +206,17 @@ mod tests {
         let version = env!("CORDON_WASMTIME_VERSION");
         assert_ne!(engine::key(&other, version), cache.engine_key(), "other settings, another key");
         assert_eq!(engine::key(&running, version), cache.engine_key());
-        let code = (EMPTY_COMPONENT, "empty");
+        let code = |precompiled| Code { bytes: EMPTY_COMPONENT, digest: "empty", sockets: Sockets::Refuse, precompiled };
 
         let ours = leaked(running.precompile_component(EMPTY_COMPONENT).unwrap(), cache.engine_key().into());
-        assert_eq!(cache.load(&running, code, Some(ours)).unwrap().1, Outcome::Precompiled);
+        assert_eq!(cache.load(&running, &code(Some(ours))).unwrap().1, Outcome::Precompiled);
 
         let theirs = other.precompile_component(EMPTY_COMPONENT).unwrap();
         let labelled = leaked(theirs.clone(), engine::key(&other, version));
-        assert_eq!(cache.load(&running, code, Some(labelled)).unwrap().1, Outcome::Uncached, "refused by its key");
+        assert_eq!(cache.load(&running, &code(Some(labelled))).unwrap().1, Outcome::Uncached, "refused by its key");
         // An artifact whose key lies is refused by wasmtime's own check.
         let forged = leaked(theirs, cache.engine_key().into());
-        assert_eq!(cache.load(&running, code, Some(forged)).unwrap().1, Outcome::Uncached, "refused by wasmtime");
+        assert_eq!(cache.load(&running, &code(Some(forged))).unwrap().1, Outcome::Uncached, "refused by wasmtime");
     }
 
     #[test]

@@ -134,10 +134,9 @@ impl Runtime {
     /// naming the import, unless `sockets` says to stub them (every use then
     /// fails: see `store`).
     pub fn load(&self, code: Code<'_>) -> Result<Loaded, RuntimeError> {
-        let Code { bytes, digest, sockets, precompiled } = code;
         let (component, outcome): (Component, Outcome) =
-            self.cache.load(&self.engine, (bytes, digest), precompiled).map_err(RuntimeError::Compile)?;
-        if sockets == Sockets::Refuse {
+            self.cache.load(&self.engine, &code).map_err(RuntimeError::Compile)?;
+        if code.sockets == Sockets::Refuse {
             let ty = component.component_type();
             let mut imports = ty.imports(&self.engine).map(|(name, _)| name);
             if let Some(import) = imports.find(|name| name.starts_with("wasi:sockets/")) {
