@@ -33,6 +33,9 @@ pub struct Shown {
     pub resume: String,
     /// The heading in force after the item.
     pub heading: Option<String>,
+    /// The item's `path` as the printer shows it, if it names one (what a
+    /// count of the whole result tallies per path).
+    pub path: Option<String>,
 }
 
 impl Piece {
@@ -253,9 +256,16 @@ impl Builder {
             Payload::Bytes(_) => "base64",
             Payload::Item(_) => "json",
         };
-        let sha256 = match &chunk.payload {
-            Payload::Item(_) => ChunkHash::Known(hex::encode(Sha256::digest(raw))),
-            _ => ChunkHash::At { offset: self.payload_len },
+        // An item is shown as it came unless it nests too deep: only a cut
+        // one is hashed now (its own bytes are not on the page); any other
+        // chunk is hashed from the page, if ever asked (the JSON form).
+        let too_deep = match &chunk.payload {
+            Payload::Item(item) => !chunk.continued && depth::nesting(item) > self.max_depth,
+            _ => false,
+        };
+        let sha256 = match too_deep {
+            true => ChunkHash::Known(hex::encode(Sha256::digest(raw))),
+            false => ChunkHash::At { offset: self.payload_len },
         };
         self.chunks.push(ChunkMeta {
             span: chunk.span,
@@ -282,10 +292,12 @@ impl Builder {
                 },
             });
         }
-        self.append(chunk);
+        self.append(chunk, too_deep);
     }
 
-    fn append(&mut self, chunk: Chunk) {
+    /// Adds a chunk's payload; an item nesting deeper than the page shows
+    /// (`too_deep`) is cut.
+    fn append(&mut self, chunk: Chunk, too_deep: bool) {
         let text = match chunk.payload {
             Payload::Bytes(raw) => {
                 self.payload_len += raw.len();
@@ -296,7 +308,9 @@ impl Builder {
                 return;
             }
             Payload::Text(text) => text,
-            Payload::Item(item) => self.render_item(item, chunk.continued),
+            Payload::Item(item) if too_deep => self.cut_item(item),
+            Payload::Item(item) if chunk.continued => item,
+            Payload::Item(item) => item + "\n",
         };
         self.append_text(text);
     }
@@ -309,17 +323,12 @@ impl Builder {
         }
     }
 
-    /// An item as a JSON line, truncated when nested too deep. The pieces of an
-    /// item split across chunks pass through unchanged: a leading piece is
-    /// `continued`, and a trailing piece never parses alone (it closes more
-    /// brackets than it opens), so it is never rewritten either.
-    fn render_item(&self, item: String, continued: bool) -> String {
-        if continued {
-            return item;
-        }
-        if depth::nesting(&item) <= self.max_depth {
-            return item + "\n";
-        }
+    /// An item nesting too deep, as a JSON line cut to the depth the page
+    /// shows. The pieces of an item split across chunks pass through
+    /// unchanged: a leading piece is `continued`, and a trailing piece never
+    /// parses alone (it closes more brackets than it opens), so it is never
+    /// rewritten either.
+    fn cut_item(&self, item: String) -> String {
         let item = match serde_json::from_str::<Value>(&item).ok().and_then(|v| depth::truncate(&v, self.max_depth)) {
             Some(cut) => cut.to_string(),
             None => item,
@@ -372,7 +381,7 @@ mod tests {
         for payload in payloads.clone() {
             builder.push(Piece::Chunk(Chunk { payload, span: None, continued: false, resume: String::new() }));
         }
-        let shown = Shown { text: "x.rs\n1:y\n".into(), resume: String::new(), heading: None };
+        let shown = Shown { text: "x.rs\n1:y\n".into(), resume: String::new(), heading: None, path: None };
         builder.push(Piece::Shown(shown));
         let page = builder.finish("t", 0, Value::Null);
         let mut want: Vec<Vec<u8>> = payloads.iter().map(|p| p.as_bytes().to_vec()).collect();

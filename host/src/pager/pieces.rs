@@ -55,8 +55,9 @@ pub fn next_piece(
     let Some(first) = peeked.map_or_else(|| call.next(budget), |chunk| Ok(Some(chunk)))? else { return Ok(None) };
     let Some(view) = view.filter(|_| !first.is_checkpoint()) else { return Ok(Some(Piece::Chunk(first))) };
     let Payload::Item(text) = &first.payload else { return Ok(Some(Piece::Chunk(first))) };
-    let shown = |text: String, resume: String, printer: &dyn Printer| {
-        Piece::Shown(Shown { text, resume, heading: printer.heading().map(str::to_owned) })
+    let shown = |text: String, resume: String, item: &Value, printer: &dyn Printer| {
+        let path = item.get("path").and_then(Value::as_str).map(|path| printer.shown_path(path));
+        Piece::Shown(Shown { text, resume, heading: printer.heading().map(str::to_owned), path })
     };
     if !first.continued {
         let Ok(item) = serde_json::from_str::<Value>(text) else { return Ok(Some(Piece::Chunk(first))) };
@@ -71,7 +72,7 @@ pub fn next_piece(
             None => false,
         };
         return Ok(Some(match printer.render(&item, more_in_file) {
-            Some(text) => shown(text, first.resume, printer),
+            Some(text) => shown(text, first.resume, &item, printer),
             None => Piece::Chunk(first),
         }));
     }
@@ -86,9 +87,11 @@ pub fn next_piece(
     }
     // An item this large is shown under its file's heading.
     let printer = view.printer.as_mut();
-    if let Some(text) = serde_json::from_str(&whole).ok().and_then(|item| printer.render(&item, true)) {
+    if let Some(item) = serde_json::from_str::<Value>(&whole).ok()
+        && let Some(text) = printer.render(&item, true)
+    {
         let resume = pieces.pop().map(|p| p.resume).unwrap_or_default();
-        return Ok(Some(shown(text, resume, printer)));
+        return Ok(Some(shown(text, resume, &item, printer)));
     }
     let mut pieces = pieces.into_iter();
     let first = pieces.next().map(Piece::Chunk);
