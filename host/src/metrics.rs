@@ -89,6 +89,11 @@ struct ResultLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct WayLabel {
+    way: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct KindLabel {
     kind: &'static str,
 }
@@ -121,7 +126,7 @@ pub struct Metrics {
     refusals: Family<ReasonLabel, Counter>,
     reloads: Family<ResultLabel, Counter>,
     handle_store_errors: Counter,
-    count_seconds: Histogram,
+    count_seconds: Family<WayLabel, Histogram, fn() -> Histogram>,
     handle_ops: Family<StoreLabels, Counter>,
     notices: Family<KindLabel, Counter>,
 }
@@ -168,10 +173,11 @@ impl Metrics {
             "Calls refused because the handle store failed",
             handle_store_errors.clone(),
         );
-        let count_seconds = seconds();
+        let count_seconds = Family::<WayLabel, Histogram, fn() -> Histogram>::new_with_constructor(seconds);
         registry.register(
             "first_page_count_duration_seconds",
-            "Time spent counting a whole result for a model's first page",
+            "Time spent counting a whole result for a model's first page, by way (read_ahead: on the page's own \
+             stream, kept for the next pages; run_again: the tool run a second time)",
             count_seconds.clone(),
         );
         let handle_ops = Family::default();
@@ -283,12 +289,13 @@ impl Metrics {
         self.handle_store_errors.inc();
     }
 
-    /// A first page's count of the whole result took `seconds`.
-    pub fn counted(&self, seconds: f64) {
+    /// A first page's count of the whole result took `seconds`, made `way`
+    /// (`read_ahead`, `run_again`).
+    pub fn counted(&self, way: &'static str, seconds: f64) {
         if !self.on {
             return;
         }
-        self.count_seconds.observe(seconds);
+        self.count_seconds.get_or_create(&WayLabel { way }).observe(seconds);
     }
 
     /// A handle store operation (`mint`, `resolve`) on `store` that worked or not.

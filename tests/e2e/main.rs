@@ -16,6 +16,7 @@ mod codex;
 mod compact;
 mod conformance;
 mod corpus;
+mod counted;
 mod cuts;
 mod deadline;
 mod durability;

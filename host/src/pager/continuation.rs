@@ -66,7 +66,10 @@ impl Pager {
         page.handle = handle;
         page.next_cursor = Some(cursor);
         start.call.disarm();
-        let parked = Parked { call: start.call, pending: start.pending, view: start.view };
+        if start.spent {
+            return;
+        }
+        let parked = Parked { call: start.call, pending: start.pending, view: start.view, drained: start.drained };
         let bytes = parked.bytes();
         let place = parked::Place { position: key, owner: request.owner.clone() };
         self.parked.park(start.parked_id, place, parked, bytes);

@@ -5,28 +5,31 @@
 //! When the first page does not hold the whole result of a tool that changes
 //! nothing (read-only, and not asking for write access) and whose own summary
 //! is not exact (`read` knows a file's size; `grep` cannot know its matches
-//! without searching), the pager runs the tool a second time with the same
+//! without searching), the pager reads the page's own stream on to its end,
+//! keeping what it pulls for the next pages: a result that fits a share of
+//! the parked budget is searched once, and its later pages come from memory.
+//! A larger one is counted by running the tool a second time with the same
 //! arguments, in instances of its own (as shards when the call is sharded),
-//! and pulls the whole stream without
-//! delivering it: items (or lines), bytes, and, for items with a `path`, how
-//! many per path. Any tool gets this, a
-//! third party's too. The count is bounded by time and bytes (the limits
-//! `count_ms` and `count_max_bytes`, and the call's own deadline); past a
-//! bound it says "at least". It never fails the page: a count that cannot
-//! run is a count of nothing, not exact.
+//! pulling the whole stream without delivering it. Either way it counts
+//! items (or lines), bytes of the form the pages show, and, for items with a
+//! `path`, how many per path. Any tool gets this, a third party's too. The
+//! count is bounded by time and bytes (the limits `count_ms` and
+//! `count_max_bytes`, and the call's own deadline); past a bound it says "at
+//! least". It never fails the page: a count that cannot run is a count of
+//! nothing, not exact.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::page::{Ended, Page};
-use super::printer::Printer;
+use super::page::{Ended, Page, Piece};
+use super::pieces::{TextView, next_piece};
 use super::start::{Start, base};
 use super::stream::{Opener, Stream};
 use super::{BYTES_PER_TOKEN, PageRequest, Pager};
 use crate::runtime::CallContext;
-use crate::tool::{Access, Budget, Payload};
+use crate::tool::{Access, Budget, Chunk, Payload};
 
 /// How much counting a first page may spend.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -167,115 +170,228 @@ fn extension(path: &str) -> String {
 pub struct Counting {
     /// Opens the call again (the call's arguments, its tool, its shards).
     pub opener: Opener,
-    /// For the compact text form: a renderer from the start, so the bytes
+    /// For the compact text form: a view from the start, so the bytes
     /// counted are the ones the model's pages would hold.
-    pub view: Option<Box<dyn Printer>>,
+    pub view: Option<TextView>,
     pub bounds: CountBounds,
-    /// What to keep of the call's time to answer the page.
-    pub margin: Duration,
+    /// When counting stops (within the call's time, its answer's margin kept).
+    pub deadline: Instant,
 }
 
-/// Counts the whole output of a call within its bounds and before `ctx`'s
-/// deadline. `None` when counting is off.
-pub fn count(ctx: &CallContext, counting: Counting) -> Option<Whole> {
-    let Counting { opener, mut view, bounds, margin } = counting;
-    if bounds.time.is_zero() || bounds.bytes == 0 {
-        return None;
+/// What a count has seen so far: items (lines, for text), payload bytes of
+/// the form the pages show, and items per path.
+#[derive(Default)]
+pub struct Tally {
+    items: u64,
+    bytes: u64,
+    paths: HashMap<String, u64>,
+    /// The pieces of an item split across chunks, gathered to count it whole.
+    gathered: String,
+}
+
+impl Tally {
+    /// Counts a piece as a page holds it: an item rendered, or a chunk.
+    pub fn piece(&mut self, piece: &Piece) {
+        match piece {
+            Piece::Shown(shown) => self.item(shown.text.len(), shown.path.clone()),
+            Piece::Chunk(chunk) => self.chunk(chunk),
+        }
     }
-    let started = Instant::now();
-    let deadline = (started + bounds.time).min(ctx.deadline.checked_sub(margin)?);
-    // The pieces of an item split across chunks, gathered to count it whole.
-    let mut gathered = String::new();
-    if deadline <= started {
-        return None;
+
+    /// Counts a chunk: an item (gathered whole when it came in pieces) as
+    /// its JSON line, anything else as its bytes.
+    fn chunk(&mut self, chunk: &Chunk) {
+        if chunk.is_checkpoint() {
+            return;
+        }
+        match &chunk.payload {
+            Payload::Item(piece) if chunk.continued => self.gathered.push_str(piece),
+            Payload::Item(last) => {
+                let whole;
+                let item = match self.gathered.is_empty() {
+                    true => last.as_str(),
+                    false => {
+                        self.gathered.push_str(last);
+                        whole = std::mem::take(&mut self.gathered);
+                        whole.as_str()
+                    }
+                };
+                let path = serde_json::from_str::<Named>(item).ok().and_then(|n| n.path);
+                self.item(item.len(), path);
+            }
+            _ => {
+                self.bytes += chunk.payload.len() as u64;
+                self.items += u64::from(chunk.budget_items());
+            }
+        }
     }
+
+    fn item(&mut self, bytes: usize, path: Option<String>) {
+        self.items += 1;
+        self.bytes += bytes as u64;
+        if let Some(path) = path {
+            *self.paths.entry(path).or_default() += 1;
+        }
+    }
+
+    /// The count, `exact` when the stream was counted to its end.
+    fn whole(self, exact: bool) -> Whole {
+        let mut paths: Vec<(String, u64)> = self.paths.into_iter().collect();
+        paths.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        Whole { items: self.items, bytes: self.bytes, exact, paths }
+    }
+}
+
+/// Counts the whole output of a call, opened again, within its bounds.
+pub fn count(ctx: &CallContext, counting: Counting) -> Whole {
+    let Counting { opener, mut view, bounds, deadline } = counting;
+    let mut tally = Tally::default();
     let counting = CallContext { deadline, ..ctx.clone() };
-    let mut whole = Whole { items: 0, bytes: 0, exact: false, paths: Vec::new() };
-    let mut paths: HashMap<String, u64> = HashMap::new();
     // Sharded like the call itself, when it is: counting keeps pace with it.
     let Ok(mut call) = Stream::open(opener, &counting) else {
-        return Some(whole);
+        return tally.whole(false);
     };
     let budget = Budget { bytes: 1 << 20, items: 100_000 };
     call.arm(&counting, budget);
+    let mut rest = VecDeque::new();
     loop {
-        if whole.bytes >= bounds.bytes || Instant::now() >= deadline || ctx.signal.is_cancelled() {
-            break;
+        if tally.bytes >= bounds.bytes || Instant::now() >= deadline || ctx.signal.is_cancelled() {
+            return tally.whole(false);
         }
-        match call.next(budget) {
-            // A checkpoint holds nothing to count; it says the work goes on.
-            Ok(Some(chunk)) if chunk.is_checkpoint() => {}
-            Ok(Some(chunk)) => match &chunk.payload {
-                Payload::Item(piece) if chunk.continued => gathered.push_str(piece),
-                Payload::Item(last) => {
-                    let item = match gathered.is_empty() {
-                        true => last.as_str(),
-                        false => {
-                            gathered.push_str(last);
-                            gathered.as_str()
-                        }
-                    };
-                    whole.items += 1;
-                    // The text form parses the item once, to render it and to read its path.
-                    let (bytes, path) = match view.as_mut() {
-                        Some(view) => {
-                            let value = serde_json::from_str::<Value>(item).ok();
-                            let path = value.as_ref().and_then(|v| v.get("path")?.as_str()).map(|p| view.shown_path(p));
-                            let shown = value.as_ref().and_then(|v| view.render(v, false));
-                            (shown.map_or(item.len(), |text| text.len()), path)
-                        }
-                        None => (item.len(), serde_json::from_str::<Named>(item).ok().and_then(|n| n.path)),
-                    };
-                    whole.bytes += bytes as u64;
-                    if let Some(path) = path {
-                        *paths.entry(path).or_default() += 1;
-                    }
-                    gathered.clear();
-                }
-                _ => {
-                    whole.bytes += chunk.payload.len() as u64;
-                    whole.items += u64::from(chunk.budget_items());
-                }
-            },
-            Ok(None) => {
-                whole.exact = true;
-                break;
-            }
+        // Pieces as the pages take them: in the text form, rendered as the pages render them.
+        match next_piece(&mut call, view.as_mut(), budget, &mut rest, || Instant::now() < deadline) {
+            Ok(Some(piece)) => std::iter::once(piece).chain(rest.drain(..)).for_each(|piece| tally.piece(&piece)),
+            Ok(None) => return tally.whole(true),
             // A timeout, a limit, the tool's own error: what was counted stands, as a lower bound.
-            Err(_) => break,
+            Err(_) => return tally.whole(false),
         }
     }
-    let mut paths: Vec<(String, u64)> = paths.into_iter().collect();
-    paths.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    whole.paths = paths;
-    Some(whole)
 }
 
 /// What a first page keeps of its call's time to be answered after counting.
 const COUNT_MARGIN: Duration = Duration::from_millis(500);
 
+/// The share of the parked streams' budget (`max_parked_mib`) one result
+/// may hold read ahead while it is counted.
+const AHEAD_SHARE: usize = 16;
+
+/// How far a count reads ahead: until when, and the page's budget (each
+/// piece kept fits a page like it).
+#[derive(Clone, Copy)]
+struct Reach {
+    deadline: Instant,
+    budget: Budget,
+}
+
+/// How a count read ahead on the page's own stream ended.
+enum Ahead {
+    /// The stream gave its end, or the count's time ran out: the count.
+    Counted(Whole),
+    /// What it may hold is held: the tool is run again to count the rest.
+    Full,
+}
+
 impl Pager {
-    /// On a model's first page, what the whole result holds, counted by
-    /// running the tool a second time: only for a model deciding whether to
-    /// page (a program following every cursor reads it all anyway), for a
-    /// tool that changes nothing, whose own totals are not exact already,
-    /// and when the page did not end for want of time.
-    pub(super) fn whole(&self, request: &PageRequest, start: &mut Start, page: &Page) -> Option<Whole> {
+    /// On a model's first page, what the whole result holds: only for a
+    /// model deciding whether to page (a program following every cursor
+    /// reads it all anyway), for a tool that changes nothing, whose own
+    /// totals are not exact already, and when the page did not end for want
+    /// of time. `tally` is what the page itself took.
+    ///
+    /// The page's own stream is read on first, its pieces kept for the next
+    /// pages: a result that fits `AHEAD_SHARE` of the parked budget is
+    /// searched once, not twice. Past that, the tool runs a second time, in
+    /// instances of its own, and that stream is counted and dropped.
+    pub(super) fn whole(
+        &self,
+        request: &PageRequest,
+        start: &mut Start,
+        page: &Page,
+        tally: Option<Tally>,
+    ) -> Option<Whole> {
         let PageRequest { ctx, tool, for_model, .. } = request;
         let changes_nothing = tool.manifest.read_only && tool.manifest.access != Access::Write;
         let exact = page.summary.as_ref().is_some_and(|s| s.exact);
         if !*for_model || start.index != 0 || !changes_nothing || exact || page.ended == Ended::Time {
             return None;
         }
-        // The page is pulled: its shards ahead stop before counting runs its own.
-        start.call.disarm();
-        let view = start.view.as_ref().map(|_| self.printers.printer(base(ctx), None));
-        let opener = self.opener(tool, &start.args);
-        let counting = Counting { opener, view, bounds: self.limits.count, margin: COUNT_MARGIN };
+        let bounds = self.limits.count;
+        if bounds.time.is_zero() || bounds.bytes == 0 {
+            return None;
+        }
         let started = Instant::now();
-        let whole = crate::telemetry::traces::step("count").in_scope(|| count(ctx, counting));
-        self.metrics.counted(started.elapsed().as_secs_f64());
-        whole
+        let deadline = (started + bounds.time).min(ctx.deadline.checked_sub(COUNT_MARGIN)?);
+        if deadline <= started {
+            return None;
+        }
+        let reach = Reach { deadline, budget: page.budget };
+        let counted = match tally {
+            Some(tally) => {
+                crate::telemetry::traces::step("count").in_scope(|| self.ahead(request, start, tally, reach))
+            }
+            None => Ahead::Full,
+        };
+        let (way, whole) = match counted {
+            Ahead::Counted(whole) => ("read_ahead", whole),
+            Ahead::Full => {
+                // The page is pulled: its shards ahead stop before counting runs its own.
+                start.call.disarm();
+                let view = start.view.as_ref().map(|_| TextView::new(self.printers.printer(base(ctx), None)));
+                let opener = self.opener(tool, &start.args);
+                let counting = Counting { opener, view, bounds, deadline };
+                ("run_again", crate::telemetry::traces::step("count").in_scope(|| count(ctx, counting)))
+            }
+        };
+        self.metrics.counted(way, started.elapsed().as_secs_f64());
+        Some(whole)
+    }
+
+    /// Reads the page's stream on, to its end, keeping each piece for the
+    /// next pages (`start.pending`) and counting it after what the page took
+    /// (`tally`), until the count's bytes, the share of the parked budget or
+    /// the count's time (a lower bound then) runs out. The stream runs
+    /// under the count's deadline, so the page is answered in time whatever
+    /// the tool does; if it fails meanwhile, what was read ahead is dropped
+    /// and the stream is not parked (`Start::spent`): the next page reopens
+    /// the tool where this one ended, and says why if it fails again. What
+    /// was counted stands, as a lower bound.
+    fn ahead(&self, request: &PageRequest, start: &mut Start, mut tally: Tally, reach: Reach) -> Ahead {
+        let Reach { deadline, budget } = reach;
+        let ctx = &request.ctx;
+        let cap = (self.limits.parked_bytes / AHEAD_SHARE) as u64;
+        let held = |piece: &Piece| (piece.bytes().len() + piece.resume().len()) as u64;
+        let mut holding: u64 = start.pending.iter().map(held).sum();
+        start.pending.iter().for_each(|piece| tally.piece(piece));
+        start.call.arm(&CallContext { deadline, ..ctx.clone() }, budget);
+        loop {
+            if tally.bytes >= self.limits.count.bytes || holding >= cap {
+                return Ahead::Full;
+            }
+            if Instant::now() >= deadline || ctx.signal.is_cancelled() {
+                return Ahead::Counted(tally.whole(false));
+            }
+            let mut rest = VecDeque::new();
+            let pulled =
+                next_piece(&mut start.call, start.view.as_mut(), budget, &mut rest, || Instant::now() < deadline);
+            match pulled {
+                Ok(Some(piece)) => {
+                    for piece in std::iter::once(piece).chain(rest) {
+                        tally.piece(&piece);
+                        holding += held(&piece);
+                        start.pending.push_back(piece);
+                    }
+                }
+                Ok(None) => {
+                    start.drained = true;
+                    return Ahead::Counted(tally.whole(true));
+                }
+                Err(_) => {
+                    start.pending.clear();
+                    start.spent = true;
+                    return Ahead::Counted(tally.whole(false));
+                }
+            }
+        }
     }
 }
 

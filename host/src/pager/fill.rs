@@ -4,6 +4,7 @@
 //! chunk or checkpoint it passed).
 
 use super::clock::PageClock;
+use super::count::Tally;
 use super::page::{Builder, Ended, Piece};
 use super::pieces::next_piece;
 use super::start::Start;
@@ -16,6 +17,8 @@ pub(super) struct Filled {
     pub start: Start,
     pub builder: Builder,
     pub ended: Ended,
+    /// What the page took, counted, when asked (`Fill::tally`).
+    pub tally: Option<Tally>,
 }
 
 /// What a page is filled to.
@@ -25,6 +28,9 @@ pub(super) struct Fill {
     /// The page shows nothing of the stream (a file shown otherwise, see
     /// `media`): it ends, complete, before pulling.
     pub shows_nothing: bool,
+    /// Count what the page takes (a first page whose whole result may be
+    /// counted, see `count`).
+    pub tally: bool,
 }
 
 impl Pager {
@@ -36,6 +42,7 @@ impl Pager {
         let clock = PageClock::start(ctx.deadline, self.limits.page_time);
         let mut builder = Builder::new(budget, self.limits.max_depth);
         let mut delivered = 0u64;
+        let mut tally = fill.tally.then(Tally::default);
         // Only a page that moved past where it started (data, or a checkpoint
         // elsewhere than its start) can end on time with a continuation that
         // goes further.
@@ -52,6 +59,8 @@ impl Pager {
             }
             let mut piece = match start.pending.pop_front() {
                 Some(piece) => piece,
+                // The stream gave its end while counting: what it held is all pending.
+                None if start.drained => break Ended::Complete,
                 None => match next_piece(&mut start.call, start.view.as_mut(), budget, &mut start.pending, || {
                     clock.in_first_half()
                 })? {
@@ -80,6 +89,7 @@ impl Pager {
                         // budget, in the instance slot the old stream gives back
                         // (a sharded call, the shard the last piece came from).
                         start.pending.clear();
+                        start.drained = false;
                         let opener = self.opener(&request.tool, &start.args);
                         start.call = start.call.rewind(&opener, ctx, start.position.as_deref())?;
                         start.call.arm(ctx, budget);
@@ -101,11 +111,14 @@ impl Pager {
             if let Piece::Shown(shown) = &piece {
                 start.heading = shown.heading.clone();
             }
+            if let Some(tally) = tally.as_mut() {
+                tally.piece(&piece);
+            }
             builder.push(piece);
         };
         if ended == Ended::Time {
             tracing::debug!(tool = %request.tool.manifest.name, page = start.index, elapsed = ?clock.elapsed(), "page ended on time");
         }
-        Ok(Filled { start, builder, ended })
+        Ok(Filled { start, builder, ended, tally })
     }
 }

@@ -171,7 +171,8 @@ impl Pager {
             _ => budget,
         };
         let shows_nothing = media.as_ref().is_some_and(Media::shows_nothing);
-        let Filled { mut start, builder, ended } = self.fill(request, start, Fill { budget, shows_nothing })?;
+        let fill = Fill { budget, shows_nothing, tally: *for_model && start.index == 0 };
+        let Filled { mut start, builder, ended, tally } = self.fill(request, start, fill)?;
         if start.fingerprint.is_some() && start.call.fingerprint()? != start.fingerprint {
             return Err(stale(&tool.manifest.name, "changed while this page was read").into());
         }
@@ -195,7 +196,7 @@ impl Pager {
             return Ok(page);
         }
         page.summary = Some(start.call.summary()?);
-        page.whole = self.whole(request, &mut start, &page);
+        page.whole = self.whole(request, &mut start, &page, tally);
         self.continuation(request, start, &mut page);
         Ok(page)
     }

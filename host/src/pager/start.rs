@@ -28,6 +28,8 @@ pub(super) struct Parked {
     pub call: Stream,
     pub pending: VecDeque<Piece>,
     pub view: Option<TextView>,
+    /// The stream gave its end: `pending` holds the rest of the result.
+    pub drained: bool,
 }
 
 impl Parked {
@@ -53,6 +55,12 @@ pub(super) struct Start {
     /// The text view, for the text form: its printer's heading is the one
     /// after the last item rendered (the pending one included).
     pub view: Option<TextView>,
+    /// The stream gave its end (read ahead to count it): `pending` holds
+    /// the rest of the result, and the stream is not pulled again.
+    pub drained: bool,
+    /// The stream failed while read ahead: it is not parked, and the next
+    /// page reopens the tool at the cursor.
+    pub spent: bool,
     /// The resume position after the last chunk delivered (none on page 0).
     pub position: Option<String>,
     /// The heading in force after the last item delivered.
@@ -93,6 +101,8 @@ impl Pager {
             call,
             pending: VecDeque::new(),
             view: self.view(ctx, paging.format.unwrap_or_default(), None),
+            drained: false,
+            spent: false,
             position: None,
             heading: None,
             stream: None,
@@ -156,14 +166,14 @@ impl Pager {
         // is not reused: the stream is reopened with this request's.
         let parked = self.parked.take(cursor.parked_id, &parked_key(&cursor)).filter(|p| p.call.grants() == ctx.grants);
         let heading = cursor.compact.clone().and_then(|h| h.line);
-        let (mut call, pending, view) = match parked {
-            Some(parked) => (parked.call, parked.pending, parked.view),
+        let (mut call, pending, view, drained) = match parked {
+            Some(parked) => (parked.call, parked.pending, parked.view, parked.drained),
             None => {
                 tracing::debug!(tool = %tool.manifest.name, page = cursor.page, "stream gone, reopening at the cursor");
                 let opener = self.opener(tool, &cursor.args);
                 let reopened =
                     step("open").in_scope(|| Stream::reopen(opener, ctx, &cursor.resume, cursor.shard.as_ref()));
-                (reopened.map_err(gone)?, VecDeque::new(), self.view(ctx, form, heading.clone()))
+                (reopened.map_err(gone)?, VecDeque::new(), self.view(ctx, form, heading.clone()), false)
             }
         };
         // A parked store still holds its last request's deadline and signal.
@@ -181,6 +191,8 @@ impl Pager {
         Ok(Start {
             pending,
             view,
+            drained,
+            spent: false,
             position: Some(call.position_of(&cursor.resume, cursor.shard.as_ref())),
             call,
             heading,
