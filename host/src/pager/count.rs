@@ -285,7 +285,7 @@ struct Reach {
 
 /// How a count read ahead on the page's own stream ended.
 enum Ahead {
-    /// The stream gave its end, or the count's time ran out: the count.
+    /// The stream gave its end, or the count's time or bytes ran out: the count.
     Counted(Whole),
     /// What it may hold is held: the tool is run again to count the rest.
     Full,
@@ -315,6 +315,8 @@ impl Pager {
         if !*for_model || start.index != 0 || !changes_nothing || exact || page.ended == Ended::Time {
             return None;
         }
+        // A model's first page was tallied as it was filled.
+        let tally = tally?;
         let bounds = self.limits.count;
         if bounds.time.is_zero() || bounds.bytes == 0 {
             return None;
@@ -325,12 +327,7 @@ impl Pager {
             return None;
         }
         let reach = Reach { deadline, budget: page.budget };
-        let counted = match tally {
-            Some(tally) => {
-                crate::telemetry::traces::step("count").in_scope(|| self.ahead(request, start, tally, reach))
-            }
-            None => Ahead::Full,
-        };
+        let counted = crate::telemetry::traces::step("count").in_scope(|| self.ahead(request, start, tally, reach));
         let (way, whole) = match counted {
             Ahead::Counted(whole) => ("read_ahead", whole),
             Ahead::Full => {
@@ -348,8 +345,8 @@ impl Pager {
 
     /// Reads the page's stream on, to its end, keeping each piece for the
     /// next pages (`start.pending`) and counting it after what the page took
-    /// (`tally`), until the count's bytes, the share of the parked budget or
-    /// the count's time (a lower bound then) runs out. The stream runs
+    /// (`tally`), until the share of the parked budget, or the count's bytes
+    /// or time (a lower bound then), runs out. The stream runs
     /// under the count's deadline, so the page is answered in time whatever
     /// the tool does; if it fails meanwhile, what was read ahead is dropped
     /// and the stream is not parked (`Start::spent`): the next page reopens
@@ -358,16 +355,16 @@ impl Pager {
     fn ahead(&self, request: &PageRequest, start: &mut Start, mut tally: Tally, reach: Reach) -> Ahead {
         let Reach { deadline, budget } = reach;
         let ctx = &request.ctx;
-        let cap = (self.limits.parked_bytes / AHEAD_SHARE) as u64;
-        let held = |piece: &Piece| (piece.bytes().len() + piece.resume().len()) as u64;
-        let mut holding: u64 = start.pending.iter().map(held).sum();
+        let cap = self.limits.parked_bytes / AHEAD_SHARE;
+        let mut holding: usize = start.pending.iter().map(Piece::held_bytes).sum();
         start.pending.iter().for_each(|piece| tally.piece(piece));
         start.call.arm(&CallContext { deadline, ..ctx.clone() }, budget);
         loop {
-            if tally.bytes >= self.limits.count.bytes || holding >= cap {
+            if holding >= cap {
                 return Ahead::Full;
             }
-            if Instant::now() >= deadline || ctx.signal.is_cancelled() {
+            // Past the count's own bounds a second run would stop there too: a lower bound.
+            if tally.bytes >= self.limits.count.bytes || Instant::now() >= deadline || ctx.signal.is_cancelled() {
                 return Ahead::Counted(tally.whole(false));
             }
             let mut rest = VecDeque::new();
@@ -377,7 +374,7 @@ impl Pager {
                 Ok(Some(piece)) => {
                     for piece in std::iter::once(piece).chain(rest) {
                         tally.piece(&piece);
-                        holding += held(&piece);
+                        holding += piece.held_bytes();
                         start.pending.push_back(piece);
                     }
                 }

@@ -47,6 +47,12 @@ impl Piece {
         }
     }
 
+    /// The memory a piece kept between pages holds: its payload and its
+    /// resume position.
+    pub fn held_bytes(&self) -> usize {
+        self.bytes().len() + self.resume().len()
+    }
+
     /// The resume position after the piece.
     pub fn resume(&self) -> &str {
         match self {

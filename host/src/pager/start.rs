@@ -36,14 +36,7 @@ impl Parked {
     /// What the stream holds: its instances' memory and the output pulled
     /// but not delivered.
     pub fn bytes(&self) -> usize {
-        let pending: usize = self
-            .pending
-            .iter()
-            .map(|piece| match piece {
-                Piece::Chunk(chunk) => chunk.payload.len() + chunk.resume.len(),
-                Piece::Shown(shown) => shown.text.len() + shown.resume.len(),
-            })
-            .sum();
+        let pending: usize = self.pending.iter().map(Piece::held_bytes).sum();
         self.call.memory_bytes() + pending + self.view.as_ref().map_or(0, TextView::bytes)
     }
 }
