@@ -162,13 +162,15 @@ fn no_shard_left(pid: u32, within: Duration) -> Duration {
     started.elapsed()
 }
 
-/// A root of `copies` hard links to one 8 MiB text file: a long search that
-/// costs no disk.
+/// A root of `copies` hard links to one 1 MiB text file: a long search that
+/// costs no disk, in files small next to a page's margin (a search
+/// checkpoints between files), so that a page ends on time between two of
+/// them even on a slow, busy machine.
 fn long_search_root(fx: &Fixture, copies: usize) {
     let line = "alpha beta gamma delta epsilon zeta theta lambda sigma omega\n";
-    let first = fx.write("corpus-0.txt", line.repeat((8 << 20) / line.len()));
+    let first = fx.write("corpus-0000.txt", line.repeat((1 << 20) / line.len()));
     for i in 1..copies {
-        std::fs::hard_link(&first, fx.root().join(format!("corpus-{i:03}.txt"))).unwrap();
+        std::fs::hard_link(&first, fx.root().join(format!("corpus-{i:04}.txt"))).unwrap();
     }
 }
 
@@ -180,7 +182,7 @@ fn read_small(server: &mut Server, id: i64) {
 #[test]
 fn cancelling_a_sharded_grep_stops_every_shard() {
     let fx = Fixture::new();
-    long_search_root(&fx, 256);
+    long_search_root(&fx, 2048);
     let flags = ["--shards", "4", "--max-concurrent-calls", "1", "--timeout-secs", "600"];
     let mut server = Server::initialized(&fx.root(), &flags);
     let pid = server.pid();
@@ -201,7 +203,7 @@ fn cancelling_a_sharded_grep_stops_every_shard() {
 #[test]
 fn a_sharded_grep_past_its_deadline_answers_on_time_and_leaves_no_shard_running_while_parked() {
     let fx = Fixture::new();
-    long_search_root(&fx, 256);
+    long_search_root(&fx, 2048);
     let mut server = Server::initialized(&fx.root(), &["--shards", "4", "--timeout-secs", "1"]);
     let started = Instant::now();
     let reply = server.call(1, "grep", json!({"pattern": "absent-needle"}));

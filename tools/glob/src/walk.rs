@@ -16,6 +16,7 @@
 
 use std::cmp::Reverse;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use cordon_sdk::items::Pace;
 use cordon_sdk::paths::Entry;
@@ -97,8 +98,9 @@ pub enum Next {
 }
 
 /// A walk that matches nothing says how far it got after this many entries
-/// (a checkpoint): a few milliseconds of work.
-const CHECKPOINT: Pace = Pace::every(1024, u64::MAX);
+/// (a checkpoint): a few milliseconds of work, and at most 10 ms (and an
+/// entry) where it runs slower.
+const CHECKPOINT: Pace = Pace::every(1024, u64::MAX, Duration::from_millis(10));
 
 /// How far a walk got, as `info` and `summary` report it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -13,6 +13,8 @@
 //! a checkpoint chunk (WIT `chunk`), at which the host may end a page on time
 //! and from which a reopened stream goes on without repeating the work.
 
+use std::time::{Duration, Instant};
+
 use serde::Serialize;
 use serde_json::Value;
 
@@ -62,20 +64,27 @@ pub fn to_item(value: &impl Serialize) -> Result<String, Error> {
 }
 
 /// Counts a source's work since its last step, to say when a checkpoint is
-/// due: after `files` units of work (files searched, entries visited) or
-/// `bytes` read, whichever comes first.
+/// due: after `files` units of work (files searched, entries visited),
+/// `bytes` read or `time` spent, whichever comes first. The time bound keeps
+/// checkpoints close together where the work runs slower than its counts
+/// assume (a slow or busy machine, a debug build), so that a page can still
+/// end on time within its margin; on a fast machine the counts come first.
 #[derive(Debug, Clone, Copy)]
 pub struct Pace {
     files: u32,
     bytes: u64,
+    time: Duration,
     done_files: u32,
     done_bytes: u64,
+    /// When the first check since the last reset was made (`None`: none
+    /// yet; the work before it is counted only by its units and bytes).
+    since: Option<Instant>,
 }
 
 impl Pace {
-    /// A checkpoint every `files` units or `bytes` bytes of work.
-    pub const fn every(files: u32, bytes: u64) -> Pace {
-        Pace { files, bytes, done_files: 0, done_bytes: 0 }
+    /// A checkpoint every `files` units, `bytes` bytes or `time` of work.
+    pub const fn every(files: u32, bytes: u64, time: Duration) -> Pace {
+        Pace { files, bytes, time, done_files: 0, done_bytes: 0, since: None }
     }
 
     /// Counts work done.
@@ -86,7 +95,8 @@ impl Pace {
 
     /// Whether a checkpoint is due; if so, starts counting afresh.
     pub fn due(&mut self) -> bool {
-        let due = self.done_files >= self.files || self.done_bytes >= self.bytes;
+        let since = *self.since.get_or_insert_with(Instant::now);
+        let due = self.done_files >= self.files || self.done_bytes >= self.bytes || since.elapsed() >= self.time;
         if due {
             self.reset();
         }
@@ -95,7 +105,7 @@ impl Pace {
 
     /// Starts counting afresh (an item was given: the source moved).
     pub fn reset(&mut self) {
-        (self.done_files, self.done_bytes) = (0, 0);
+        (self.done_files, self.done_bytes, self.since) = (0, 0, None);
     }
 }
 
@@ -418,13 +428,22 @@ mod tests {
             let rest: Vec<Chunk> = std::iter::from_fn(|| rest.next(Budget { bytes: 9, items: 1 }).unwrap()).collect();
             assert_eq!(data(&rest), data(&chunks[i + 1..]), "resume at {}", c.resume);
         }
-        let mut pace = Pace::every(3, 100);
+        let mut pace = Pace::every(3, 100, Duration::from_secs(3600));
         pace.add(2, 10);
         assert!(!pace.due());
         pace.add(1, 0);
         assert!(pace.due() && !pace.due(), "due once, then counted afresh");
         pace.add(0, 100);
         assert!(pace.due(), "bytes count too");
+        // Time counts from the first check after a reset.
+        let mut slow = Pace::every(1000, 1 << 30, Duration::from_millis(20));
+        slow.add(1, 10);
+        assert!(!slow.due(), "the first check starts the clock");
+        std::thread::sleep(Duration::from_millis(25));
+        slow.add(1, 10);
+        assert!(slow.due(), "time spent counts too");
+        slow.add(1, 10);
+        assert!(!slow.due(), "counted afresh");
     }
 
     #[test]
