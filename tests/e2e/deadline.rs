@@ -106,3 +106,28 @@ fn a_huge_glob_that_matches_little_ends_its_pages_on_time_and_adds_up_exactly() 
         assert!(timed >= 2, "{shards} shards: {} pages, {timed} ended on time", pages.len());
     }
 }
+
+#[test]
+fn pages_ended_on_time_render_the_text_form_exactly_as_unbounded_ones() {
+    // Files with a lone match, whose rendering depends on the next item
+    // (`path:line:text`), and files with several (under a heading).
+    let fx = Fixture::new();
+    for f in 0..40 {
+        let hits = if f % 3 == 0 { 1 } else { 3 };
+        let text: String =
+            (0..6).map(|l| if l < hits { format!("needle {f} {l}\n") } else { "hay\n".to_string() }).collect();
+        std::fs::create_dir_all(fx.root().join(format!("d{}", f % 4))).unwrap();
+        fx.write(&format!("d{}/f{f:02}.txt", f % 4), text);
+    }
+    let args = json!({"pattern": "needle", "format": "text"});
+    let mut unbounded = Server::initialized(&fx.root(), &[]);
+    let (want, _) = read_all(&mut unbounded, "grep", args.clone(), 25_000);
+    let want_text = String::from_utf8_lossy(&want);
+    assert!(want_text.contains("needle 0 0\n") && want_text.contains("\n1:needle 1 0\n"), "{want_text}");
+    // A page time of 1 ms: every page ends on time as soon as it moved, also
+    // where a match opening a file would need one more pull to be rendered.
+    let mut server = Server::initialized(&fx.root(), &["--page-ms", "1"]);
+    let (got, pages) = read_all(&mut server, "grep", args, 25_000);
+    assert!(pages.len() > 2, "{} pages", pages.len());
+    assert_eq!(String::from_utf8_lossy(&got), want_text, "pages ended on time render differently");
+}

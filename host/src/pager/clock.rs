@@ -46,12 +46,6 @@ impl PageClock {
         Instant::now() >= self.due
     }
 
-    /// Whether less than half the page's time has passed: time for work
-    /// that is not needed (a look ahead) without risking the page's end.
-    pub fn in_first_half(&self) -> bool {
-        Instant::now() < self.started + (self.due - self.started) / 2
-    }
-
     /// How long the page has been pulled.
     pub fn elapsed(&self) -> Duration {
         self.started.elapsed()

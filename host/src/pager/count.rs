@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::page::{Ended, Page, Piece};
-use super::pieces::{TextView, next_piece};
+use super::pieces::{Next, TextView, next_piece};
 use super::start::{Start, base};
 use super::stream::{Opener, Stream};
 use super::{BYTES_PER_TOKEN, PageRequest, Pager};
@@ -260,8 +260,12 @@ pub fn count(ctx: &CallContext, counting: Counting) -> Whole {
         }
         // Pieces as the pages take them: in the text form, rendered as the pages render them.
         match next_piece(&mut call, view.as_mut(), budget, &mut rest, || Instant::now() < deadline) {
-            Ok(Some(piece)) => std::iter::once(piece).chain(rest.drain(..)).for_each(|piece| tally.piece(&piece)),
-            Ok(None) => return tally.whole(true),
+            Ok(Next::Piece(piece)) => {
+                std::iter::once(piece).chain(rest.drain(..)).for_each(|piece| tally.piece(&piece))
+            }
+            Ok(Next::End) => return tally.whole(true),
+            // The count's time is up.
+            Ok(Next::Held) => return tally.whole(false),
             // A timeout, a limit, the tool's own error: what was counted stands, as a lower bound.
             Err(_) => return tally.whole(false),
         }
@@ -371,17 +375,19 @@ impl Pager {
             let pulled =
                 next_piece(&mut start.call, start.view.as_mut(), budget, &mut rest, || Instant::now() < deadline);
             match pulled {
-                Ok(Some(piece)) => {
+                Ok(Next::Piece(piece)) => {
                     for piece in std::iter::once(piece).chain(rest) {
                         tally.piece(&piece);
                         holding += piece.held_bytes();
                         start.pending.push_back(piece);
                     }
                 }
-                Ok(None) => {
+                Ok(Next::End) => {
                     start.drained = true;
                     return Ahead::Counted(tally.whole(true));
                 }
+                // The count's time is up; the match held back stays in the view, for the next page.
+                Ok(Next::Held) => return Ahead::Counted(tally.whole(false)),
                 Err(_) => {
                     start.pending.clear();
                     start.spent = true;

@@ -6,7 +6,7 @@
 use super::clock::PageClock;
 use super::count::Tally;
 use super::page::{Builder, Ended, Piece};
-use super::pieces::next_piece;
+use super::pieces::{Next, next_piece};
 use super::start::Start;
 use super::{PageError, PageRequest, Pager};
 use crate::runtime::CallFailure;
@@ -61,12 +61,18 @@ impl Pager {
                 Some(piece) => piece,
                 // The stream gave its end while counting: what it held is all pending.
                 None if start.drained => break Ended::Complete,
-                None => match next_piece(&mut start.call, start.view.as_mut(), budget, &mut start.pending, || {
-                    clock.in_first_half()
-                })? {
-                    Some(piece) => piece,
-                    None => break Ended::Complete,
-                },
+                None => {
+                    // A page that has not moved takes what it pulls whatever the time.
+                    let moved = start.position != started_at;
+                    let pulled = next_piece(&mut start.call, start.view.as_mut(), budget, &mut start.pending, || {
+                        !moved || !clock.is_due()
+                    })?;
+                    match pulled {
+                        Next::Piece(piece) => piece,
+                        Next::End => break Ended::Complete,
+                        Next::Held => break Ended::Time,
+                    }
+                }
             };
             if let Piece::Chunk(chunk) = &piece
                 && chunk.is_checkpoint()

@@ -34,35 +34,51 @@ impl TextView {
 /// large for the page, to render it whole.
 const GATHER: u32 = 1 << 20;
 
+/// What a page takes next from a stream.
+pub enum Next {
+    /// A piece to put on the page.
+    Piece(Piece),
+    /// The output ended.
+    End,
+    /// A match that opens a file, held back in the view: whether it is the
+    /// file's only one takes one more pull, which `time_left` said not to
+    /// make. It is taken first next time, so the page ends before it.
+    Held,
+}
+
 /// The next piece of `call`'s output: its next chunk, or, in the text form
 /// (`view`), its next item gathered whole and rendered. An item without a
 /// compact shape stays JSON: when it came in pieces, the first is returned
 /// and the rest (pulled at a larger budget, so the page takes it again at
 /// its own) queued in `rest`. A match that opens a file is shown on one line
 /// when it is the file's only one: the chunk after it is pulled to see, and
-/// kept in the view to be taken next, unless the page's time is up
-/// (`time_left` false: one more pull could take the page past it), when the
-/// match is shown on one line (correct either way: a later match of the same
-/// file then names the file again).
+/// kept in the view to be taken next. When the page's time is up
+/// (`time_left` false: one more pull could take the page past it), that
+/// pull is not made and the match is held back instead (`Next::Held`), so
+/// the rendering never depends on time: the next page shows it.
 pub fn next_piece(
     call: &mut Stream,
     mut view: Option<&mut TextView>,
     budget: Budget,
     rest: &mut VecDeque<Piece>,
     time_left: impl Fn() -> bool,
-) -> Result<Option<Piece>, CallFailure> {
+) -> Result<Next, CallFailure> {
     let peeked = view.as_mut().and_then(|v| v.peeked.take());
-    let Some(first) = peeked.map_or_else(|| call.next(budget), |chunk| Ok(Some(chunk)))? else { return Ok(None) };
-    let Some(view) = view.filter(|_| !first.is_checkpoint()) else { return Ok(Some(Piece::Chunk(first))) };
-    let Payload::Item(text) = &first.payload else { return Ok(Some(Piece::Chunk(first))) };
+    let Some(first) = peeked.map_or_else(|| call.next(budget), |chunk| Ok(Some(chunk)))? else { return Ok(Next::End) };
+    let Some(view) = view.filter(|_| !first.is_checkpoint()) else { return Ok(Next::Piece(Piece::Chunk(first))) };
+    let Payload::Item(text) = &first.payload else { return Ok(Next::Piece(Piece::Chunk(first))) };
     let shown = |text: String, resume: String, item: &Value, printer: &dyn Printer| {
         let path = item.get("path").and_then(Value::as_str).map(|path| printer.shown_path(path));
         Piece::Shown(Shown { text, resume, heading: printer.heading().map(str::to_owned), path })
     };
     if !first.continued {
-        let Ok(item) = serde_json::from_str::<Value>(text) else { return Ok(Some(Piece::Chunk(first))) };
+        let Ok(item) = serde_json::from_str::<Value>(text) else { return Ok(Next::Piece(Piece::Chunk(first))) };
         let printer = view.printer.as_mut();
-        let more_in_file = match printer.opening_match(&item).filter(|_| time_left()) {
+        let more_in_file = match printer.opening_match(&item) {
+            Some(_) if !time_left() => {
+                view.peeked = Some(first);
+                return Ok(Next::Held);
+            }
             Some(path) => {
                 let next = call.next(budget)?;
                 let same = next.as_ref().is_some_and(|n| same_file(printer, n, path));
@@ -71,7 +87,7 @@ pub fn next_piece(
             }
             None => false,
         };
-        return Ok(Some(match printer.render(&item, more_in_file) {
+        return Ok(Next::Piece(match printer.render(&item, more_in_file) {
             Some(text) => shown(text, first.resume, &item, printer),
             None => Piece::Chunk(first),
         }));
@@ -91,7 +107,7 @@ pub fn next_piece(
         && let Some(text) = printer.render(&item, true)
     {
         let resume = pieces.pop().map(|p| p.resume).unwrap_or_default();
-        return Ok(Some(shown(text, resume, &item, printer)));
+        return Ok(Next::Piece(shown(text, resume, &item, printer)));
     }
     let mut pieces = pieces.into_iter();
     let first = pieces.next().map(Piece::Chunk);
@@ -101,7 +117,7 @@ pub fn next_piece(
         let payload = Payload::Item(whole[skip..].to_string());
         rest.push_back(Piece::Chunk(Chunk { payload, ..last }));
     }
-    Ok(first)
+    Ok(first.map_or(Next::End, Next::Piece))
 }
 
 /// Whether `chunk` is a whole match item in the file `path`.
