@@ -8,20 +8,10 @@ use serde_json::{Value, json};
 
 use crate::support::{Fixture, Server, initialize_params};
 
-/// A root with `copies` hard links to one 8 MiB text file: a long search that
-/// costs no disk.
-fn long_search_root(fx: &Fixture, copies: usize) {
-    let line = "alpha beta gamma delta epsilon zeta theta lambda sigma omega\n";
-    let first = fx.write("corpus-0.txt", line.repeat((8 << 20) / line.len()));
-    for i in 1..copies {
-        std::fs::hard_link(&first, fx.root().join(format!("corpus-{i}.txt"))).unwrap();
-    }
-}
-
 #[test]
 fn a_cancelled_grep_stops_reports_progress_until_then_and_is_never_answered() {
     let fx = Fixture::new();
-    long_search_root(&fx, 256); // 2 GiB to scan: far longer than the test waits
+    fx.long_search_corpus(256, 8 << 20); // 2 GiB to scan: far longer than the test waits
     let mut server = Server::initialized(&fx.root(), &["--max-concurrent-calls", "1", "--timeout-secs", "600"]);
     server.send_json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
         "name": "grep", "arguments": {"pattern": "absent-needle"}, "_meta": {"progressToken": "grep-1"}}}));

@@ -162,18 +162,6 @@ fn no_shard_left(pid: u32, within: Duration) -> Duration {
     started.elapsed()
 }
 
-/// A root of `copies` hard links to one 1 MiB text file: a long search that
-/// costs no disk, in files small next to a page's margin (a search
-/// checkpoints between files), so that a page ends on time between two of
-/// them even on a slow, busy machine.
-fn long_search_root(fx: &Fixture, copies: usize) {
-    let line = "alpha beta gamma delta epsilon zeta theta lambda sigma omega\n";
-    let first = fx.write("corpus-0000.txt", line.repeat((1 << 20) / line.len()));
-    for i in 1..copies {
-        std::fs::hard_link(&first, fx.root().join(format!("corpus-{i:04}.txt"))).unwrap();
-    }
-}
-
 fn read_small(server: &mut Server, id: i64) {
     let reply = server.call(id, "read", json!({"format": "json", "path": "hello.txt"}));
     assert_eq!(crate::support::text(&reply), "hello\nworld\n", "{reply}");
@@ -182,7 +170,7 @@ fn read_small(server: &mut Server, id: i64) {
 #[test]
 fn cancelling_a_sharded_grep_stops_every_shard() {
     let fx = Fixture::new();
-    long_search_root(&fx, 2048);
+    fx.long_search_corpus(2048, 1 << 20);
     let flags = ["--shards", "4", "--max-concurrent-calls", "1", "--timeout-secs", "600"];
     let mut server = Server::initialized(&fx.root(), &flags);
     let pid = server.pid();
@@ -203,7 +191,10 @@ fn cancelling_a_sharded_grep_stops_every_shard() {
 #[test]
 fn a_sharded_grep_past_its_deadline_answers_on_time_and_leaves_no_shard_running_while_parked() {
     let fx = Fixture::new();
-    long_search_root(&fx, 2048);
+    // 1 MiB files, small next to a page's margin (a search checkpoints
+    // between files): a page ends on time between two of them even on a
+    // slow, busy machine.
+    fx.long_search_corpus(2048, 1 << 20);
     let mut server = Server::initialized(&fx.root(), &["--shards", "4", "--timeout-secs", "1"]);
     let started = Instant::now();
     let reply = server.call(1, "grep", json!({"pattern": "absent-needle"}));

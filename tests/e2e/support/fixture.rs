@@ -38,4 +38,15 @@ impl Fixture {
         std::fs::write(&path, bytes).unwrap();
         path
     }
+
+    /// Adds `copies` hard links to one text file of about `bytes` bytes in
+    /// which no test looks for anything (`corpus-NNNN.txt`): a long search
+    /// that costs no disk.
+    pub fn long_search_corpus(&self, copies: usize, bytes: usize) {
+        let line = "alpha beta gamma delta epsilon zeta theta lambda sigma omega\n";
+        let first = self.write("corpus-0000.txt", line.repeat(bytes / line.len()));
+        for i in 1..copies {
+            std::fs::hard_link(&first, self.root().join(format!("corpus-{i:04}.txt"))).unwrap();
+        }
+    }
 }
