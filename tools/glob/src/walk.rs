@@ -16,9 +16,8 @@
 
 use std::cmp::Reverse;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use cordon_sdk::items::Pace;
+use cordon_sdk::items::{self, Pace};
 use cordon_sdk::paths::Entry;
 use cordon_sdk::progress::Walked;
 use cordon_sdk::scan::Kind;
@@ -100,7 +99,7 @@ pub enum Next {
 /// A walk that matches nothing says how far it got after this many entries
 /// (a checkpoint): a few milliseconds of work, and at most 10 ms (and an
 /// entry) where it runs slower.
-const CHECKPOINT: Pace = Pace::every(1024, u64::MAX, Duration::from_millis(10));
+const CHECKPOINT: Pace = Pace::every(1024, u64::MAX, items::CHECKPOINT_TIME);
 
 /// How far a walk got, as `info` and `summary` report it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -21,7 +21,6 @@ use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::PathBuf;
 use std::rc::Rc;
-use std::time::Duration;
 
 use cordon_sdk::items::{self, ItemSource, Pace, Step};
 use cordon_sdk::progress::Scanned;
@@ -199,7 +198,7 @@ pub struct GrepSource {
 /// A search that finds nothing says how far it got after this many files
 /// or bytes searched (a checkpoint, see `ItemSource::next_step`): a few
 /// milliseconds of work, and at most 10 ms (and a file) where it runs slower.
-const CHECKPOINT: Pace = Pace::every(256, 4 << 20, Duration::from_millis(10));
+const CHECKPOINT: Pace = Pace::every(256, 4 << 20, items::CHECKPOINT_TIME);
 
 impl GrepSource {
     /// Searches the files `walker` yields, from `resume` on.

@@ -63,6 +63,11 @@ pub fn to_item(value: &impl Serialize) -> Result<String, Error> {
     serde_json::to_string(value).map_err(|e| Error::new(ErrorCode::Internal, e.to_string()))
 }
 
+/// The most time a source's work without an item should take before a
+/// checkpoint, where the work runs slower than its counts assume: well
+/// under the least margin a page keeps to answer (50 ms).
+pub const CHECKPOINT_TIME: Duration = Duration::from_millis(10);
+
 /// Counts a source's work since its last step, to say when a checkpoint is
 /// due: after `files` units of work (files searched, entries visited),
 /// `bytes` read or `time` spent, whichever comes first. The time bound keeps

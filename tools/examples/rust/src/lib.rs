@@ -12,7 +12,6 @@
 //! install: `cordon tool add target/wasm32-wasip2/release/cordon_example_todos.wasm --grant ro:DIR`.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use cordon_sdk::items::{self, ItemSource, Items, Pace, Start, Step};
 use cordon_sdk::policy::Denied;
@@ -106,7 +105,7 @@ struct Marked {
 
 /// After this many files (or bytes, or 10 ms) read without a marked line, the tool
 /// says how far it got (a checkpoint), so a page can end on time there.
-const CHECKPOINT: Pace = Pace::every(256, 4 << 20, Duration::from_millis(10));
+const CHECKPOINT: Pace = Pace::every(256, 4 << 20, items::CHECKPOINT_TIME);
 
 impl Marked {
     /// Loads `files[index]` starting after line `skip`, or skips it if it is
