@@ -25,12 +25,14 @@ const SMALL_PAGE: u64 = 50;
 
 const SMALL: &str = "hello\nworld\n";
 
-/// A few hundred text files, every line a match.
+/// Eighty text files, every line a match: 1,600 matches, so that no first page
+/// of `SMALL_PAGE` is the last, while each of the many greps (whose first page
+/// counts the whole result) stays cheap.
 fn tree() -> Fixture {
     let fx = Fixture::new();
     for dir in 0..10 {
         std::fs::create_dir_all(fx.root().join(format!("d{dir}"))).unwrap();
-        for file in 0..30 {
+        for file in 0..8 {
             let text: String = (0..20).map(|line| format!("line {line}: a needle in file {dir}/{file}\n")).collect();
             fx.write(&format!("d{dir}/f{file}.txt"), text);
         }

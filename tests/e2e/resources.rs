@@ -1,9 +1,9 @@
 //! Files as resources and change notifications, driven by the official Python
 //! MCP SDK (`tests/interop/python_resources.py`) over stdio and Streamable
-//! HTTP, in both eras: the list across pages, text, binary and a 64 MiB file
+//! HTTP, in both eras: the list across pages, text, binary and a 1 MiB file
 //! read through continued URIs, a denied file absent and refused, updates
 //! within a second of a write, a rename over and a delete, none for a denied
-//! file, a bounded count for a burst of 10,000 writes, and (stateless era)
+//! file, a bounded count for a burst of 2,000 writes, and (stateless era)
 //! `notifications/tools/list_changed` on the listen stream after `cordon tool add`.
 
 use std::path::Path;
@@ -16,14 +16,22 @@ use sha2::Digest;
 use crate::support::{Fixture, HttpServer, Rng, cordon_bin, python_with_mcp, run_bounded, shared_state_dir, workspace};
 use crate::tools::RUST_EXAMPLE;
 
-/// The large file: 64 MiB, read page by page.
-const BIG: usize = 64 << 20;
+/// The large file: 1 MiB, read page by page in pages of `PAGE_TOKENS`, so
+/// that it takes over a hundred pages.
+const BIG: usize = 1 << 20;
+
+/// The servers' pages (`--max-page-tokens`, and the defaults under it): about 8 KB.
+const PAGE_TOKENS: &str = "2000";
+
+/// The servers' page limits, with `PAGE_TOKENS`.
+const PAGES: [&str; 6] =
+    ["--max-page-tokens", PAGE_TOKENS, "--page-tokens", PAGE_TOKENS, "--file-page-tokens", PAGE_TOKENS];
 
 /// Files in `many/`.
 const MANY: usize = 1500;
 
 /// How often a file written again and again is told of at most: once per
-/// 50 ms window (a burst of 10,000 writes may bring one per window it
+/// 50 ms window (a burst of 2,000 writes may bring one per window it
 /// spans, however long the machine takes to write them, and one more at each
 /// end).
 const BURST_WINDOW_S: f64 = 0.05;
@@ -140,7 +148,7 @@ fn check(tree: &Tree, seen: &Value, walk: &[String], modern: bool) {
     let burst = changes["burst_notifications"].as_u64().unwrap();
     let took = changes["burst_s"].as_f64().unwrap();
     let most = (took / BURST_WINDOW_S).ceil() as u64 + 2;
-    assert!((1..=most).contains(&burst), "10,000 writes in {took:.2} s brought {burst} notifications (at most {most})");
+    assert!((1..=most).contains(&burst), "2,000 writes in {took:.2} s brought {burst} notifications (at most {most})");
 }
 
 fn stdio(mode: &str) {
@@ -148,8 +156,9 @@ fn stdio(mode: &str) {
     let tools = tree.fx.dir.path().join("tools");
     let root = tree.fx.root();
     let mut args: Vec<String> = vec!["stdio".into(), root.display().to_string(), "--".into()];
-    let serve = [cordon_bin(), "serve", "--root", root.to_str().unwrap(), "--deny", "*.pem", "--tools-dir"];
-    args.extend(serve.iter().map(|s| s.to_string()));
+    let serve = [cordon_bin(), "serve", "--root", root.to_str().unwrap(), "--deny", "*.pem"];
+    let serve = serve.into_iter().chain(PAGES).chain(["--tools-dir"]);
+    args.extend(serve.map(|s| s.to_string()));
     args.extend([tools.display().to_string(), "--state-dir".into(), shared_state_dir().display().to_string()]);
     let walk = list_walk(&root);
     let seen = drive(mode, &args, &tools);
@@ -160,7 +169,8 @@ fn http(mode: &str) {
     let tree = tree();
     let tools = tree.fx.dir.path().join("tools");
     let root = tree.fx.root();
-    let server = HttpServer::start_with(&root, &["--deny", "*.pem", "--tools-dir", tools.to_str().unwrap()]);
+    let args = [&["--deny", "*.pem", "--tools-dir", tools.to_str().unwrap()], &PAGES[..]].concat();
+    let server = HttpServer::start_with(&root, &args);
     let args = vec!["http".into(), root.display().to_string(), server.url.clone()];
     let walk = list_walk(&root);
     let seen = drive(mode, &args, &tools);
