@@ -16,22 +16,41 @@ targets=(framing jsonrpc cursor cursor_mutate)
 cargo fuzz build --sanitizer none
 
 mkdir -p target/logs
-for target in "${targets[@]}"; do
+
+# Runs one target for $secs; its log is target/logs/TARGET.log.
+run_target() {
+    local target=$1 scratch="target/corpus/$1" log="target/logs/$1.log" extra=()
     # New inputs go to a scratch corpus; the committed seeds are only read.
-    scratch="target/corpus/$target"
     mkdir -p "$scratch"
-    extra=()
     if [ -f "dict/$target.dict" ]; then
         extra+=("-dict=dict/$target.dict")
     fi
-    log="target/logs/$target.log"
+    cargo fuzz run --sanitizer none "$target" "$scratch" "corpus/$target" -- \
+        -max_total_time="$secs" -timeout=10 -print_final_stats=1 "${extra[@]}" >"$log" 2>&1
+}
+
+# Two targets at a time (a run is single-threaded; CI has two cores).
+failed=()
+for ((i = 0; i < ${#targets[@]}; i += 2)); do
+    pair=("${targets[@]:i:2}")
+    pids=()
     start=$(date +%s)
-    if ! cargo fuzz run --sanitizer none "$target" "$scratch" "corpus/$target" -- \
-        -max_total_time="$secs" -timeout=10 -print_final_stats=1 "${extra[@]}" >"$log" 2>&1; then
-        tail -n 60 "$log"
-        echo "fuzz target $target failed: the crashing input is in fuzz/artifacts/$target/" >&2
-        exit 1
-    fi
-    execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo '?')
-    echo "fuzz $target: $(($(date +%s) - start)) s, $execs executions, no crash"
+    for target in "${pair[@]}"; do
+        run_target "$target" &
+        pids+=($!)
+    done
+    for n in "${!pair[@]}"; do
+        target=${pair[$n]}
+        if ! wait "${pids[$n]}"; then
+            failed+=("$target")
+            continue
+        fi
+        execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "target/logs/$target.log" | grep -o '[0-9]*$' || echo '?')
+        echo "fuzz $target: $(($(date +%s) - start)) s, $execs executions, no crash"
+    done
 done
+for target in "${failed[@]}"; do
+    tail -n 60 "target/logs/$target.log"
+    echo "fuzz target $target failed: the crashing input is in fuzz/artifacts/$target/" >&2
+done
+[ ${#failed[@]} -eq 0 ]
