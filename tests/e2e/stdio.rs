@@ -1,9 +1,14 @@
 //! MCP over stdio: the lifecycle, listing, reading, and a session that survives
 //! bad input.
 
+use std::process::Command;
+use std::time::Duration;
+
 use serde_json::{Value, json};
 
-use crate::support::{Fixture, Server, initialize_params, json_form, payload, text};
+use crate::support::{
+    Fixture, Server, cordon_bin, initialize_params, json_form, payload, run_bounded, shared_state_dir, text,
+};
 
 #[test]
 fn initialize_list_and_read_returns_the_files_exact_bytes() {
@@ -203,4 +208,39 @@ fn guest_stdout_and_stderr_never_reach_the_protocol_stream() {
     assert!(!result.to_string().contains("guest stdout"));
     assert_eq!(server.request(2, "ping", json!({}))["result"], json!({}));
     assert!(server.finish());
+}
+
+#[test]
+fn a_socket_pair_as_stdin_and_stdout_is_served_as_pipes_are() {
+    let fx = Fixture::new();
+    let mut server = Server::start_on_socket(&fx.root(), &[]);
+    server.handshake();
+    for id in 1..=3 {
+        let result = server.call(id, "read", json!({"format": "json", "path": "hello.txt"}));
+        assert_eq!(text(&result), "hello\nworld\n", "{result}");
+    }
+    assert!(server.finish(), "cordon exits 0 when its input ends");
+}
+
+#[test]
+fn requests_read_from_a_file_are_answered_into_a_file() {
+    let fx = Fixture::new();
+    let requests = [
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": initialize_params("2025-11-25")}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "read", "arguments": {"format": "json", "path": "hello.txt"}}}),
+    ];
+    let (input, output) = (fx.dir.path().join("requests.jsonl"), fx.dir.path().join("answers.jsonl"));
+    std::fs::write(&input, requests.iter().map(|r| format!("{r}\n")).collect::<String>()).unwrap();
+    let mut command = Command::new("sh");
+    command.args(["-c", r#"exec "$0" serve --root "$1" --state-dir "$2" < "$3" > "$4""#]).arg(cordon_bin());
+    command.arg(fx.root()).arg(shared_state_dir()).arg(&input).arg(&output);
+    let (status, _, stderr) = run_bounded(command, Duration::from_secs(120));
+    assert!(status.is_some_and(|s| s.success()), "{status:?}: {}", String::from_utf8_lossy(&stderr));
+    let answers: Vec<Value> =
+        std::fs::read_to_string(&output).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(answers.len(), 2, "{answers:?}");
+    assert_eq!(answers[0]["result"]["protocolVersion"], "2025-11-25", "{answers:?}");
+    assert_eq!(text(&answers[1]["result"]), "hello\nworld\n", "{answers:?}");
 }

@@ -3,7 +3,9 @@
 //! JSON-RPC.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::net::{Shutdown, TcpStream};
+use std::os::fd::OwnedFd;
+use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -45,6 +47,22 @@ fn read_lines(source: impl Read + Send + 'static) -> Receiver<String> {
 }
 
 impl Server {
+    /// Starts `cordon serve --root ROOT` (with `extra` flags and the shared
+    /// state dir) with one end of a socket pair as its stdin and stdout, as
+    /// Node's process API starts a child; the client speaks over the other.
+    pub fn start_on_socket(root: &Path, extra: &[&str]) -> Server {
+        let (ours, theirs) = UnixStream::pair().expect("a socket pair");
+        let stdin = Stdio::from(OwnedFd::from(theirs.try_clone().expect("a second descriptor")));
+        let mut command = Command::new(cordon_bin());
+        command.arg("serve").arg("--root").arg(root).arg("--state-dir").arg(shared_state_dir()).args(extra);
+        command.stdin(stdin).stdout(Stdio::from(OwnedFd::from(theirs))).stderr(Stdio::null());
+        let child = command.spawn().unwrap_or_else(|e| panic!("start cordon: {e}"));
+        // The child's end is closed here once `command` goes: only the child holds it.
+        drop(command);
+        let lines = read_lines(ours.try_clone().expect("a second descriptor"));
+        Server { child: Some(child), input: Some(Box::new(WriteHalf(ours))), lines }
+    }
+
     /// Starts `cordon serve --root ROOT` with `extra` flags, and the shared state
     /// dir unless `extra` names one.
     pub fn start(root: &Path, extra: &[&str]) -> Server {
@@ -261,6 +279,26 @@ impl Server {
     pub fn kill_9(mut self) {
         self.process().kill().expect("SIGKILL cordon");
         self.process().wait().expect("reap cordon");
+    }
+}
+
+/// The writing side of a socket: dropping it ends the peer's input (its
+/// reading side stays open for the replies).
+struct WriteHalf(UnixStream);
+
+impl Write for WriteHalf {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.write(bytes)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
+impl Drop for WriteHalf {
+    fn drop(&mut self) {
+        let _ = self.0.shutdown(Shutdown::Write);
     }
 }
 
