@@ -7,9 +7,7 @@
 //! terminal, a file) goes through tokio's stdin and stdout, which read and
 //! write on its blocking pool.
 
-use std::fs::File;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::os::unix::fs::FileTypeExt;
 use std::sync::Arc;
 
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -30,57 +28,41 @@ pub async fn serve(server: Arc<Server>) {
     super::lines::serve(input(), output(), Session::duplex(server, caller), max_line).await;
 }
 
-/// What an end of the process's standard streams is.
-enum End {
-    /// A pipe (FIFO).
-    Pipe(File),
-    /// A socket (a socket pair's end).
-    Socket(std::os::unix::net::UnixStream),
-    /// A terminal, a file, or an end that could not be looked at.
-    Other,
-}
-
-impl End {
-    /// What `fd` is, as a second descriptor of the same open file.
-    fn of(fd: BorrowedFd<'_>) -> End {
-        let Ok(owned) = fd.try_clone_to_owned() else { return End::Other };
-        let file = File::from(owned);
-        match file.metadata().map(|m| m.file_type()) {
-            Ok(kind) if kind.is_fifo() => End::Pipe(file),
-            Ok(kind) if kind.is_socket() => End::Socket(OwnedFd::from(file).into()),
-            _ => End::Other,
-        }
-    }
-}
-
 /// Stdin as the session reads it.
 fn input() -> Box<dyn AsyncRead + Unpin + Send> {
-    let polled: std::io::Result<Box<dyn AsyncRead + Unpin + Send>> = match End::of(std::io::stdin().as_fd()) {
-        End::Pipe(file) => pipe::Receiver::from_file(file).map(|r| Box::new(r) as _),
-        End::Socket(socket) => socket_end(socket).map(|s| Box::new(s) as _),
-        End::Other => return Box::new(tokio::io::stdin()),
-    };
-    polled.unwrap_or_else(|e| {
-        tracing::debug!("stdin read through the blocking pool: {e}");
-        Box::new(tokio::io::stdin())
-    })
+    let stdin = std::io::stdin();
+    if let Some(pipe) = second(stdin.as_fd()).and_then(|fd| pipe::Receiver::from_owned_fd(fd).ok()) {
+        return Box::new(pipe);
+    }
+    match socket_end(stdin.as_fd()) {
+        Some(socket) => Box::new(socket),
+        None => Box::new(tokio::io::stdin()),
+    }
 }
 
 /// Stdout as the session writes it.
 fn output() -> Box<dyn AsyncWrite + Unpin + Send> {
-    let polled: std::io::Result<Box<dyn AsyncWrite + Unpin + Send>> = match End::of(std::io::stdout().as_fd()) {
-        End::Pipe(file) => pipe::Sender::from_file(file).map(|s| Box::new(s) as _),
-        End::Socket(socket) => socket_end(socket).map(|s| Box::new(s) as _),
-        End::Other => return Box::new(tokio::io::stdout()),
-    };
-    polled.unwrap_or_else(|e| {
-        tracing::debug!("stdout written through the blocking pool: {e}");
-        Box::new(tokio::io::stdout())
-    })
+    let stdout = std::io::stdout();
+    if let Some(pipe) = second(stdout.as_fd()).and_then(|fd| pipe::Sender::from_owned_fd(fd).ok()) {
+        return Box::new(pipe);
+    }
+    match socket_end(stdout.as_fd()) {
+        Some(socket) => Box::new(socket),
+        None => Box::new(tokio::io::stdout()),
+    }
 }
 
-/// A socket end, non-blocking, polled by the runtime.
-fn socket_end(socket: std::os::unix::net::UnixStream) -> std::io::Result<UnixStream> {
-    socket.set_nonblocking(true)?;
-    UnixStream::from_std(socket)
+/// A second descriptor of the open file `fd` is (tokio's pipe ends check
+/// that it is a pipe, open for their direction, before they take it).
+fn second(fd: BorrowedFd<'_>) -> Option<OwnedFd> {
+    fd.try_clone_to_owned().ok()
+}
+
+/// `fd` as a Unix socket polled by the runtime, when it is one (asking for
+/// its address fails for any other file).
+fn socket_end(fd: BorrowedFd<'_>) -> Option<UnixStream> {
+    let socket = std::os::unix::net::UnixStream::from(second(fd)?);
+    socket.local_addr().ok()?;
+    socket.set_nonblocking(true).ok()?;
+    UnixStream::from_std(socket).ok()
 }
