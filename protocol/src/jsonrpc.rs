@@ -6,6 +6,8 @@
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Number, Value, json};
 
+use crate::body::Body;
+
 /// The JSON-RPC error codes the server answers with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Code {
@@ -248,8 +250,17 @@ pub fn request(id: &Id, method: &str, params: Value) -> String {
 }
 
 /// A success response, serialized as one line (without the newline).
-pub fn success(id: &Id, result: Value) -> String {
-    json!({ "jsonrpc": "2.0", "id": id, "result": result }).to_string()
+pub fn success(id: &Id, result: impl Into<Body>) -> String {
+    match result.into() {
+        Body::Tree(result) => json!({ "jsonrpc": "2.0", "id": id, "result": result }).to_string(),
+        written => {
+            let id = serde_json::to_string(id).expect("ids serialize");
+            let mut line = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":"#);
+            written.write_to(&mut line);
+            line.push('}');
+            line
+        }
+    }
 }
 
 /// An error response; `id` is null when the request's id could not be read.

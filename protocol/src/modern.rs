@@ -9,6 +9,7 @@
 use base64::Engine as _;
 use serde_json::{Map, Value, json};
 
+use super::body::Body;
 use super::jsonrpc::{Code, ErrorObject};
 use super::mcp::{LEGACY_VERSIONS, LogLevel, MODERN_VERSION, SUPPORTED_VERSIONS};
 
@@ -165,6 +166,22 @@ pub fn stamp(result: &mut Value, cacheable: bool) {
     }
 }
 
+/// `stamp` for a result on its way out: a tree is stamped in place; fields
+/// are appended to a written one (which has none of them yet).
+pub fn stamp_body(result: &mut Body, cacheable: bool) {
+    match result {
+        Body::Tree(value) => stamp(value, cacheable),
+        Body::Written(written) => {
+            written.append(SERVER_INFO, &server_info().to_string(), true);
+            written.append("resultType", r#""complete""#, false);
+            if cacheable {
+                written.append("ttlMs", "0", false);
+                written.append("cacheScope", r#""private""#, false);
+            }
+        }
+    }
+}
+
 /// The server's name and version.
 pub fn server_info() -> Value {
     json!({ "name": "cordon", "title": "Cordon", "version": env!("CARGO_PKG_VERSION") })
@@ -255,5 +272,19 @@ mod tests {
         let mut called = json!({ "content": [] });
         stamp(&mut called, false);
         assert!(called.get("ttlMs").is_none() && called["resultType"] == "complete");
+    }
+
+    #[test]
+    fn a_written_result_is_stamped_as_its_tree_would_be() {
+        use crate::body::Written;
+        for cacheable in [false, true] {
+            let tree = json!({ "content": [], "_meta": { "cordon/page": { "index": 0 } } });
+            let text = tree.to_string();
+            let mut written = Body::Written(Written::new(text.clone(), Some(text.len() - 2)));
+            let mut stamped = tree.clone();
+            stamp(&mut stamped, cacheable);
+            stamp_body(&mut written, cacheable);
+            assert_eq!(written.to_json(), stamped.to_string(), "the same fields in the same order");
+        }
     }
 }

@@ -432,7 +432,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
                 crate::results::answer(answer, Version::LATEST, crate::args::Form::asked(&arguments))
             }) {
                 Ok(result) => {
-                    println!("{}", serde_json::to_string_pretty(&result)?);
+                    println!("{}", serde_json::to_string_pretty(&result.into_value())?);
                     Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
                 }
                 Err(error) => {

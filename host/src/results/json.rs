@@ -89,9 +89,19 @@ fn merge_properties(schema: &mut Value, extra: Value) {
     }
 }
 
-pub(super) fn structured(page: Page) -> Value {
+/// The structured content of a page in the JSON form: the tool's `info`
+/// fields and the host's, with the payload kept apart so that it is written
+/// once, as it is (see `written`).
+pub(super) struct Structured {
+    /// Every field in order; the payload's place holds `null`.
+    pub fields: Map<String, Value>,
+    /// The payload, unless the page ended on time with nothing on it.
+    pub payload: Option<Payload>,
+}
+
+pub(super) fn structured(page: Page) -> Structured {
     let remaining = remaining(&page);
-    let (field, payload) = payload_field(&page);
+    let payload = Payload::of(&page);
     let mut out = match page.info {
         Value::Object(map) => map,
         _ => Map::new(),
@@ -102,7 +112,7 @@ pub(super) fn structured(page: Page) -> Value {
     // A page that ended on time with nothing on it has no payload to show.
     let nothing = page.ended == Ended::Time && page.chunks.is_empty();
     if !nothing {
-        out.insert(field.into(), payload);
+        out.insert(payload.field().into(), Value::Null);
     }
     out.insert("complete".into(), page.next_cursor.is_none().into());
     // A page cut short by its time, not its size, says so: more may follow
@@ -131,34 +141,81 @@ pub(super) fn structured(page: Page) -> Value {
         }
         out.insert("summary".into(), shown);
     }
-    Value::Object(out)
+    Structured { fields: out, payload: (!nothing).then_some(payload) }
 }
 
-/// The page's payload inside the structured content, every byte of it:
-/// `items`, the JSON values, when the page holds whole items (lines of text
-/// that each parse, and write back as the same bytes: each item then a line
-/// end is the payload); `base64` of every payload byte when it holds bytes
-/// that are not UTF-8; else `text`, exactly.
-fn payload_field(page: &Page) -> (&'static str, Value) {
-    let mut text = String::new();
-    for block in &page.blocks {
-        match block {
-            Block::Text(t) => text.push_str(t),
-            Block::Bytes(_) => return ("base64", base64_encode(&page_bytes(&page.blocks)).into()),
+/// The page's payload inside the structured content, every byte of it.
+pub(super) enum Payload {
+    /// `items`, the JSON values, when the page holds whole items (lines of
+    /// text that each parse, and write back as the same bytes: each item then
+    /// a line end is the payload). The text, whose lines are the items.
+    Items(String),
+    /// `base64` of every payload byte, when the page holds bytes that are not UTF-8.
+    Base64(String),
+    /// Else `text`, exactly.
+    Text(String),
+}
+
+impl Payload {
+    fn of(page: &Page) -> Payload {
+        let mut text = String::new();
+        for block in &page.blocks {
+            match block {
+                Block::Text(t) => text.push_str(t),
+                Block::Bytes(_) => return Payload::Base64(base64_encode(&page_bytes(&page.blocks))),
+            }
+        }
+        let all_items = !page.chunks.is_empty() && page.chunks.iter().all(|c| c.encoding == "json");
+        match all_items && text.ends_with('\n') && items_exact(&text) {
+            true => Payload::Items(text),
+            false => Payload::Text(text),
         }
     }
-    let all_items = !page.chunks.is_empty() && page.chunks.iter().all(|c| c.encoding == "json");
-    if all_items && text.ends_with('\n') {
-        let exact = |line: &str| {
-            let item = serde_json::from_str::<Value>(line).ok()?;
-            serde_json::to_string(&item).is_ok_and(|written| written == line).then_some(item)
-        };
-        let items: Option<Vec<Value>> = text.split_terminator('\n').map(exact).collect();
-        if let Some(items) = items {
-            return ("items", Value::Array(items));
+
+    /// Its field in the structured content.
+    pub fn field(&self) -> &'static str {
+        match self {
+            Payload::Items(_) => "items",
+            Payload::Base64(_) => "base64",
+            Payload::Text(_) => "text",
         }
     }
-    ("text", text.into())
+
+    /// Its bytes before they are written.
+    pub fn len(&self) -> usize {
+        match self {
+            Payload::Items(text) | Payload::Base64(text) | Payload::Text(text) => text.len(),
+        }
+    }
+
+    /// Writes its JSON value: the items as they are, or the text as a string.
+    pub fn write(&self, out: &mut Vec<u8>) {
+        match self {
+            Payload::Items(text) => {
+                out.push(b'[');
+                for (i, item) in text.split_terminator('\n').enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    out.extend_from_slice(item.as_bytes());
+                }
+                out.push(b']');
+            }
+            Payload::Base64(text) | Payload::Text(text) => {
+                serde_json::to_writer(out, text).expect("a string serializes");
+            }
+        }
+    }
+}
+
+/// Whether every line of `text` is a JSON value that writes back as the same bytes.
+fn items_exact(text: &str) -> bool {
+    let mut written = Vec::new();
+    text.split_terminator('\n').all(|line| {
+        let Ok(item) = serde_json::from_str::<Value>(line) else { return false };
+        written.clear();
+        serde_json::to_writer(&mut written, &item).is_ok() && written == line.as_bytes()
+    })
 }
 
 /// Every payload byte of a page, in order.
@@ -193,7 +250,7 @@ mod tests {
     use crate::tool::{Payload, Summary};
 
     fn structured_of(page: Page) -> Value {
-        call_result(page, Version::LATEST)["structuredContent"].clone()
+        call_result(page, Version::LATEST).into_value()["structuredContent"].clone()
     }
 
     #[test]

@@ -11,6 +11,7 @@ mod loading;
 pub mod model;
 pub mod outcome;
 pub mod resources;
+mod written;
 pub use faults::{Failed, Fault, Kind, ToolFailure, WithKind};
 pub use loading::Loading;
 pub use model::compact::CompactPrinters;
@@ -20,11 +21,12 @@ pub use model::instructions::instructions;
 use crate::args::Form;
 use crate::pager::BYTES_PER_TOKEN;
 use crate::pager::page::{Page, View};
+use crate::protocol::body::Body;
 use crate::protocol::jsonrpc::ErrorObject;
 use crate::protocol::mcp::Version;
 use crate::protocol::modern;
 use crate::registry::Entry;
-use json::{insert_span, output_schema, structured};
+use json::output_schema;
 use model::footer::footer;
 use model::{media, text};
 
@@ -84,11 +86,11 @@ pub enum Answer {
 /// and not the call's, a JSON-RPC error (see `call_failure`). A page renders
 /// in its own form, a failure in the form the call's arguments ask for
 /// (`asked`).
-pub fn answer(answer: Answer, version: Version, asked: Form) -> Result<Value, ErrorObject> {
+pub fn answer(answer: Answer, version: Version, asked: Form) -> Result<Body, ErrorObject> {
     match answer {
         Answer::Page(page) => Ok(call_result(*page, version)),
-        Answer::Host(value) => Ok(host_tool_result(value, version)),
-        Answer::Failed(failure) => call_failure(failure, version, asked),
+        Answer::Host(value) => Ok(host_tool_result(value, version).into()),
+        Answer::Failed(failure) => call_failure(failure, version, asked).map(Body::from),
     }
 }
 
@@ -158,15 +160,11 @@ pub const PAGE_META: &str = "cordon/page";
 /// form each chunk's span and SHA-256, in the text form the payload's
 /// content blocks) is in `_meta` (`PAGE_META`), which most clients do not
 /// show their model.
-pub fn call_result(page: Page, version: Version) -> Value {
-    let mut meta = page_meta(&page);
+pub fn call_result(page: Page, version: Version) -> Body {
     if page.view == View::Json {
-        meta["form"] = "json".into();
-        meta["chunks"] = chunks(&page);
-        let mut result = json::mirrored(structured(page), version, false);
-        result["_meta"] = json!({ PAGE_META: meta });
-        return result;
+        return Body::Written(written::page(page, version));
     }
+    let mut meta = page_meta(&page);
     // No chunks: their hashes are of bytes the text form does not show as
     // they are, and a client that passes the whole result on (Cline) would
     // give its model more of them than of the text.
@@ -181,7 +179,7 @@ pub fn call_result(page: Page, version: Version) -> Value {
     if let Some(footer) = footer {
         content.push(json!({ "type": "text", "text": footer }));
     }
-    json!({ "content": content, "isError": false, "_meta": { PAGE_META: meta } })
+    json!({ "content": content, "isError": false, "_meta": { PAGE_META: meta } }).into()
 }
 
 /// What a program continues and checks a page with: its place and size, the
@@ -217,23 +215,6 @@ pub fn page_log(page: &Page) -> Value {
         meta["payload_sha256"] = sha.clone().into();
     }
     meta
-}
-
-/// Each chunk on the page: span, payload bytes, SHA-256, encoding (utf8,
-/// base64, json) and whether it ends inside an item.
-fn chunks(page: &Page) -> Value {
-    let chunks = page.chunks.iter().map(|c| {
-        let mut m = Map::new();
-        if let Some(span) = &c.span {
-            insert_span(&mut m, span);
-        }
-        m.insert("bytes".into(), c.bytes.into());
-        m.insert("sha256".into(), page.chunk_sha256(c).into());
-        m.insert("encoding".into(), c.encoding.into());
-        m.insert("continued".into(), c.continued.into());
-        Value::Object(m)
-    });
-    Value::Array(chunks.collect())
 }
 
 /// The `_meta` key of a failed call's error for programs, in either form:
@@ -288,7 +269,7 @@ mod tests {
     fn what_programs_check_pages_with_is_in_meta() {
         let mut last = page(vec![(Payload::Text("abc".into()), false)], json!({}));
         last.sha256 = Some("whole".into());
-        let result = call_result(last, Version::LATEST);
+        let result = call_result(last, Version::LATEST).into_value();
         let meta = &result["_meta"][PAGE_META];
         assert_eq!((&meta["index"], &meta["bytes"], &meta["form"]), (&json!(0), &json!(3), &json!("json")));
         assert_eq!(meta["chunks"][0]["bytes"], 3);
@@ -310,11 +291,11 @@ mod tests {
         use crate::runtime::CallFailure;
         use crate::tool::{ErrorCode, ToolError};
         let slow = || Answer::Failed(CallFailure::Timeout { wall_time: std::time::Duration::from_secs(1) }.into());
-        let text = answer(slow(), Version::LATEST, Form::Text).unwrap();
+        let text = answer(slow(), Version::LATEST, Form::Text).unwrap().into_value();
         assert!(text.get("structuredContent").is_none(), "{text}");
         assert_eq!(text["_meta"][ERROR_META]["limit"], "wall_time", "programs read the error in `_meta`");
         assert!(text["content"][0]["text"].as_str().unwrap().starts_with("timeout: "), "{text}");
-        let json = answer(slow(), Version::LATEST, Form::Json).unwrap();
+        let json = answer(slow(), Version::LATEST, Form::Json).unwrap().into_value();
         let error = &json["structuredContent"]["error"];
         assert_eq!(
             (&error["code"], &error["limit"], &json["isError"]),
@@ -322,10 +303,10 @@ mod tests {
         );
         assert_eq!(json["content"][0]["text"], json["structuredContent"].to_string());
         let missing = Answer::Failed(CallFailure::Tool(ToolError::new(ErrorCode::NotFound, "no")).into());
-        let old = answer(missing, Version::negotiate("2025-03-26"), Form::Json).unwrap();
+        let old = answer(missing, Version::negotiate("2025-03-26"), Form::Json).unwrap().into_value();
         assert!(old.get("structuredContent").is_none(), "a version without structured content: {old}");
         assert_eq!(old["content"][0]["text"], r#"{"error":{"code":"not_found","message":"no"}}"#);
-        let host = answer(Answer::Host(json!({"ok": true})), Version::LATEST, Form::Text).unwrap();
+        let host = answer(Answer::Host(json!({"ok": true})), Version::LATEST, Form::Text).unwrap().into_value();
         assert_eq!(
             (&host["structuredContent"], &host["content"][0]["text"]),
             (&json!({"ok": true}), &json!(r#"{"ok":true}"#))

@@ -116,7 +116,7 @@ impl Session {
     pub(super) fn listen(self: &Arc<Self>, asked: Asked<'_>, ctx: Context, filter: Filter) -> Handled {
         let Asked { id, out, span } = asked;
         let Some(guard) = self.running(id.clone(), Arc::new(CallSignal::new())) else {
-            let result = Err(crate::results::Fault::DuplicateId.into());
+            let result: Result<Value, jsonrpc::ErrorObject> = Err(crate::results::Fault::DuplicateId.into());
             span.finish(&result);
             return Handled::Now(Some(self.respond(&id, result, true)));
         };

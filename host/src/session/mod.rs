@@ -26,6 +26,7 @@ use tokio::sync::{Semaphore, mpsc};
 
 use crate::clients::Client;
 use crate::framing::Frame;
+use crate::protocol::body::Body;
 use crate::protocol::jsonrpc::{self, Code, ErrorObject, Id, Message};
 use crate::protocol::mcp::{LogLevel, Request, ToolCall, Version};
 use crate::protocol::modern::{self, Headers};
@@ -270,7 +271,7 @@ impl Session {
             span.principal(named.as_deref().unwrap_or("local"));
         }
         let modern = modern::is_modern(method, params.as_ref(), headers);
-        let reply = |ctx: Option<Context>, result: Result<Value, ErrorObject>| {
+        let reply = |ctx: Option<Context>, result: Result<Body, ErrorObject>| {
             span.finish(&result);
             Handled::Now(Some(self.respond(&id, result, ctx.map_or(modern, |c| c.version.is_modern()))))
         };
@@ -309,9 +310,9 @@ impl Session {
                     self.roots.initialized(*roots);
                     let instructions = self.server.instructions_for(&rights);
                     let result = results::initialize_result(version, &instructions, self.server.offers_resources());
-                    return reply(None, Ok(result));
+                    return reply(None, Ok(result.into()));
                 }
-                (Request::Ping, _) => return reply(None, Ok(json!({}))),
+                (Request::Ping, _) => return reply(None, Ok(json!({}).into())),
                 (_, None) => {
                     return reply(None, Err(Fault::NotInitialized { method: method.to_string() }.into()));
                 }
@@ -377,7 +378,7 @@ impl Session {
             .or_else(|| caller.who.client.as_deref().map(|name| self.server.client(name)))
             .unwrap_or_default();
         let refuse = |fault: Fault| {
-            let result = Err(fault.into());
+            let result: Result<Value, ErrorObject> = Err(fault.into());
             span.finish(&result);
             Handled::Now(Some(self.respond(&id, result, ctx.version.is_modern())))
         };
@@ -400,7 +401,7 @@ impl Session {
                 Ok(roots) => roots,
                 Err(error) => {
                     guard.done = true;
-                    return Some(guard.session.respond(&guard.id, Err(error), false));
+                    return Some(guard.session.respond(&guard.id, Err::<Body, _>(error), false));
                 }
             };
             let started = Instant::now();
@@ -447,9 +448,9 @@ impl Session {
 
     /// The response line for a request's outcome; a response over the
     /// server's response limit is replaced by a `payload_too_large` error.
-    fn respond(&self, id: &Id, result: Result<Value, ErrorObject>, modern: bool) -> Reply {
+    fn respond(&self, id: &Id, result: Result<impl Into<Body>, ErrorObject>, modern: bool) -> Reply {
         let (line, error, scope) = match result {
-            Ok(value) => (jsonrpc::success(id, value), None, None),
+            Ok(body) => (jsonrpc::success(id, body), None, None),
             Err(error) => (jsonrpc::failure(Some(id), &error), Some(error.code), needed_scope(&error)),
         };
         let limit = self.server.limits().max_response_bytes;
@@ -477,12 +478,13 @@ fn needed_scope(error: &ErrorObject) -> Option<String> {
 }
 
 /// A result as the request's era wants it: stamped in the stateless one.
-fn stamped(ctx: Context, result: Result<Value, ErrorObject>, cacheable: bool) -> Result<Value, ErrorObject> {
-    result.map(|mut value| {
+fn stamped(ctx: Context, result: Result<impl Into<Body>, ErrorObject>, cacheable: bool) -> Result<Body, ErrorObject> {
+    result.map(|body| {
+        let mut body = body.into();
         if ctx.version.is_modern() {
-            modern::stamp(&mut value, cacheable);
+            modern::stamp_body(&mut body, cacheable);
         }
-        value
+        body
     })
 }
 

@@ -72,7 +72,7 @@ impl Session {
     fn resource_request(self: &Arc<Self>, asked: Asked<'_>, ctx: Context, work: Work) -> Handled {
         let Asked { id, out: _, span } = asked;
         let Some(guard) = self.running(id.clone(), Arc::new(CallSignal::new())) else {
-            let result = Err(Fault::DuplicateId.into());
+            let result: Result<Value, ErrorObject> = Err(Fault::DuplicateId.into());
             span.finish(&result);
             return Handled::Now(Some(self.respond(&id, result, ctx.version.is_modern())));
         };

@@ -260,7 +260,7 @@ impl RequestSpan {
 
     /// How the request was answered: a JSON-RPC error's code is the span's
     /// `error.type` and its message the status.
-    pub fn finish(&self, result: &Result<Value, ErrorObject>) {
+    pub fn finish<T>(&self, result: &Result<T, ErrorObject>) {
         if self.0.is_disabled() {
             return;
         }
