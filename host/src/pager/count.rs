@@ -18,12 +18,13 @@
 //! least". It never fails the page: a count that cannot run is a count of
 //! nothing, not exact.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
 use super::page::{Ended, Page, Piece};
+use super::pending::Pending;
 use super::pieces::{Next, TextView, next_piece};
 use super::start::{Start, base};
 use super::stream::{Opener, Stream};
@@ -253,7 +254,7 @@ pub fn count(ctx: &CallContext, counting: Counting) -> Whole {
     };
     let budget = Budget { bytes: 1 << 20, items: 100_000 };
     call.arm(&counting, budget);
-    let mut rest = VecDeque::new();
+    let mut rest = Pending::default();
     loop {
         if tally.bytes >= bounds.bytes || Instant::now() >= deadline || ctx.signal.is_cancelled() {
             return tally.whole(false);
@@ -261,7 +262,7 @@ pub fn count(ctx: &CallContext, counting: Counting) -> Whole {
         // Pieces as the pages take them: in the text form, rendered as the pages render them.
         match next_piece(&mut call, view.as_mut(), budget, &mut rest, || Instant::now() < deadline) {
             Ok(Next::Piece(piece)) => {
-                std::iter::once(piece).chain(rest.drain(..)).for_each(|piece| tally.piece(&piece))
+                std::iter::once(piece).chain(std::mem::take(&mut rest)).for_each(|piece| tally.piece(&piece))
             }
             Ok(Next::End) => return tally.whole(true),
             // The count's time is up.
@@ -360,25 +361,23 @@ impl Pager {
         let Reach { deadline, budget } = reach;
         let ctx = &request.ctx;
         let cap = self.limits.parked_bytes / AHEAD_SHARE;
-        let mut holding: usize = start.pending.iter().map(Piece::held_bytes).sum();
         start.pending.iter().for_each(|piece| tally.piece(piece));
         start.call.arm(&CallContext { deadline, ..ctx.clone() }, budget);
         loop {
-            if holding >= cap {
+            if start.pending.bytes() >= cap {
                 return Ahead::Full;
             }
             // Past the count's own bounds a second run would stop there too: a lower bound.
             if tally.bytes >= self.limits.count.bytes || Instant::now() >= deadline || ctx.signal.is_cancelled() {
                 return Ahead::Counted(tally.whole(false));
             }
-            let mut rest = VecDeque::new();
+            let mut rest = Pending::default();
             let pulled =
                 next_piece(&mut start.call, start.view.as_mut(), budget, &mut rest, || Instant::now() < deadline);
             match pulled {
                 Ok(Next::Piece(piece)) => {
                     for piece in std::iter::once(piece).chain(rest) {
                         tally.piece(&piece);
-                        holding += piece.held_bytes();
                         start.pending.push_back(piece);
                     }
                 }

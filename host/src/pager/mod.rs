@@ -24,6 +24,7 @@ mod key_file;
 pub mod media;
 pub mod page;
 pub mod parked;
+mod pending;
 mod pieces;
 pub mod printer;
 mod sealed;

@@ -3,7 +3,7 @@
 //! A checkpoint (an empty chunk, see WIT `chunk`) passes through as a chunk:
 //! the pager takes its position and puts nothing on the page.
 
-use std::collections::VecDeque;
+use super::pending::Pending;
 
 use super::page::{Piece, Shown};
 use super::printer::Printer;
@@ -60,7 +60,7 @@ pub fn next_piece(
     call: &mut Stream,
     mut view: Option<&mut TextView>,
     budget: Budget,
-    rest: &mut VecDeque<Piece>,
+    rest: &mut Pending,
     time_left: impl Fn() -> bool,
 ) -> Result<Next, CallFailure> {
     let peeked = view.as_mut().and_then(|v| v.peeked.take());

@@ -3,7 +3,6 @@
 //! the tool at the cursor's resume position, and checks that what is paged
 //! has not changed since the first page.
 
-use std::collections::VecDeque;
 use std::time::SystemTime;
 
 use serde_json::Value;
@@ -12,7 +11,7 @@ use sha2::digest::common::hazmat::{SerializableState as _, SerializedState};
 
 use super::cursor::{Cursor, CursorError};
 use super::handles::{self, HandleError};
-use super::page::Piece;
+use super::pending::Pending;
 use super::pieces::TextView;
 use super::stream::Stream;
 use super::{PageError, PageRequest, Pager, parked, sealed};
@@ -26,7 +25,7 @@ use crate::tool::{Budget, ErrorCode, Fingerprint, ToolError};
 /// that rendered it.
 pub(super) struct Parked {
     pub call: Stream,
-    pub pending: VecDeque<Piece>,
+    pub pending: Pending,
     pub view: Option<TextView>,
     /// The stream gave its end: `pending` holds the rest of the result.
     pub drained: bool,
@@ -36,15 +35,14 @@ impl Parked {
     /// What the stream holds: its instances' memory and the output pulled
     /// but not delivered.
     pub fn bytes(&self) -> usize {
-        let pending: usize = self.pending.iter().map(Piece::held_bytes).sum();
-        self.call.memory_bytes() + pending + self.view.as_ref().map_or(0, TextView::bytes)
+        self.call.memory_bytes() + self.pending.bytes() + self.view.as_ref().map_or(0, TextView::bytes)
     }
 }
 
 /// A page's stream and where the result stands before it.
 pub(super) struct Start {
     pub call: Stream,
-    pub pending: VecDeque<Piece>,
+    pub pending: Pending,
     /// The text view, for the text form: its printer's heading is the one
     /// after the last item rendered (the pending one included).
     pub view: Option<TextView>,
@@ -92,7 +90,7 @@ impl Pager {
         let fingerprint = call.fingerprint()?;
         Ok(Start {
             call,
-            pending: VecDeque::new(),
+            pending: Pending::default(),
             view: self.view(ctx, paging.format.unwrap_or_default(), None),
             drained: false,
             spent: false,
@@ -166,7 +164,7 @@ impl Pager {
                 let opener = self.opener(tool, &cursor.args);
                 let reopened =
                     step("open").in_scope(|| Stream::reopen(opener, ctx, &cursor.resume, cursor.shard.as_ref()));
-                (reopened.map_err(gone)?, VecDeque::new(), self.view(ctx, form, heading.clone()), false)
+                (reopened.map_err(gone)?, Pending::default(), self.view(ctx, form, heading.clone()), false)
             }
         };
         // A parked store still holds its last request's deadline and signal.
