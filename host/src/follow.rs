@@ -76,7 +76,7 @@ pub fn follow(
         // Continuations carry the cursor and the caller's page size, nothing else.
         let next = page.continue_with.clone();
         if jsonl {
-            out.write_all(results::call_result(*page, Version::LATEST).to_json().as_bytes())?;
+            out.write_all(results::call_result(*page, Version::LATEST).into_json().as_bytes())?;
             out.write_all(b"\n")?;
         } else {
             for block in &page.blocks {

@@ -253,12 +253,9 @@ pub fn request(id: &Id, method: &str, params: Value) -> String {
 pub fn success(id: &Id, result: impl Into<Body>) -> String {
     match result.into() {
         Body::Tree(result) => json!({ "jsonrpc": "2.0", "id": id, "result": result }).to_string(),
-        written => {
+        Body::Written(written) => {
             let id = serde_json::to_string(id).expect("ids serialize");
-            let mut line = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":"#);
-            written.write_to(&mut line);
-            line.push('}');
-            line
+            format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{}}}"#, written.as_str())
         }
     }
 }
@@ -337,5 +334,14 @@ mod tests {
         let wire = serde_json::to_value(&e).unwrap();
         assert_eq!(wire, json!({ "code": -32602, "message": "bad", "data": { "reason": "expired" } }));
         assert!(Code::HeaderMismatch.is_server_error() && !Code::InvalidParams.is_server_error());
+    }
+
+    #[test]
+    fn a_written_result_goes_out_as_its_tree_would() {
+        let tree = json!({ "content": [{ "type": "text", "text": "a \"b\"" }], "isError": false });
+        let written = Body::Written(crate::body::Written::new(tree.to_string(), None));
+        for id in [Id::Number(3.into()), Id::String("x\"y".into())] {
+            assert_eq!(success(&id, written.clone()), success(&id, tree.clone()));
+        }
     }
 }

@@ -284,7 +284,7 @@ mod tests {
             let mut stamped = tree.clone();
             stamp(&mut stamped, cacheable);
             stamp_body(&mut written, cacheable);
-            assert_eq!(written.to_json(), stamped.to_string(), "the same fields in the same order");
+            assert_eq!(written.into_json(), stamped.to_string(), "the same fields in the same order");
         }
     }
 }

@@ -30,25 +30,39 @@ pub async fn serve(server: Arc<Server>) {
 
 /// Stdin as the session reads it.
 fn input() -> Box<dyn AsyncRead + Unpin + Send> {
-    let stdin = std::io::stdin();
-    if let Some(pipe) = second(stdin.as_fd()).and_then(|fd| pipe::Receiver::from_owned_fd(fd).ok()) {
-        return Box::new(pipe);
-    }
-    match socket_end(stdin.as_fd()) {
-        Some(socket) => Box::new(socket),
-        None => Box::new(tokio::io::stdin()),
+    match End::of(std::io::stdin().as_fd(), pipe::Receiver::from_owned_fd) {
+        End::Pipe(pipe) => Box::new(pipe),
+        End::Socket(socket) => Box::new(socket),
+        End::Other => Box::new(tokio::io::stdin()),
     }
 }
 
 /// Stdout as the session writes it.
 fn output() -> Box<dyn AsyncWrite + Unpin + Send> {
-    let stdout = std::io::stdout();
-    if let Some(pipe) = second(stdout.as_fd()).and_then(|fd| pipe::Sender::from_owned_fd(fd).ok()) {
-        return Box::new(pipe);
+    match End::of(std::io::stdout().as_fd(), pipe::Sender::from_owned_fd) {
+        End::Pipe(pipe) => Box::new(pipe),
+        End::Socket(socket) => Box::new(socket),
+        End::Other => Box::new(tokio::io::stdout()),
     }
-    match socket_end(stdout.as_fd()) {
-        Some(socket) => Box::new(socket),
-        None => Box::new(tokio::io::stdout()),
+}
+
+/// What one of the process's ends is, as the runtime can poll it.
+enum End<P> {
+    /// A pipe, as tokio's pipe end `P`.
+    Pipe(P),
+    Socket(UnixStream),
+    /// A terminal, a file, or an end that could not be registered.
+    Other,
+}
+
+impl<P> End<P> {
+    /// `fd` as a pipe end (`as_pipe` refuses anything but a pipe open for its
+    /// direction), else as a socket, else neither.
+    fn of(fd: BorrowedFd<'_>, as_pipe: impl FnOnce(OwnedFd) -> std::io::Result<P>) -> End<P> {
+        if let Some(pipe) = second(fd).and_then(|fd| as_pipe(fd).ok()) {
+            return End::Pipe(pipe);
+        }
+        socket_end(fd).map_or(End::Other, End::Socket)
     }
 }
 
