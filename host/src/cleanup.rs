@@ -116,6 +116,7 @@ pub fn spawn(roots: &[Root], started: SystemTime) -> Option<JoinHandle<Report>> 
     }
     let roots = roots.to_vec();
     let spawned = std::thread::Builder::new().name("cordon-cleanup".into()).spawn(move || {
+        lowest_priority();
         let report = sweep(&roots, started, MAX_ENTRIES);
         log(&report);
         report
@@ -126,6 +127,20 @@ pub fn spawn(roots: &[Root], started: SystemTime) -> Option<JoinHandle<Report>> 
             tracing::warn!("could not start the sweep for stray temporary files: {e}");
             None
         }
+    }
+}
+
+/// Puts the calling thread at the lowest priority (nice 19), so that the
+/// sweep, which walks every read-write root at start, gives way to the calls:
+/// on 2 cores it took a tenth of the CPU samples of `cordon call glob` over a
+/// read-write tree of 120,000 files. Best effort: a sweep that cannot lower
+/// itself runs as before.
+fn lowest_priority() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: plain system calls on this thread's own id, no memory passed.
+    // On Linux, `setpriority` of a thread id sets that thread's nice value only.
+    unsafe {
+        let _ = libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, 19);
     }
 }
 
@@ -427,5 +442,19 @@ mod tests {
         assert_eq!(report.removed.len(), 1);
         let read_only = Root { mode: Mode::ReadOnly, ..rw(dir.path()) };
         assert!(spawn(&[read_only], SystemTime::now()).is_none(), "no read-write root, no sweep");
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_sweep_runs_at_the_lowest_priority_and_leaves_other_threads_as_they_were() {
+        // SAFETY: reads this thread's own nice value.
+        let nice = || unsafe { libc::getpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t) };
+        let before = nice();
+        let lowered = std::thread::spawn(move || {
+            lowest_priority();
+            nice()
+        });
+        assert_eq!(lowered.join().unwrap(), 19);
+        assert_eq!(nice(), before, "only the sweep's own thread");
     }
 }
