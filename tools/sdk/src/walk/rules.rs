@@ -62,7 +62,10 @@ impl Unapplied {
 }
 
 /// The ignore rules one directory adds, and those of the directories above.
+/// Its matchers are given paths relative to `dir` (see `below`).
 pub(super) struct Rules {
+    /// The directory whose ignore files these are.
+    dir: PathBuf,
     custom: Option<Gitignore>,
     ignore: Option<Gitignore>,
     git: Option<Gitignore>,
@@ -82,10 +85,11 @@ impl Rules {
         let mut saw_git = false;
         let mut level = Some(self);
         let text = path.to_str();
-        let verdict = |m: &Option<Gitignore>| {
-            m.as_ref().map_or(Match::None, |m| m.matched(relative(text, path, m.path()), is_dir).map(|_| ()))
-        };
         while let Some(rules) = level {
+            // An entry lies below the directories of all its rules.
+            let Some(below) = below(text, path, &rules.dir) else { break };
+            let verdict =
+                |m: &Option<Gitignore>| m.as_ref().map_or(Match::None, |m| m.matched(below, is_dir).map(|_| ()));
             if custom.is_none() {
                 custom = verdict(&rules.custom);
             }
@@ -112,7 +116,8 @@ impl Rules {
 pub(super) fn keeps(f: &Filters, rules: Option<&Rc<Rules>>, path: &Path, name: &str, kind: Kind) -> bool {
     let is_dir = kind == Kind::Dir;
     if !f.overrides.is_empty() {
-        match f.overrides.matched(relative(path.to_str(), path, f.overrides.path()), is_dir) {
+        let below = below(path.to_str(), path, f.overrides.path()).unwrap_or(path);
+        match f.overrides.matched(below, is_dir) {
             Match::Ignore(_) => return false,
             Match::Whitelist(_) => return true,
             Match::None => {}
@@ -136,15 +141,18 @@ pub(super) fn keeps(f: &Filters, rules: Option<&Rc<Rules>>, path: &Path, name: &
     whitelisted || f.hidden || !name.starts_with('.')
 }
 
-/// `path` (whose text is `text`) as a matcher rooted at `root` sees it:
-/// relative to `root` when it lies below it, else as it is. The `ignore` crate
-/// strips a matcher's root from a path itself, but by components where paths
-/// are not Unix's (WASI): that took half of a walk's time in the guest. A
-/// relative path leaves it nothing to strip, and matches as the stripped one.
-pub(super) fn relative<'a>(text: Option<&'a str>, path: &'a Path, root: &Path) -> &'a Path {
-    let root = root.to_str().map(|r| r.trim_end_matches('/'));
-    let rest = text.zip(root).and_then(|(text, root)| text.strip_prefix(root)?.strip_prefix('/'));
-    rest.filter(|rest| !rest.is_empty()).map_or(path, Path::new)
+/// `path` (whose text is `text`) relative to `dir`, if it lies below it. The
+/// `ignore` crate's matchers strip their root from an absolute path
+/// themselves, by components where paths are not Unix's (WASI): that was half
+/// of glob's time in the guest. Given the relative path made here by text,
+/// their strip gives up at the first component.
+pub(super) fn below<'a>(text: Option<&'a str>, path: &'a Path, dir: &Path) -> Option<&'a Path> {
+    let rest = match (text, dir.to_str()) {
+        (Some(text), Some(dir)) => Path::new(text.strip_prefix(dir.trim_end_matches('/'))?.strip_prefix('/')?),
+        // Not text (only off WASI): by components.
+        _ => path.strip_prefix(dir).ok()?,
+    };
+    (!rest.as_os_str().is_empty()).then_some(rest)
 }
 
 /// The rules `dir` adds below `parent`, from the ignore files its `entries`
@@ -185,6 +193,7 @@ pub(super) fn read_rules(
     };
     let in_git = has_git || parent.as_ref().is_some_and(|p| p.in_git);
     let rules = Rules {
+        dir: dir.to_path_buf(),
         custom: (!custom.is_empty()).then(|| build(&custom)).flatten(),
         ignore: ignore.then(|| build(&[".ignore"])).flatten(),
         git: git.then(|| build(&[".gitignore"])).flatten(),

@@ -116,16 +116,17 @@ fn keeps_what_the_ignore_crate_keeps_in_the_same_order() {
 }
 
 #[test]
-fn a_matcher_sees_a_path_below_its_root_as_relative_and_any_other_as_it_is() {
-    let seen = |path: &str, root: &str| rules::relative(Some(path), Path::new(path), Path::new(root)).to_path_buf();
-    assert_eq!(seen("/r/dir/a/b.rs", "/r/dir"), PathBuf::from("a/b.rs"));
-    assert_eq!(seen("/r/dir/a/b.rs", "/r/dir/"), PathBuf::from("a/b.rs"), "a root with a trailing slash");
-    assert_eq!(seen("/r/a", "/"), PathBuf::from("r/a"), "the filesystem's root");
-    assert_eq!(seen("/r/dirx/a", "/r/dir"), PathBuf::from("/r/dirx/a"), "a sibling whose name starts like the root");
-    assert_eq!(seen("/r/dir", "/r/dir"), PathBuf::from("/r/dir"), "the root itself");
-    assert_eq!(seen("/elsewhere/a", "/r/dir"), PathBuf::from("/elsewhere/a"));
-    let opaque = rules::relative(None, Path::new("/r/dir/a"), Path::new("/r/dir"));
-    assert_eq!(opaque, Path::new("/r/dir/a"), "a path that is not text is left to the crate");
+fn a_path_below_a_directory_is_made_relative_to_it_by_text_or_by_components() {
+    let below =
+        |path: &str, dir: &str| rules::below(Some(path), Path::new(path), Path::new(dir)).map(Path::to_path_buf);
+    assert_eq!(below("/r/dir/a/b.rs", "/r/dir"), Some(PathBuf::from("a/b.rs")));
+    assert_eq!(below("/r/dir/a/b.rs", "/r/dir/"), Some(PathBuf::from("a/b.rs")), "a directory with a trailing slash");
+    assert_eq!(below("/r/a", "/"), Some(PathBuf::from("r/a")), "the filesystem's root");
+    assert_eq!(below("/r/dirx/a", "/r/dir"), None, "a sibling whose name starts like the directory");
+    assert_eq!(below("/r/dir", "/r/dir"), None, "the directory itself");
+    assert_eq!(below("/elsewhere/a", "/r/dir"), None);
+    let by_components = rules::below(None, Path::new("/r/dir/a/b"), Path::new("/r/dir"));
+    assert_eq!(by_components, Some(Path::new("a/b")), "a path that is not text");
 }
 
 #[test]
