@@ -7,10 +7,9 @@
 pub mod reader;
 pub mod sniff;
 
-use std::fs::File;
 use std::io::Read as _;
-use std::path::PathBuf;
 
+use cordon_sdk::file::ReadFile;
 use cordon_sdk::{
     Budget, Chunk, Error, ErrorCode, Fingerprint, Manifest, Payload, Span, Stream, Summary, paths, progress, schema,
 };
@@ -144,8 +143,6 @@ impl Args {
 pub struct Read {
     /// The file's absolute path, as shown to clients.
     pub path: String,
-    /// The path the file was opened by, for reading its metadata afresh.
-    resolved: PathBuf,
     /// The file's size when it was opened.
     pub size: u64,
     /// The byte range asked for, clamped to the file: (start, end exclusive).
@@ -155,7 +152,7 @@ pub struct Read {
     /// What the file's first bytes tell about it.
     pub sniffed: Sniffed,
     /// The chunks still to come.
-    pub stream: ReadStream<File>,
+    pub stream: ReadStream<ReadFile>,
 }
 
 impl Read {
@@ -176,7 +173,7 @@ impl Read {
                 format!("`{shown}` is not a regular file (a FIFO, socket or device); it cannot be read"),
             ));
         }
-        let mut file = File::open(&resolved).map_err(|e| Error::io(&format!("`{shown}`"), &e))?;
+        let mut file = ReadFile::open(&resolved, &shown)?;
         let size = meta.len();
         let mut head = Vec::with_capacity(sniff::HEAD_BYTES);
         (&mut file)
@@ -196,7 +193,7 @@ impl Read {
             }
             _ => None,
         };
-        Ok(Read { path: shown, resolved, size, range, lines, sniffed, stream })
+        Ok(Read { path: shown, size, range, lines, sniffed, stream })
     }
 
     /// The progress after a chunk ending at byte `end`: `end` of the file's
@@ -262,13 +259,12 @@ impl Stream for Read {
         }
     }
 
-    /// The file's fingerprint, read afresh by path: a file deleted since gives
-    /// not-found, one replaced by another gives a different identity.
+    /// The fingerprint of the open file, read afresh from its descriptor. A
+    /// later page opens the path again: a file deleted since gives not-found
+    /// there, one replaced by another a different identity.
     fn fingerprint(&self) -> Result<Option<Fingerprint>, Error> {
-        let shown = &self.path;
-        let meta = std::fs::metadata(&self.resolved).map_err(|e| Error::io(&format!("`{shown}`"), &e))?;
-        let identity = paths::identity(&self.resolved, &meta, shown)?;
-        Ok(Some(Fingerprint { size: meta.len(), mtime_ns: paths::mtime_ns(&meta), identity }))
+        let read = self.stream.source().fingerprint();
+        read.map(Some).map_err(|e| Error::io(&format!("`{}`", self.path), &e))
     }
 }
 

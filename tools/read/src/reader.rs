@@ -120,9 +120,19 @@ pub struct ReadStream<R> {
     /// The byte offset to stop before, if the caller set one.
     end_byte: Option<u64>,
     eof: bool,
+    /// The file's size when it was opened: reads ask for no more than it
+    /// still holds (and a byte, to see its end).
+    size: u64,
     /// Whether the file is binary: its chunks are then its bytes as they
     /// come, cut at the budget, not at line ends or runs of valid UTF-8.
     raw: bool,
+}
+
+impl<R> ReadStream<R> {
+    /// The file the stream reads.
+    pub fn source(&self) -> &R {
+        &self.src
+    }
 }
 
 impl<R: Read + Seek> ReadStream<R> {
@@ -163,7 +173,8 @@ impl<R: Read + Seek> ReadStream<R> {
         }
         let pos = resume.unwrap_or(first);
         src.seek(SeekFrom::Start(pos.byte)).map_err(|e| Error::io("the file", &e))?;
-        let mut stream = ReadStream { src, buf: Vec::new(), head: 0, pos, end_line, end_byte, eof: false, raw: false };
+        let buf = Vec::new();
+        let mut stream = ReadStream { src, buf, head: 0, pos, end_line, end_byte, eof: false, size, raw: false };
         if let (None, Selection::Lines { start, .. }) = (resume, selection)
             && start > 1
         {
@@ -243,11 +254,30 @@ impl<R: Read + Seek> ReadStream<R> {
         self.head = 0;
         // Read ahead generously so a budget just under the buffer's length does
         // not turn into alternating tiny reads.
-        let ask = (want - self.buf.len()).max(READ_AHEAD) as u64;
-        // `read_to_end` grows the buffer as data arrives, retries interrupted
-        // reads, and stops at `ask` bytes or at the end of the file.
-        let got = (&mut self.src).take(ask).read_to_end(&mut self.buf).map_err(|e| Error::io("the file", &e))?;
-        self.eof = (got as u64) < ask;
+        // No more than the file held at open still holds from here, and a
+        // byte to see its end: a small file's read grows no memory. Past that
+        // size (the file grew), read ahead as usual.
+        let left = self.size.checked_sub(self.pos.byte + self.buf.len() as u64).map(|left| left + 1);
+        let ask = (want - self.buf.len()).max(READ_AHEAD);
+        let ask = left.map_or(ask, |left| ask.min(usize::try_from(left).unwrap_or(usize::MAX)));
+        // Read into room made for all of it: each `read` is a host call, and
+        // `read_to_end` would start with a 32-byte probe and small reads.
+        let start = self.buf.len();
+        self.buf.resize(start + ask, 0);
+        let mut got = 0;
+        while got < ask {
+            match self.src.read(&mut self.buf[start + got..]) {
+                Ok(0) => break,
+                Ok(n) => got += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    self.buf.truncate(start);
+                    return Err(Error::io("the file", &e));
+                }
+            }
+        }
+        self.buf.truncate(start + got);
+        self.eof = got < ask;
         Ok(())
     }
 

@@ -6,7 +6,8 @@
 //! client's path inside the granted roots ([`paths`]) and the schema of a path
 //! argument ([`schema`]), and [`items::Items`], which pages a sequence of JSON
 //! items (splitting large ones) for item tools (whose calls implement
-//! [`items::ItemStream`]), [`progress`] reports for long calls, the
+//! [`items::ItemStream`]), a file read by offset and fingerprinted from its
+//! own descriptor ([`file`]), [`progress`] reports for long calls, the
 //! server's deny rules ([`policy`]), and what the host's wasi:http errors mean
 //! ([`http`]) for tools with network grants.
 //!
@@ -15,6 +16,7 @@
 //! plain Rust, testable natively; only `export_tool!` is specific to `wasm32`.
 
 pub mod atomic;
+pub mod file;
 pub mod grant;
 pub mod host;
 pub mod http;

@@ -68,13 +68,12 @@ pub fn within_root<'a>(roots: &[&str], path: &'a Path) -> Option<(usize, &'a Pat
 /// Runs `op` on the preopen that holds `path`, with `path` relative to it,
 /// mapping WASI error codes like `Error::io` does. `shown` names the path.
 #[cfg(target_arch = "wasm32")]
-fn at_preopen<T>(
+pub(crate) fn at_preopen<T>(
     path: &Path,
     shown: &str,
     op: impl FnOnce(&wasip2::filesystem::types::Descriptor, &str) -> Result<T, wasip2::filesystem::types::ErrorCode>,
 ) -> Result<T, Error> {
-    use std::io;
-    use wasip2::filesystem::{preopens, types as fs};
+    use wasip2::filesystem::preopens;
 
     let dirs = preopens::get_directories();
     let roots: Vec<&str> = dirs.iter().map(|(_, root)| root.as_str()).collect();
@@ -85,17 +84,21 @@ fn at_preopen<T>(
         )
     })?;
     let relative = relative.to_str().ok_or_else(|| Error::new(ErrorCode::InvalidArgument, "`path` is not UTF-8"))?;
-    op(&dirs[index].0, relative).map_err(|code| {
-        let kind = match code {
-            fs::ErrorCode::NoEntry => io::ErrorKind::NotFound,
-            fs::ErrorCode::Access | fs::ErrorCode::NotPermitted | fs::ErrorCode::ReadOnly => {
-                io::ErrorKind::PermissionDenied
-            }
-            fs::ErrorCode::IsDirectory => io::ErrorKind::IsADirectory,
-            _ => io::ErrorKind::Other,
-        };
-        Error::io(&format!("`{shown}`"), &io::Error::new(kind, code.message()))
-    })
+    op(&dirs[index].0, relative).map_err(|code| Error::io(&format!("`{shown}`"), &wasi_io_error(code)))
+}
+
+/// A WASI filesystem error code as the `io::Error` `Error::io` maps.
+#[cfg(target_arch = "wasm32")]
+pub(crate) fn wasi_io_error(code: wasip2::filesystem::types::ErrorCode) -> std::io::Error {
+    use std::io::ErrorKind;
+    use wasip2::filesystem::types::ErrorCode as Code;
+    let kind = match code {
+        Code::NoEntry => ErrorKind::NotFound,
+        Code::Access | Code::NotPermitted | Code::ReadOnly => ErrorKind::PermissionDenied,
+        Code::IsDirectory => ErrorKind::IsADirectory,
+        _ => ErrorKind::Other,
+    };
+    std::io::Error::new(kind, code.message())
 }
 
 /// What identifies the file at `path` itself, whatever its size and time: a

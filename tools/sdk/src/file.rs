@@ -1,0 +1,168 @@
+//! A file a tool reads: opened once, read at offsets, and fingerprinted from
+//! its own descriptor.
+//!
+//! A stream's fingerprint (`Stream::fingerprint`) is asked for twice a page,
+//! before and after it. Taken by path, each is two lookups of the path on the
+//! host (WASI's `stat-at` and `metadata-hash-at`, each an open, a stat and a
+//! close); taken from the open descriptor, it is two `fstat`s. It also says
+//! what the stream really reads: a file replaced by another under its name
+//! while a page is read is the old file to the open descriptor, and the next
+//! page, which opens the path again, sees the new one and reports it stale.
+
+use std::io::{self, Read, Seek, SeekFrom};
+use std::path::Path;
+
+use crate::{Error, Fingerprint};
+
+/// A regular file opened for reading, with the position `Read` goes on from.
+pub struct ReadFile {
+    handle: imp::Handle,
+    pos: u64,
+}
+
+impl ReadFile {
+    /// Opens `path` (absolute, inside a granted root) for reading, following
+    /// symlinks as `std::fs::File::open` does. `shown` names it in errors.
+    pub fn open(path: &Path, shown: &str) -> Result<ReadFile, Error> {
+        Ok(ReadFile { handle: imp::Handle::open(path, shown)?, pos: 0 })
+    }
+
+    /// The size, modification time and identity of the open file, read now.
+    pub fn fingerprint(&self) -> io::Result<Fingerprint> {
+        self.handle.fingerprint()
+    }
+}
+
+impl Read for ReadFile {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.handle.read_at(buf, self.pos)?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+impl Seek for ReadFile {
+    fn seek(&mut self, to: SeekFrom) -> io::Result<u64> {
+        let from = |base: u64, by: i64| {
+            base.checked_add_signed(by)
+                .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "a seek before the file's start"))
+        };
+        self.pos = match to {
+            SeekFrom::Start(at) => at,
+            SeekFrom::Current(by) => from(self.pos, by)?,
+            SeekFrom::End(by) => from(self.handle.fingerprint()?.size, by)?,
+        };
+        Ok(self.pos)
+    }
+}
+
+#[cfg(target_arch = "wasm32")]
+mod imp {
+    use std::io;
+    use std::path::Path;
+
+    use wasip2::filesystem::types::{Descriptor, DescriptorFlags, OpenFlags, PathFlags};
+
+    use crate::paths::{at_preopen, wasi_io_error};
+    use crate::{Error, Fingerprint};
+
+    pub struct Handle(Descriptor);
+
+    impl Handle {
+        pub fn open(path: &Path, shown: &str) -> Result<Handle, Error> {
+            let open = |dir: &Descriptor, rel: &str| {
+                dir.open_at(PathFlags::SYMLINK_FOLLOW, rel, OpenFlags::empty(), DescriptorFlags::READ)
+            };
+            at_preopen(path, shown, open).map(Handle)
+        }
+
+        pub fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+            let (bytes, _end) = self.0.read(buf.len() as u64, offset).map_err(wasi_io_error)?;
+            let n = bytes.len().min(buf.len());
+            buf[..n].copy_from_slice(&bytes[..n]);
+            Ok(n)
+        }
+
+        /// As `paths::identity` and `paths::mtime_ns` give them by path.
+        pub fn fingerprint(&self) -> io::Result<Fingerprint> {
+            let stat = self.0.stat().map_err(wasi_io_error)?;
+            let hash = self.0.metadata_hash().map_err(wasi_io_error)?;
+            let mtime_ns = stat.data_modification_timestamp.map_or(0, |t| {
+                let ns = u128::from(t.seconds) * 1_000_000_000 + u128::from(t.nanoseconds);
+                u64::try_from(ns).unwrap_or(u64::MAX)
+            });
+            Ok(Fingerprint { size: stat.size, mtime_ns, identity: hash.lower ^ hash.upper.rotate_left(1) })
+        }
+    }
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+mod imp {
+    use std::fs::File;
+    use std::io;
+    use std::path::Path;
+
+    use crate::{Error, Fingerprint, paths};
+
+    pub struct Handle(File);
+
+    impl Handle {
+        pub fn open(path: &Path, shown: &str) -> Result<Handle, Error> {
+            File::open(path).map(Handle).map_err(|e| Error::io(&format!("`{shown}`"), &e))
+        }
+
+        #[cfg(unix)]
+        pub fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+            std::os::unix::fs::FileExt::read_at(&self.0, buf, offset)
+        }
+
+        #[cfg(not(unix))]
+        pub fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+            use std::io::{Read, Seek, SeekFrom};
+            let mut file = &self.0;
+            file.seek(SeekFrom::Start(offset))?;
+            file.read(buf)
+        }
+
+        pub fn fingerprint(&self) -> io::Result<Fingerprint> {
+            let meta = self.0.metadata()?;
+            let identity = paths::identity(Path::new(""), &meta, "").map_err(|e| io::Error::other(e.message))?;
+            Ok(Fingerprint { size: meta.len(), mtime_ns: paths::mtime_ns(&meta), identity })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_from_its_position_and_fingerprints_the_open_file_not_the_name() {
+        let dir = std::env::temp_dir().join(format!("cordon-sdk-file-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("f.txt");
+        std::fs::write(&path, "hello, file").unwrap();
+        let mut file = ReadFile::open(&path, "f.txt").unwrap();
+        let mut text = String::new();
+        file.seek(SeekFrom::Start(7)).unwrap();
+        file.read_to_string(&mut text).unwrap();
+        assert_eq!(text, "file");
+        assert_eq!(file.seek(SeekFrom::End(-4)).unwrap(), 7);
+        assert_eq!(file.seek(SeekFrom::Current(-7)).unwrap(), 0);
+        assert!(file.seek(SeekFrom::Current(-1)).is_err(), "before the start");
+        let before = file.fingerprint().unwrap();
+        assert_eq!(before.size, 11);
+        // A file renamed over the name: the open one is still the old one.
+        let other = dir.join("g.txt");
+        std::fs::write(&other, "another file, longer").unwrap();
+        std::fs::rename(&other, &path).unwrap();
+        assert_eq!(file.fingerprint().unwrap(), before);
+        let reopened = ReadFile::open(&path, "f.txt").unwrap().fingerprint().unwrap();
+        assert_ne!(reopened.identity, before.identity);
+        assert_eq!(reopened.size, 20);
+        let missing = ReadFile::open(&dir.join("none"), "none").err().unwrap();
+        assert_eq!(missing.code, crate::ErrorCode::NotFound, "{missing:?}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
