@@ -259,12 +259,11 @@ impl Stream for Read {
         }
     }
 
-    /// The fingerprint of the open file, read afresh from its descriptor. A
-    /// later page opens the path again: a file deleted since gives not-found
-    /// there, one replaced by another a different identity.
+    /// The file's fingerprint, read afresh: its size and time from the open
+    /// file, its identity by path (a file deleted since gives not-found, one
+    /// replaced by another gives a different identity).
     fn fingerprint(&self) -> Result<Option<Fingerprint>, Error> {
-        let read = self.stream.source().fingerprint();
-        read.map(Some).map_err(|e| Error::io(&format!("`{}`", self.path), &e))
+        self.stream.source().fingerprint().map(Some)
     }
 }
 

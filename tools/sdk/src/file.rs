@@ -1,16 +1,15 @@
-//! A file a tool reads: opened once, read at offsets, and fingerprinted from
-//! its own descriptor.
+//! A file a tool reads: opened once, read at offsets, and fingerprinted
+//! mostly from its own descriptor.
 //!
 //! A stream's fingerprint (`Stream::fingerprint`) is asked for twice a page,
-//! before and after it. Taken by path, each is two lookups of the path on the
-//! host (WASI's `stat-at` and `metadata-hash-at`, each an open, a stat and a
-//! close); taken from the open descriptor, it is two `fstat`s. It also says
-//! what the stream really reads: a file replaced by another under its name
-//! while a page is read is the old file to the open descriptor, and the next
-//! page, which opens the path again, sees the new one and reports it stale.
+//! before and after it. Taken wholly by path, it is two lookups of the path on
+//! the host (WASI's `stat-at` and `metadata-hash-at`, each an open, a stat and
+//! a close); here the size and time come from the open descriptor (an
+//! `fstat`) and only the identity from the path, so that a file deleted or
+//! replaced under its name is still told from the one the stream reads.
 
 use std::io::{self, Read, Seek, SeekFrom};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::{Error, Fingerprint};
 
@@ -18,18 +17,25 @@ use crate::{Error, Fingerprint};
 pub struct ReadFile {
     handle: imp::Handle,
     pos: u64,
+    path: PathBuf,
+    shown: String,
 }
 
 impl ReadFile {
     /// Opens `path` (absolute, inside a granted root) for reading, following
     /// symlinks as `std::fs::File::open` does. `shown` names it in errors.
     pub fn open(path: &Path, shown: &str) -> Result<ReadFile, Error> {
-        Ok(ReadFile { handle: imp::Handle::open(path, shown)?, pos: 0 })
+        let handle = imp::Handle::open(path, shown)?;
+        Ok(ReadFile { handle, pos: 0, path: path.to_path_buf(), shown: shown.to_string() })
     }
 
-    /// The size, modification time and identity of the open file, read now.
-    pub fn fingerprint(&self) -> io::Result<Fingerprint> {
-        self.handle.fingerprint()
+    /// The fingerprint, read now: the open file's size and modification time,
+    /// and the identity of the file its path names (not-found once it is
+    /// deleted, another identity once it is replaced).
+    pub fn fingerprint(&self) -> Result<Fingerprint, Error> {
+        let (size, mtime_ns) = self.handle.size_and_time().map_err(|e| Error::io(&format!("`{}`", self.shown), &e))?;
+        let identity = imp::identity(&self.path, &self.shown)?;
+        Ok(Fingerprint { size, mtime_ns, identity })
     }
 }
 
@@ -50,7 +56,7 @@ impl Seek for ReadFile {
         self.pos = match to {
             SeekFrom::Start(at) => at,
             SeekFrom::Current(by) => from(self.pos, by)?,
-            SeekFrom::End(by) => from(self.handle.fingerprint()?.size, by)?,
+            SeekFrom::End(by) => from(self.handle.size_and_time()?.0, by)?,
         };
         Ok(self.pos)
     }
@@ -63,8 +69,8 @@ mod imp {
 
     use wasip2::filesystem::types::{Descriptor, DescriptorFlags, OpenFlags, PathFlags};
 
+    use crate::Error;
     use crate::paths::{at_preopen, wasi_io_error};
-    use crate::{Error, Fingerprint};
 
     pub struct Handle(Descriptor);
 
@@ -83,16 +89,19 @@ mod imp {
             Ok(n)
         }
 
-        /// As `paths::identity` and `paths::mtime_ns` give them by path.
-        pub fn fingerprint(&self) -> io::Result<Fingerprint> {
+        /// The size, and the modification time as `paths::mtime_ns` gives it.
+        pub fn size_and_time(&self) -> io::Result<(u64, u64)> {
             let stat = self.0.stat().map_err(wasi_io_error)?;
-            let hash = self.0.metadata_hash().map_err(wasi_io_error)?;
             let mtime_ns = stat.data_modification_timestamp.map_or(0, |t| {
                 let ns = u128::from(t.seconds) * 1_000_000_000 + u128::from(t.nanoseconds);
                 u64::try_from(ns).unwrap_or(u64::MAX)
             });
-            Ok(Fingerprint { size: stat.size, mtime_ns, identity: hash.lower ^ hash.upper.rotate_left(1) })
+            Ok((stat.size, mtime_ns))
         }
+    }
+
+    pub fn identity(path: &Path, shown: &str) -> Result<u64, Error> {
+        crate::paths::identity_at(path, shown)
     }
 }
 
@@ -102,7 +111,7 @@ mod imp {
     use std::io;
     use std::path::Path;
 
-    use crate::{Error, Fingerprint, paths};
+    use crate::{Error, paths};
 
     pub struct Handle(File);
 
@@ -124,11 +133,15 @@ mod imp {
             file.read(buf)
         }
 
-        pub fn fingerprint(&self) -> io::Result<Fingerprint> {
+        pub fn size_and_time(&self) -> io::Result<(u64, u64)> {
             let meta = self.0.metadata()?;
-            let identity = paths::identity(Path::new(""), &meta, "").map_err(|e| io::Error::other(e.message))?;
-            Ok(Fingerprint { size: meta.len(), mtime_ns: paths::mtime_ns(&meta), identity })
+            Ok((meta.len(), paths::mtime_ns(&meta)))
         }
+    }
+
+    pub fn identity(path: &Path, shown: &str) -> Result<u64, Error> {
+        let meta = std::fs::metadata(path).map_err(|e| Error::io(&format!("`{shown}`"), &e))?;
+        paths::identity(path, &meta, shown)
     }
 }
 
@@ -137,7 +150,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn reads_from_its_position_and_fingerprints_the_open_file_not_the_name() {
+    fn reads_from_its_position_and_fingerprints_the_open_file_and_its_name() {
         let dir = std::env::temp_dir().join(format!("cordon-sdk-file-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
@@ -153,14 +166,16 @@ mod tests {
         assert!(file.seek(SeekFrom::Current(-1)).is_err(), "before the start");
         let before = file.fingerprint().unwrap();
         assert_eq!(before.size, 11);
-        // A file renamed over the name: the open one is still the old one.
+        std::fs::write(&path, "hello, file, grown").unwrap();
+        let grown = file.fingerprint().unwrap();
+        assert_eq!((grown.size, grown.identity), (18, before.identity), "written in place");
+        // Replaced under its name, then deleted: the path tells.
         let other = dir.join("g.txt");
-        std::fs::write(&other, "another file, longer").unwrap();
+        std::fs::write(&other, "another file").unwrap();
         std::fs::rename(&other, &path).unwrap();
-        assert_eq!(file.fingerprint().unwrap(), before);
-        let reopened = ReadFile::open(&path, "f.txt").unwrap().fingerprint().unwrap();
-        assert_ne!(reopened.identity, before.identity);
-        assert_eq!(reopened.size, 20);
+        assert_ne!(file.fingerprint().unwrap().identity, before.identity);
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(file.fingerprint().unwrap_err().code, crate::ErrorCode::NotFound);
         let missing = ReadFile::open(&dir.join("none"), "none").err().unwrap();
         assert_eq!(missing.code, crate::ErrorCode::NotFound, "{missing:?}");
         std::fs::remove_dir_all(&dir).unwrap();

@@ -106,6 +106,13 @@ pub(crate) fn wasi_io_error(code: wasip2::filesystem::types::ErrorCode) -> std::
 /// `shown` names the path in errors.
 #[cfg(target_arch = "wasm32")]
 pub fn identity(path: &Path, _meta: &std::fs::Metadata, shown: &str) -> Result<u64, Error> {
+    identity_at(path, shown)
+}
+
+/// What identifies the file at `path` itself, asked of the preopen that
+/// holds it (one host call, no metadata needed).
+#[cfg(target_arch = "wasm32")]
+pub(crate) fn identity_at(path: &Path, shown: &str) -> Result<u64, Error> {
     use wasip2::filesystem::types::PathFlags;
     let hash = at_preopen(path, shown, |dir, rel| dir.metadata_hash_at(PathFlags::SYMLINK_FOLLOW, rel))?;
     Ok(hash.lower ^ hash.upper.rotate_left(1))
