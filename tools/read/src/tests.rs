@@ -348,6 +348,17 @@ fn drain_file(mut read: crate::Read) -> Vec<Chunk> {
 }
 
 #[test]
+fn a_file_that_grew_or_shrank_since_it_was_opened_is_read_to_its_real_end() {
+    // Reads ask for what the size at open says is left, and a byte more: a
+    // file that grew since is read on past that size, one that shrank ends early.
+    let text: Vec<u8> = (0..40_000u32).flat_map(|n| format!("line {n}\n").into_bytes()).collect();
+    for size in [0, 5, 70_000, text.len() as u64 + 10] {
+        let grown = ReadStream::open(Cursor::new(text.clone()), size, lines(1, None), None).unwrap();
+        assert_eq!(bytes_of(&drain(grown, 3000, 1000)), text, "opened with a size of {size}");
+    }
+}
+
+#[test]
 fn fingerprints_are_read_afresh_from_the_path() {
     let dir = Scratch::new("fingerprint");
     let path = dir.0.join("f.txt");
