@@ -47,6 +47,7 @@ pub mod registry;
 pub mod results;
 pub mod runtime;
 pub mod server;
+pub mod sha256;
 pub mod session;
 pub mod staging;
 pub mod telemetry;

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use cap_std::fs::Dir;
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
+use crate::sha256::Sha256;
 
 use crate::tool::{ErrorCode, ToolError};
 

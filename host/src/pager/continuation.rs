@@ -5,7 +5,6 @@
 
 use std::time::SystemTime;
 
-use sha2::digest::common::hazmat::SerializableState as _;
 
 use super::cursor::{Cursor, Heading};
 use super::handles::{self, HandleError, Mint};

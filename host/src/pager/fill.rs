@@ -110,7 +110,7 @@ impl Pager {
                     }
                 }
             }
-            sha2::Digest::update(&mut start.hasher, piece.bytes());
+            start.hasher.update(piece.bytes());
             delivered += piece.bytes().len() as u64;
             signal.host_report(delivered, Some(u64::from(budget.bytes)), Some("bytes of this page"));
             start.position = Some(piece.resume().to_string());

@@ -193,7 +193,7 @@ impl Pager {
         page.ended = ended;
         page.media = media;
         if ended == Ended::Complete {
-            page.sha256 = Some(hex::encode(sha2::Digest::finalize(start.hasher)));
+            page.sha256 = Some(hex::encode(start.hasher.finalize()));
             return Ok(page);
         }
         page.summary = Some(start.call.summary()?);

@@ -6,8 +6,6 @@
 use std::time::SystemTime;
 
 use serde_json::Value;
-use sha2::Sha256;
-use sha2::digest::common::hazmat::{SerializableState as _, SerializedState};
 
 use super::cursor::{Cursor, CursorError};
 use super::handles::{self, HandleError};
@@ -17,6 +15,7 @@ use super::stream::Stream;
 use super::{PageError, PageRequest, Pager, parked, sealed};
 use crate::args::Form;
 use crate::runtime::{CallContext, CallFailure};
+use crate::sha256::Sha256;
 use crate::telemetry::traces::step;
 use crate::tool::{Budget, ErrorCode, Fingerprint, ToolError};
 
@@ -147,8 +146,7 @@ impl Pager {
             return Err(CursorError::ArgumentsChanged.into());
         }
         let state = sealed::open(&self.key, &cursor.hash_state).ok_or(CursorError::Malformed)?;
-        let state = SerializedState::<Sha256>::try_from(&state[..]).map_err(|_| CursorError::Malformed)?;
-        let hasher = Sha256::deserialize(&state).map_err(|_| CursorError::Malformed)?;
+        let hasher = Sha256::deserialize(&state).ok_or(CursorError::Malformed)?;
         let gone = |f: CallFailure| match f {
             CallFailure::Tool(e) => stale(&tool.manifest.name, &format!("can no longer be resumed ({})", e.message)),
             other => other,
