@@ -2,6 +2,9 @@
 //! text, or, where the bytes are not UTF-8, the run of those bytes as they
 //! are, so a tool returns text where it can and never a replacement character.
 
+// `std::str::from_utf8`'s drop-in, with SIMD where the target has it.
+use simdutf8::compat::from_utf8;
+
 /// What one chunk holds: text, or bytes that are not UTF-8.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Piece {
@@ -26,17 +29,17 @@ impl Piece {
 /// unfinished character at the end of `bytes` is left for the next call,
 /// unless `complete` says nothing follows (then it is returned as bytes).
 pub fn split_valid(bytes: &[u8], complete: bool) -> (Piece, usize) {
-    match std::str::from_utf8(bytes) {
+    match from_utf8(bytes) {
         Ok(text) => (Piece::Text(text.to_owned()), bytes.len()),
         Err(e) if e.valid_up_to() > 0 => {
             let valid = e.valid_up_to();
-            let text = std::str::from_utf8(&bytes[..valid]).expect("checked prefix");
+            let text = from_utf8(&bytes[..valid]).expect("checked prefix");
             (Piece::Text(text.to_owned()), valid)
         }
         Err(_) => {
             let mut used = 0;
             while used < bytes.len() {
-                match std::str::from_utf8(&bytes[used..]) {
+                match from_utf8(&bytes[used..]) {
                     Err(e) if e.valid_up_to() == 0 => match e.error_len() {
                         Some(n) => used += n,
                         None if complete || used == 0 => used = bytes.len(),
