@@ -140,8 +140,14 @@ mod tests {
 
     #[test]
     fn digests_match_sha2_and_the_standard_vectors_whatever_the_pieces() {
-        assert_eq!(hex::encode(Sha256::digest(b"abc")), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-        assert_eq!(hex::encode(Sha256::digest(b"")), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+        assert_eq!(
+            hex::encode(Sha256::digest(b"abc")),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        assert_eq!(
+            hex::encode(Sha256::digest(b"")),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
         let bytes = sample(10_000);
         for piece in [1, 3, 63, 64, 65, 1000, 10_000] {
             let mut ours = Sha256::new();

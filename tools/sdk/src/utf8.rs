@@ -68,4 +68,28 @@ mod tests {
         assert_eq!(split_valid(b"\xc3", false), (Piece::Bytes(vec![0xc3]), 1));
         assert_eq!(Piece::Text("x".into()).as_bytes(), b"x");
     }
+
+    #[test]
+    fn the_simd_check_finds_what_std_finds_in_long_and_broken_text() {
+        // Long enough for the vector loops, with every kind of flaw at every
+        // offset of a 64-byte window: cut characters, overlong forms,
+        // surrogates, code points past U+10FFFF, stray continuation bytes.
+        let text = "line ünïcödé ✓ 𝄞 and plain ASCII to fill the vector lanes....\n".repeat(8);
+        let flaws: [&[u8]; 7] =
+            [b"\xc3", b"\xe2\x9c", b"\xc0\xaf", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\x80", b"\xff"];
+        for flaw in flaws {
+            for at in 0..64 {
+                let mut bytes = text.as_bytes().to_vec();
+                let at = 300 + at;
+                bytes.splice(at..at, flaw.iter().copied());
+                for end in [bytes.len(), at + 1, at + flaw.len()] {
+                    let input = &bytes[..end];
+                    let (ours, theirs) = (from_utf8(input), std::str::from_utf8(input));
+                    let ours = ours.map_err(|e| (e.valid_up_to(), e.error_len()));
+                    let theirs = theirs.map_err(|e| (e.valid_up_to(), e.error_len()));
+                    assert_eq!(ours, theirs, "{flaw:x?} at {at}, {end} bytes");
+                }
+            }
+        }
+    }
 }
