@@ -7,8 +7,6 @@
 pub mod reader;
 pub mod sniff;
 
-use std::io::Read as _;
-
 use cordon_sdk::file::ReadFile;
 use cordon_sdk::{
     Budget, Chunk, Error, ErrorCode, Fingerprint, Manifest, Payload, Span, Stream, Summary, paths, progress, schema,
@@ -16,7 +14,7 @@ use cordon_sdk::{
 use serde::Deserialize;
 use serde_json::json;
 
-use reader::{Piece, Position, ReadStream, Selection};
+use reader::{Head, Piece, Position, ReadStream, Selection};
 use sniff::Sniffed;
 
 /// The tool's name as clients call it.
@@ -175,14 +173,11 @@ impl Read {
         }
         let mut file = ReadFile::open(&resolved, &shown)?;
         let size = meta.len();
-        let mut head = Vec::with_capacity(sniff::HEAD_BYTES);
-        (&mut file)
-            .take(sniff::HEAD_BYTES as u64)
-            .read_to_end(&mut head)
-            .map_err(|e| Error::io(&format!("`{shown}`"), &e))?;
-        let sniffed = sniff::notebook(&args.path, sniff::sniff(&head, (head.len() as u64) >= size), &head);
+        let head = Head::read(&mut file, size, sniff::HEAD_BYTES).map_err(|e| Error::io(&format!("`{shown}`"), &e))?;
+        let whole = (head.bytes.len() as u64) >= size;
+        let sniffed = sniff::notebook(&args.path, sniff::sniff(&head.bytes, whole), &head.bytes);
         let resume = resume.map(Position::decode).transpose()?;
-        let stream = ReadStream::open(file, size, selection, resume)?.raw(!sniffed.text);
+        let stream = ReadStream::open(file, size, selection, resume)?.with_head(head)?.raw(!sniffed.text);
         let range = match selection {
             Selection::Bytes { start, end } => Some((start, end.unwrap_or(size).min(size).max(start))),
             Selection::Lines { .. } => None,

@@ -23,6 +23,42 @@ pub const MIN_BYTES: usize = 4;
 /// tool buffer gigabytes.
 pub const MAX_BYTES: usize = 16 * 1024 * 1024;
 
+/// The first bytes of a file, read to sniff what it holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Head {
+    pub bytes: Vec<u8>,
+    /// The read met the file's end.
+    pub ended: bool,
+}
+
+impl Head {
+    /// Reads at most `most` bytes from `src`'s position, asking for no more
+    /// than a file of `size` bytes holds and one byte more, to see its end.
+    pub fn read(src: &mut impl Read, size: u64, most: usize) -> std::io::Result<Head> {
+        let ask = usize::try_from(size.saturating_add(1)).map_or(most, |left| left.min(most));
+        let mut bytes = vec![0; ask];
+        let got = read_into(src, &mut bytes)?;
+        bytes.truncate(got);
+        Ok(Head { bytes, ended: got < ask })
+    }
+}
+
+/// Fills `room` from `src` until it is full or the file ends; how many bytes
+/// came. Into room made for all of it: each `read` is a host call, and
+/// `read_to_end` would start with a 32-byte probe and small reads.
+fn read_into(src: &mut impl Read, room: &mut [u8]) -> std::io::Result<usize> {
+    let mut got = 0;
+    while got < room.len() {
+        match src.read(&mut room[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}
+
 /// A place in the file: the byte offset and, when known, the 1-based line it
 /// lies on. Lines are unknown when reading started in the middle of the file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -183,6 +219,19 @@ impl<R: Read + Seek> ReadStream<R> {
         Ok(stream)
     }
 
+    /// Takes `head`, the file's first bytes, read already (to sniff them) with
+    /// `src` standing right after them, as read: a stream from the file's
+    /// start then does not read them again. `head.ended`: the read met the
+    /// file's end.
+    pub fn with_head(mut self, head: Head) -> Result<Self, Error> {
+        if self.pos.byte == 0 && self.buf.is_empty() {
+            self.src.seek(SeekFrom::Start(head.bytes.len() as u64)).map_err(|e| Error::io("the file", &e))?;
+            self.buf = head.bytes;
+            self.eof = head.ended;
+        }
+        Ok(self)
+    }
+
     /// The stream of a binary file: each chunk is raw bytes up to the budget
     /// (still at most its line ends), not split into runs of text and bytes.
     pub fn raw(mut self, raw: bool) -> Self {
@@ -260,22 +309,15 @@ impl<R: Read + Seek> ReadStream<R> {
         let left = self.size.checked_sub(self.pos.byte + self.buf.len() as u64).map(|left| left + 1);
         let ask = (want - self.buf.len()).max(READ_AHEAD);
         let ask = left.map_or(ask, |left| ask.min(usize::try_from(left).unwrap_or(usize::MAX)));
-        // Read into room made for all of it: each `read` is a host call, and
-        // `read_to_end` would start with a 32-byte probe and small reads.
         let start = self.buf.len();
         self.buf.resize(start + ask, 0);
-        let mut got = 0;
-        while got < ask {
-            match self.src.read(&mut self.buf[start + got..]) {
-                Ok(0) => break,
-                Ok(n) => got += n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    self.buf.truncate(start);
-                    return Err(Error::io("the file", &e));
-                }
+        let got = match read_into(&mut self.src, &mut self.buf[start..]) {
+            Ok(got) => got,
+            Err(e) => {
+                self.buf.truncate(start);
+                return Err(Error::io("the file", &e));
             }
-        }
+        };
         self.buf.truncate(start + got);
         self.eof = got < ask;
         Ok(())

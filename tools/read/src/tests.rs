@@ -358,6 +358,73 @@ fn a_file_that_grew_or_shrank_since_it_was_opened_is_read_to_its_real_end() {
     }
 }
 
+/// A file that counts the bytes read from it.
+struct Counted {
+    file: Cursor<Vec<u8>>,
+    read: std::rc::Rc<std::cell::Cell<usize>>,
+}
+
+impl std::io::Read for Counted {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.file.read(buf)?;
+        self.read.set(self.read.get() + n);
+        Ok(n)
+    }
+}
+
+impl std::io::Seek for Counted {
+    fn seek(&mut self, to: std::io::SeekFrom) -> std::io::Result<u64> {
+        self.file.seek(to)
+    }
+}
+
+#[test]
+fn the_sniffed_head_is_not_read_again_and_every_selection_gives_the_same_bytes() {
+    use crate::reader::Head;
+    let text: Vec<u8> = (0..3_000u32).flat_map(|n| format!("line {n} ünï\n").into_bytes()).collect();
+    for len in [0, 1, 100, 8 * 1024, 8 * 1024 + 1, text.len()] {
+        let file = &text[..len];
+        let resume_at = drain(stream(file, lines(1, None), None), 700, 1000).first().map(|c| c.next);
+        let selections = [
+            (lines(1, None), None),
+            (lines(3, Some(40)), None),
+            (byte_range(0, Some(500)), None),
+            (byte_range(5, None), None),
+            (lines(1, None), resume_at),
+        ];
+        for (selection, resume) in selections {
+            let Ok(plain) = ReadStream::open(Cursor::new(file.to_vec()), len as u64, selection, resume) else {
+                continue;
+            };
+            let read = std::rc::Rc::new(std::cell::Cell::new(0));
+            let mut counted = Counted { file: Cursor::new(file.to_vec()), read: read.clone() };
+            let head = Head::read(&mut counted, len as u64, 8 * 1024).unwrap();
+            assert_eq!(head.bytes, file[..len.min(8 * 1024)], "{len} bytes");
+            assert_eq!(head.ended, len < 8 * 1024, "{len} bytes");
+            let with_head = ReadStream::open(counted, len as u64, selection, resume).unwrap().with_head(head).unwrap();
+            let (want, got) = (drain(plain, 3000, 1000), drain_counted(with_head));
+            assert_eq!(bytes_of(&got), bytes_of(&want), "{len} bytes, {selection:?} at {resume:?}");
+            // From the file's start no byte is read twice; the whole file is read once.
+            if resume.is_none()
+                && matches!(selection, Selection::Lines { start: 1, .. } | Selection::Bytes { start: 0, .. })
+            {
+                assert!(read.get() <= len, "{len} bytes, {} read, {selection:?}", read.get());
+            }
+            if (selection, resume) == (lines(1, None), None) {
+                assert_eq!(read.get(), len, "{len} bytes read once");
+            }
+        }
+    }
+}
+
+fn drain_counted(mut s: ReadStream<Counted>) -> Vec<Chunk> {
+    let mut out = Vec::new();
+    while let Some(chunk) = s.next(3000, 1000).unwrap() {
+        out.push(chunk);
+    }
+    out
+}
+
 #[test]
 fn fingerprints_are_read_afresh_from_the_path() {
     let dir = Scratch::new("fingerprint");
