@@ -61,6 +61,11 @@ impl Sha256 {
         out
     }
 
+    /// The SHA-256 of `bytes` in lowercase hex.
+    pub fn hex(bytes: &[u8]) -> String {
+        hex(&Sha256::digest(bytes))
+    }
+
     /// The state, in `sha2`'s layout.
     pub fn serialize(&self) -> [u8; STATE_LEN] {
         let mut out = [0u8; STATE_LEN];
@@ -112,6 +117,14 @@ impl Sha256 {
         // SAFETY: as in `pending`, borrowed exclusively.
         unsafe { std::slice::from_raw_parts_mut(data.as_mut_ptr().cast(), std::mem::size_of_val(data)) }
     }
+}
+
+/// A digest in lowercase hex (`hex::encode` goes a char at a time, which
+/// showed in the profile of pages of a thousand small items).
+pub fn hex(digest: &[u8; 32]) -> String {
+    let mut out = [0u8; 64];
+    hex::encode_to_slice(digest, &mut out).expect("32 bytes are 64 hex digits");
+    String::from_utf8(out.to_vec()).expect("hex digits are ASCII")
 }
 
 impl Default for Sha256 {

@@ -129,7 +129,8 @@ mod tests {
 
     #[test]
     fn an_anchor_is_one_fixed_size_record_that_round_trips() {
-        let anchor = Anchor { seq: u64::MAX, hash: "ab".repeat(32), oldest: u64::MAX, end: Some(u64::MAX), ino: Some(u64::MAX) };
+        let anchor =
+            Anchor { seq: u64::MAX, hash: "ab".repeat(32), oldest: u64::MAX, end: Some(u64::MAX), ino: Some(u64::MAX) };
         let record = anchor.encode();
         assert_eq!(record.len(), RECORD);
         assert_eq!(Anchor::decode(&record).unwrap(), anchor);

@@ -41,11 +41,11 @@ use std::path::{Path, PathBuf};
 use cap_std::fs::{Dir, File, FileExt, MetadataExt};
 
 use serde_json::{Map, Value, json};
-use sha2::{Digest, Sha256};
 
 use super::anchor::{self, Anchor, AnchorError};
 use super::group::Group;
 use crate::private;
+use crate::sha256::Sha256;
 
 /// What introduces a line's own hash; everything before it is hashed.
 const HASH_FIELD: &str = ",\"hash\":\"";
@@ -271,7 +271,7 @@ impl Chain {
         let note = |fields: Value| {
             let mut m = Map::new();
             m.insert("time".into(), humantime::format_rfc3339_micros(std::time::SystemTime::now()).to_string().into());
-            m.insert("pid".into(), std::process::id().into());
+            m.insert("pid".into(), super::pid().into());
             m.extend(fields.as_object().expect("an object").clone());
             m
         };
@@ -378,7 +378,7 @@ fn line(tail: Option<&Tail>, fields: &str) -> (String, Tail) {
     body.push_str(",\"prev\":\"");
     body.push_str(prev);
     body.push('"');
-    let hash = hex::encode(Sha256::digest(body.as_bytes()));
+    let hash = Sha256::hex(body.as_bytes());
     (format!("{body}{HASH_FIELD}{hash}\"}}\n"), Tail { seq, hash })
 }
 
@@ -432,7 +432,7 @@ fn tail_of(line: &str) -> Tail {
         Err(why) => {
             tracing::error!("the audit log's last line is damaged ({why}); the chain goes on from it as it is");
             let seq = serde_json::from_str::<Value>(line).ok().and_then(|v| v["seq"].as_u64()).unwrap_or(0);
-            Tail { seq, hash: hex::encode(Sha256::digest(line.as_bytes())) }
+            Tail { seq, hash: Sha256::hex(line.as_bytes()) }
         }
     }
 }
@@ -450,7 +450,7 @@ pub fn check_line(line: &str) -> Result<Checked, &'static str> {
     let at = line.rfind(HASH_FIELD).ok_or("no hash field")?;
     let (body, rest) = line.split_at(at);
     let hash = rest[HASH_FIELD.len()..].strip_suffix("\"}").ok_or("the hash is not the last field")?;
-    if hex::encode(Sha256::digest(body.as_bytes())) != hash {
+    if Sha256::hex(body.as_bytes()) != hash {
         return Err("its hash does not match its text (the line was changed)");
     }
     let value: Value = serde_json::from_str(line).map_err(|_| "not a JSON object")?;

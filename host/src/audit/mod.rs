@@ -162,7 +162,7 @@ impl Event<'_> {
         let Event::Call(record) = self else { return chain::fields_text(self.fields()) };
         let mut text = Vec::with_capacity(768);
         let time = humantime::format_rfc3339_micros(SystemTime::now());
-        write!(text, r#","time":"{time}","event":"{}","pid":{}"#, self.name(), std::process::id()).expect("to memory");
+        write!(text, r#","time":"{time}","event":"{}","pid":{}"#, self.name(), pid()).expect("to memory");
         let at = text.len();
         serde_json::to_writer(&mut text, record).expect("a record is JSON");
         // The record's own braces go: its fields follow the others.
@@ -176,7 +176,7 @@ impl Event<'_> {
         let mut m = Map::new();
         m.insert("time".into(), humantime::format_rfc3339_micros(SystemTime::now()).to_string().into());
         m.insert("event".into(), self.name().into());
-        m.insert("pid".into(), std::process::id().into());
+        m.insert("pid".into(), pid().into());
         let more = match self {
             Event::Start { config_sha256, roots, tools, serving } => json!({
                 "version": env!("CARGO_PKG_VERSION"), "serving": serving, "config_sha256": config_sha256,
@@ -332,6 +332,13 @@ impl Audit {
             Some(_) => false,
         }
     }
+}
+
+/// This process's id, asked of the kernel once (`std::process::id` is a
+/// system call each time, and every record names its process).
+fn pid() -> u32 {
+    static PID: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *PID.get_or_init(std::process::id)
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::depth;
-use crate::sha256::Sha256;
+use crate::sha256::{self, Sha256};
 use crate::tool::{Budget, Chunk, Payload, Span, Summary};
 
 /// A run of payload of one kind, in order.
@@ -189,16 +189,8 @@ impl Page {
             }
             at += bytes.len();
         }
-        hex_digest(&hasher.finalize())
+        sha256::hex(&hasher.finalize())
     }
-}
-
-/// A SHA-256 digest in lowercase hex (`hex::encode` goes a char at a time,
-/// which showed in the profile of pages of a thousand small items).
-fn hex_digest(digest: &[u8]) -> String {
-    let mut out = [0u8; 64];
-    hex::encode_to_slice(digest, &mut out).expect("32 bytes are 64 hex digits");
-    String::from_utf8(out.to_vec()).expect("hex digits are ASCII")
 }
 
 /// Gathers chunks up to a budget.
@@ -278,7 +270,7 @@ impl Builder {
             _ => false,
         };
         let sha256 = match too_deep {
-            true => ChunkHash::Known(hex_digest(&Sha256::digest(raw))),
+            true => ChunkHash::Known(Sha256::hex(raw)),
             false => ChunkHash::At { offset: self.payload_len },
         };
         self.chunks.push(ChunkMeta {
