@@ -5,7 +5,6 @@
 
 use std::time::SystemTime;
 
-
 use super::cursor::{Cursor, Heading};
 use super::handles::{self, HandleError, Mint};
 use super::page::Page;

@@ -193,7 +193,7 @@ impl Pager {
         page.ended = ended;
         page.media = media;
         if ended == Ended::Complete {
-            page.sha256 = Some(hex::encode(start.hasher.finalize()));
+            page.sha256 = Some(crate::sha256::hex(&start.hasher.finalize()));
             return Ok(page);
         }
         page.summary = Some(start.call.summary()?);
