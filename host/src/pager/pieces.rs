@@ -6,7 +6,7 @@
 use super::pending::Pending;
 
 use super::page::{Piece, Shown};
-use super::printer::Printer;
+use super::printer::{Fields, Printer};
 use super::stream::Stream;
 use crate::runtime::CallFailure;
 use crate::tool::{Budget, Chunk, Payload};
@@ -68,7 +68,7 @@ pub fn next_piece(
     let Some(view) = view.filter(|_| !first.is_checkpoint()) else { return Ok(Next::Piece(Piece::Chunk(first))) };
     let Payload::Item(text) = &first.payload else { return Ok(Next::Piece(Piece::Chunk(first))) };
     let shown = |text: String, resume: String, item: &Value, printer: &dyn Printer| {
-        let path = item.get("path").and_then(Value::as_str).map(|path| printer.shown_path(path));
+        let path = Fields::of(item).and_then(|f| f.text("path")).map(|path| printer.shown_path(path));
         Piece::Shown(Shown { text, resume, heading: printer.heading().map(str::to_owned), path })
     };
     if !first.continued {

@@ -35,10 +35,10 @@
 
 use std::fmt::Write as _;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::receipt;
-use crate::pager::printer::{Printer, Printers};
+use crate::pager::printer::{Fields, Printer, Printers};
 
 /// The longest line shown, in bytes; longer ones are cut with a note.
 pub const MAX_COLUMNS: usize = 300;
@@ -139,42 +139,45 @@ impl Compact {
             self.group = None;
             return Some(receipt);
         }
-        let item = item.as_object()?;
-        let path = item.get("path")?.as_str()?;
+        let item = Fields::of(item)?;
+        let path = item.text("path")?;
         let shown = self.relative(path);
-        if let (Some(line), Some(text)) = (item.get("line").and_then(Value::as_u64), item.get("text")) {
+        if let (Some(line), Some(text)) = (item.number("line"), item.get("text")) {
             let text = text.as_str()?;
-            let plain = !text.contains('\n') && !item.contains_key("before") && !item.contains_key("after");
+            let plain = !text.contains('\n') && !item.has("before") && !item.has("after");
             let under = self.group.as_deref() == Some(shown.as_str());
             if plain && !under && !more_in_file {
                 // The one match of its file: on one line, as `rg -n` prints it.
                 let lead = if self.group.as_deref().is_some_and(|g| !g.is_empty()) { "\n" } else { "" };
                 self.group = Some(String::new());
                 let mut out = format!("{lead}{shown}:{line}:");
-                write_line(&mut out, text, Cut::of(item, item.get("byte_offset").and_then(Value::as_u64)));
+                write_line(&mut out, text, Cut::of(item, item.number("byte_offset")));
                 return Some(out);
             }
             let mut out = self.open_heading(shown, "\n");
             render_match(&mut out, item, line, text);
             return Some(out);
         }
-        if item.len() == 2
-            && let Some((why, said)) = NOTICES.iter().find_map(|(key, said)| Some((item.get(*key)?.as_str()?, *said)))
+        if item.count() == 2
+            && let Some((why, said)) = NOTICES.iter().find_map(|(key, said)| Some((item.text(key)?, *said)))
         {
             return Some(self.open_heading(format!("{shown}: {said}: {why}"), "\n"));
         }
-        if let Some(count) = item.get("count").and_then(Value::as_u64) {
+        if let Some(count) = item.number("count") {
             self.group = None;
             return Some(format!("{shown}:{count}\n"));
         }
-        if item.keys().all(|k| k == "path" || ENTRY_FIELDS.contains(&k.as_str())) {
-            let mark = match item.get("type").and_then(Value::as_str) {
+        if item.names().all(|k| k == "path" || ENTRY_FIELDS.contains(&k)) {
+            let mark = match item.text("type") {
                 Some("dir") => "/",
                 Some("symlink") => "@",
                 _ => "",
             };
             self.group = None;
-            return Some(format!("{shown}{mark}\n"));
+            let mut out = shown;
+            out.push_str(mark);
+            out.push('\n');
+            return Some(out);
         }
         None
     }
@@ -224,20 +227,18 @@ impl Compact {
 
 /// The file a match item is in: an item with `path`, `line` and `text`.
 fn match_file(item: &Value) -> Option<&str> {
-    let item = item.as_object()?;
+    let item = Fields::of(item)?;
     (item.get("line")?.is_u64() && item.get("text")?.is_string()).then_some(())?;
-    item.get("path")?.as_str()
+    item.text("path")
 }
 
 /// Writes a match's lines: context before (`n-`), the match (`n:`, one per
 /// line of a multiline block), context after.
-fn render_match(out: &mut String, item: &Map<String, Value>, line: u64, text: &str) {
+fn render_match(out: &mut String, item: Fields, line: u64, text: &str) {
     let write_context = |out: &mut String, key: &str| {
         for entry in item.get(key).and_then(Value::as_array).into_iter().flatten() {
-            let Some(entry) = entry.as_object() else { continue };
-            let (Some(n), Some(text)) =
-                (entry.get("line").and_then(Value::as_u64), entry.get("text").and_then(Value::as_str))
-            else {
+            let Some(entry) = Fields::of(entry) else { continue };
+            let (Some(n), Some(text)) = (entry.number("line"), entry.text("text")) else {
                 continue;
             };
             let _ = write!(out, "{n}-");
@@ -252,7 +253,7 @@ fn render_match(out: &mut String, item: &Map<String, Value>, line: u64, text: &s
         }
     } else {
         let _ = write!(out, "{line}:");
-        write_line(out, text, Cut::of(item, item.get("byte_offset").and_then(Value::as_u64)));
+        write_line(out, text, Cut::of(item, item.number("byte_offset")));
     }
     write_context(out, "after");
 }
@@ -268,11 +269,11 @@ struct Cut {
 }
 
 impl Cut {
-    fn of(fields: &Map<String, Value>, start: Option<u64>) -> Cut {
-        let read = fields.get("truncated").and_then(|t| t.get("read"));
-        let bound = |key: &str| read.and_then(|r| r.get(key)).and_then(Value::as_u64);
+    fn of(fields: Fields, start: Option<u64>) -> Cut {
+        let read = fields.get("truncated").and_then(Fields::of).and_then(|t| t.get("read")).and_then(Fields::of);
+        let bound = |key: &str| read.and_then(|r| r.number(key));
         let tool_cut = bound("start_byte").zip(bound("end_byte"));
-        let lossy = fields.get("lossy").and_then(Value::as_bool).unwrap_or(false);
+        let lossy = fields.flag("lossy").unwrap_or(false);
         Cut { tool_cut, start: start.filter(|_| !lossy) }
     }
 }

@@ -13,13 +13,13 @@
 
 use serde_json::Value;
 
+use crate::pager::printer::Fields;
+
 /// `item` as one line (and an edit's diff) when it is a receipt, with its
 /// paths shown by `shown`; `None` for any other item.
 pub fn render(item: &Value, shown: impl Fn(&str) -> String) -> Option<String> {
-    let item = item.as_object()?;
-    let text = |key: &str| item.get(key).and_then(Value::as_str);
-    let number = |key: &str| item.get(key).and_then(Value::as_u64);
-    let flag = |key: &str| item.get(key).and_then(Value::as_bool);
+    let item = Fields::of(item)?;
+    let (text, number, flag) = (|key| item.text(key), |key| item.number(key), |key| item.flag(key));
     let plural = |n: u64, one: &str, many: &str| if n == 1 { one.to_string() } else { many.to_string() };
     if let (Some(path), Some(n), Some(diff)) = (text("path"), number("replacements"), text("diff")) {
         let newline = if diff.is_empty() || diff.ends_with('\n') { "" } else { "\n" };
