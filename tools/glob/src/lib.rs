@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use cordon_sdk::items::{self, ItemSource, ItemStream, Items, Start, Step};
 use cordon_sdk::walk::Unapplied;
 use cordon_sdk::{Error, ErrorCode, Manifest, Summary, paths, schema};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use walk::{Bounds, Counts, Found, MAX_SORTED, Next, Options, Walker};
@@ -166,7 +166,7 @@ impl ItemSource for Source {
         let (found, position) = match self {
             Source::Path(walker) => match walker.next_step()? {
                 Some(Next::Match(found)) => {
-                    let position = found.rel.to_string_lossy().into_owned();
+                    let position = found.rel.clone();
                     (found, position)
                 }
                 Some(Next::Checkpoint(rel)) => return Ok(Some(Step::Checkpoint(rel.to_string_lossy().into_owned()))),
@@ -190,10 +190,18 @@ impl ItemSource for Source {
         };
         let item = match found.described {
             true => items::to_item(&found.entry)?,
-            false => items::to_item(&json!({ "path": found.entry.path, "type": found.entry.kind }))?,
+            false => items::to_item(&Named { path: &found.entry.path, kind: found.entry.kind })?,
         };
         Ok(Some(Step::Item(item, position)))
     }
+}
+
+/// A match's item without details: its path and type.
+#[derive(Serialize)]
+struct Named<'a> {
+    path: &'a str,
+    #[serde(rename = "type")]
+    kind: &'a str,
 }
 
 /// The item naming an ignore file not applied, and why.

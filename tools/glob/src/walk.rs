@@ -67,8 +67,9 @@ pub struct Bounds {
 /// A matching entry and its path relative to the root searched.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Found {
-    /// The path relative to the root: the key of path order.
-    pub rel: PathBuf,
+    /// The path relative to the root: the key of path order (as a path:
+    /// by components). The walk names only paths that are text.
+    pub rel: String,
     /// What is reported: with `details`, all of it; else its path and type
     /// (size and time 0, not reported).
     pub entry: Entry,
@@ -250,10 +251,12 @@ impl Walker {
                     continue;
                 }
             };
-            let Some(rel) = self.relative(&found.path) else {
+            // The path as text, checked once: the match's position, its
+            // item and the rules all take it so.
+            let Some((text, rel_text)) = found.path.to_str().and_then(|t| Some((t, self.relative_text(t)?))) else {
                 continue;
             };
-            let rel = Path::new(rel);
+            let rel = Path::new(rel_text);
             // A shard from a boundary: the walk gives the directories holding
             // it, which the shard before emitted.
             if let Some(from) = &self.from {
@@ -293,12 +296,12 @@ impl Walker {
                 },
                 false => {
                     let kind = if found.kind == Kind::Dir { "dir" } else { "file" };
-                    Entry { path: found.path.to_string_lossy().into_owned(), kind, size: 0, mtime_ns: 0 }
+                    Entry { path: text.to_owned(), kind, size: 0, mtime_ns: 0 }
                 }
             };
             self.counts.matched += 1;
             self.pace.reset();
-            return Ok(Some(Next::Match(Found { rel: rel.to_path_buf(), entry, described: self.details })));
+            return Ok(Some(Next::Match(Found { rel: rel_text.to_owned(), entry, described: self.details })));
         }
         Ok(None)
     }
@@ -307,8 +310,13 @@ impl Walker {
 impl Walker {
     /// `path` relative to the root searched (empty for the root itself).
     fn relative<'p>(&self, path: &'p Path) -> Option<&'p Path> {
-        let rest = path.to_str()?.strip_prefix(self.root.as_str())?;
-        Some(Path::new(if rest.is_empty() { rest } else { rest.strip_prefix('/')? }))
+        self.relative_text(path.to_str()?).map(Path::new)
+    }
+
+    /// The text `path` relative to the root searched.
+    fn relative_text<'p>(&self, path: &'p str) -> Option<&'p str> {
+        let rest = path.strip_prefix(self.root.as_str())?;
+        if rest.is_empty() { Some(rest) } else { rest.strip_prefix('/') }
     }
 }
 
@@ -324,12 +332,12 @@ pub type MtimeKey = (Reverse<u64>, PathBuf);
 
 /// The key of `found` in newest-first order.
 pub fn mtime_key(found: &Found) -> MtimeKey {
-    (Reverse(found.entry.mtime_ns), found.rel.clone())
+    (Reverse(found.entry.mtime_ns), PathBuf::from(&found.rel))
 }
 
 /// Encodes a newest-first position: `<mtime_ns>:<relative path>`.
 pub fn encode_mtime_key(found: &Found) -> String {
-    format!("{}:{}", found.entry.mtime_ns, found.rel.to_string_lossy())
+    format!("{}:{}", found.entry.mtime_ns, found.rel)
 }
 
 /// Decodes a position written by [`encode_mtime_key`].
