@@ -62,7 +62,8 @@ impl Unapplied {
 }
 
 /// The ignore rules one directory adds, and those of the directories above.
-/// Its matchers are given paths relative to `dir` (see `below`).
+/// Its matchers are rooted at `.` and given paths relative to `dir` (see
+/// `below`).
 pub(super) struct Rules {
     /// The directory whose ignore files these are.
     dir: PathBuf,
@@ -79,12 +80,18 @@ pub(super) struct Rules {
 
 impl Rules {
     /// The verdict of the ignore files on `path`, as the `ignore` crate gives it.
-    pub(super) fn matched(self: &Rc<Rules>, path: &Path, is_dir: bool, require_git: bool) -> Match<()> {
+    /// `text` is `path` as text, when it is (checked once by the caller).
+    pub(super) fn matched(
+        self: &Rc<Rules>,
+        path: &Path,
+        text: Option<&str>,
+        is_dir: bool,
+        require_git: bool,
+    ) -> Match<()> {
         let any_git = !require_git || self.in_git;
         let (mut custom, mut ignore, mut git, mut exclude) = (Match::None, Match::None, Match::None, Match::None);
         let mut saw_git = false;
         let mut level = Some(self);
-        let text = path.to_str();
         while let Some(rules) = level {
             // An entry lies below the directories of all its rules.
             let Some(below) = below(text, path, &rules.dir) else { break };
@@ -115,8 +122,9 @@ impl Rules {
 /// crate's `Ignore::matched` decides.
 pub(super) fn keeps(f: &Filters, rules: Option<&Rc<Rules>>, path: &Path, name: &str, kind: Kind) -> bool {
     let is_dir = kind == Kind::Dir;
+    let text = path.to_str();
     if !f.overrides.is_empty() {
-        let below = below(path.to_str(), path, f.overrides.path()).unwrap_or(path);
+        let below = below(text, path, f.overrides.path()).unwrap_or(path);
         match f.overrides.matched(below, is_dir) {
             Match::Ignore(_) => return false,
             Match::Whitelist(_) => return true,
@@ -125,7 +133,7 @@ pub(super) fn keeps(f: &Filters, rules: Option<&Rc<Rules>>, path: &Path, name: &
     }
     let mut whitelisted = false;
     if let Some(rules) = rules {
-        match rules.matched(path, is_dir, f.require_git) {
+        match rules.matched(path, text, is_dir, f.require_git) {
             Match::Ignore(_) => return false,
             Match::Whitelist(_) => whitelisted = true,
             Match::None => {}
@@ -178,7 +186,10 @@ pub(super) fn read_rules(
         return (parent, unapplied);
     }
     let mut build = |names: &[&str]| {
-        let mut builder = GitignoreBuilder::new(dir);
+        // Rooted at `.`: the matchers are given paths relative to `dir`
+        // already (`below`), and a root of `.` spares each match the crate's
+        // own strip of its root, by components off Unix (WASI).
+        let mut builder = GitignoreBuilder::new(".");
         for name in names {
             let file = dir.join(name);
             // Git's exclude file is reported at the `.git` directory holding it.
