@@ -62,8 +62,7 @@ impl Unapplied {
 }
 
 /// The ignore rules one directory adds, and those of the directories above.
-/// Its matchers are rooted at `.` and given paths relative to `dir` (see
-/// `below`).
+/// Its matchers are given paths relative to `dir` (see `below`).
 pub(super) struct Rules {
     /// The directory whose ignore files these are.
     dir: PathBuf,
@@ -186,10 +185,7 @@ pub(super) fn read_rules(
         return (parent, unapplied);
     }
     let mut build = |names: &[&str]| {
-        // Rooted at `.`: the matchers are given paths relative to `dir`
-        // already (`below`), and a root of `.` spares each match the crate's
-        // own strip of its root, by components off Unix (WASI).
-        let mut builder = GitignoreBuilder::new(".");
+        let mut builder = GitignoreBuilder::new(dir);
         for name in names {
             let file = dir.join(name);
             // Git's exclude file is reported at the `.git` directory holding it.
