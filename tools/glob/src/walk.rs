@@ -251,8 +251,8 @@ impl Walker {
                     continue;
                 }
             };
-            // The path as text, checked once: the match's position, its
-            // item and the rules all take it so.
+            // The path as text, checked once: the match's position and its
+            // item take it so.
             let Some((text, rel_text)) = found.path.to_str().and_then(|t| Some((t, self.relative_text(t)?))) else {
                 continue;
             };
