@@ -11,10 +11,10 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crate::sha256::Sha256;
 use cap_std::fs::Dir;
 use serde_json::{Value, json};
 
+use crate::sha256::{self, Sha256};
 use crate::tool::{ErrorCode, ToolError};
 
 /// The limits on uploads.
@@ -133,7 +133,7 @@ impl Uploads {
                 "upload_id": id,
                 "index": index,
                 "bytes": upload.bytes,
-                "sha256": crate::sha256::hex(&upload.hasher.clone().finalize()),
+                "sha256": sha256::hex(&upload.hasher.clone().finalize()),
             }))
         })();
         self.put_back(id, upload);
@@ -156,7 +156,7 @@ impl Uploads {
     /// syncs it; returns the host directory to mount read-only for the tool.
     pub fn verified(&self, id: &str, size: u64, sha256: &str) -> Result<PathBuf, ToolError> {
         let upload = self.take(id)?;
-        let actual = crate::sha256::hex(&upload.hasher.clone().finalize());
+        let actual = sha256::hex(&upload.hasher.clone().finalize());
         let result = if upload.bytes != size {
             Err(ToolError::new(ErrorCode::Conflict, format!("upload `{id}` holds {} bytes, not {size}", upload.bytes)))
         } else if !actual.eq_ignore_ascii_case(sha256) {

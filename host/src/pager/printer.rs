@@ -67,11 +67,6 @@ impl<'a> Fields<'a> {
         item.as_object().map(Fields)
     }
 
-    /// The fields of an object.
-    pub fn from_map(map: &'a Map<String, Value>) -> Fields<'a> {
-        Fields(map)
-    }
-
     /// The value named `key`.
     pub fn get(self, key: &str) -> Option<&'a Value> {
         match self.0.len() <= Self::IN_ORDER {
@@ -127,8 +122,8 @@ mod tests {
         assert!(fields.has("text") && !fields.has("pat") && !fields.has("paths"));
         assert_eq!(fields.text("line"), None);
         assert_eq!(fields.names().collect::<Vec<_>>(), ["path", "line", "text", "lossy"]);
-        let large: Map<String, Value> = (0..40).map(|i| (format!("k{i}"), json!(i))).collect();
-        let fields = Fields::from_map(&large);
+        let large = Value::Object((0..40).map(|i| (format!("k{i}"), json!(i))).collect());
+        let fields = Fields::of(&large).unwrap();
         assert_eq!((fields.count(), fields.number("k0"), fields.number("k39")), (40, Some(0), Some(39)));
         assert_eq!(fields.get("k40"), None);
         assert!(Fields::of(&json!([1])).is_none());
