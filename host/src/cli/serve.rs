@@ -121,7 +121,13 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         true => server.compile_all()?,
         false => server.compile_in_background(),
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    // One session over stdio: its reading, answering and writing share one
+    // thread (a call's work runs on the blocking pool either way), which
+    // saves the hand-offs between the runtime's workers on every request.
+    let runtime = match endpoint {
+        None => tokio::runtime::Builder::new_current_thread().enable_all().build()?,
+        Some(_) => tokio::runtime::Builder::new_multi_thread().enable_all().build()?,
+    };
     if let Some(addr) = metrics {
         let listener = runtime.block_on(tokio::net::TcpListener::bind(addr))?;
         runtime.spawn(crate::transport::ops::serve(Arc::clone(&server), listener));
