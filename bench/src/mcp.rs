@@ -189,6 +189,12 @@ impl Server {
         peak_rss_kib(self.child.id())
     }
 
+    /// The CPU time the server has used so far, all its threads, user and
+    /// system (see `cpu_seconds`).
+    pub fn cpu_seconds(&self) -> f64 {
+        cpu_seconds(self.child.id())
+    }
+
     /// Kills the server if it has not exited `after` from now (a hung read
     /// then ends with an error); the returned guard cancels it when dropped.
     pub fn watchdog(&self, after: Duration) -> Watchdog {
@@ -286,6 +292,18 @@ pub fn peak_rss_kib(pid: u32) -> u64 {
         .find_map(|l| l.strip_prefix("VmHWM:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .unwrap_or(0)
+}
+
+/// The user and system CPU time of a live process, all threads, in seconds
+/// (`/proc/PID/stat`, counted in clock ticks: 10 ms here); 0 when it is gone.
+pub fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // The fields after the command, which is in parentheses and may hold spaces.
+    let Some((_, fields)) = stat.rsplit_once(')') else { return 0.0 };
+    let ticks: u64 = fields.split_whitespace().skip(11).take(2).filter_map(|t| t.parse::<u64>().ok()).sum();
+    // SAFETY: sysconf reads a constant of the system.
+    let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1);
+    ticks as f64 / per_second as f64
 }
 
 /// Keeps the last 20 lines of a stream.

@@ -22,6 +22,9 @@ struct Sample {
     p50: f64,
     p99: f64,
     rss_kib: u64,
+    /// The servers' CPU time (user and system, every thread) per call, in
+    /// seconds: the cost of a call, told apart from the machine's noise.
+    cpu_per_call: f64,
 }
 
 #[derive(Default)]
@@ -32,14 +35,15 @@ impl Samples {
         median(&self.0.iter().map(f).collect::<Vec<_>>())
     }
 
-    fn cells(&self) -> [String; 4] {
+    fn cells(&self) -> [String; 5] {
         if self.0.is_empty() {
-            return ["not run".into(), "-".into(), "-".into(), "-".into()];
+            return ["not run".into(), "-".into(), "-".into(), "-".into(), "-".into()];
         }
         [
             format!("{:.0}", self.median(|s| s.calls_per_sec)),
             secs(self.median(|s| s.p50)),
             secs(self.median(|s| s.p99)),
+            secs(self.median(|s| s.cpu_per_call)),
             mib_from_kib(self.median(|s| s.rss_kib as f64) as u64),
         ]
     }
@@ -78,11 +82,12 @@ pub fn run(opts: &Options, corpus: &Corpus, report: &mut Report) -> Result<()> {
     let [processes, without_audit, without_metrics, with_traces] = samples;
     let mut table = Table::new(
         "Small-call throughput and latency",
-        &["configuration", "calls/s", "latency p50", "latency p99", "peak RSS per server"],
+        &["configuration", "calls/s", "latency p50", "latency p99", "server CPU per call", "peak RSS per server"],
     );
     table.intro.push(format!(
         "{n} concurrent clients issue small reads (a {}-byte file: `read` for Cordon, `read_text_file` for the \
-         reference server) for {} s per run; latency is request written to answer read. The reference server \
+         reference server) for {} s per run; latency is request written to answer read; a server's CPU per call is the user and system time of \
+         its process (every thread, from `/proc`, in 10 ms ticks) over the run, divided by the calls it answered. The reference server \
          speaks stdio only, so each client has its own server process, and Cordon is measured the same way; \
          Cordon is also measured with one session carrying {n} calls in flight, and without its audit trail \
          (`--no-audit`; by default every call appends a chained line to the audit log under a file lock, shared \
@@ -104,9 +109,10 @@ pub fn run(opts: &Options, corpus: &Corpus, report: &mut Report) -> Result<()> {
     push(format!("Cordon: {n} processes, one client each, no metrics"), &without_metrics);
     push(format!("Cordon: {n} processes, one client each, traces exported"), &with_traces);
     if let Some(share) = paired(&processes, &without_audit) {
+        let cpu = paired_cpu(&processes, &without_audit);
         table.notes.push(format!(
             "Audit cost: with the audit trail (the default) Cordon makes {share} of the calls/s it makes with \
-             `--no-audit` run beside it (goal: at least 95 %)."
+             `--no-audit` run beside it (goal: at least 95 %); its servers' CPU per call is {cpu} of theirs."
         ));
     }
     if let Some(share) = paired(&processes, &without_metrics) {
@@ -131,6 +137,7 @@ pub fn run(opts: &Options, corpus: &Corpus, report: &mut Report) -> Result<()> {
             ratio(c.median(|s| s.calls_per_sec), p.median(|s| s.calls_per_sec)),
             ratio(p.median(|s| s.p50), c.median(|s| s.p50)),
             ratio(p.median(|s| s.p99), c.median(|s| s.p99)),
+            ratio(p.median(|s| s.cpu_per_call), c.median(|s| s.cpu_per_call)),
             ratio(p.median(|s| s.rss_kib as f64), c.median(|s| s.rss_kib as f64)),
         ]);
     } else {
@@ -154,9 +161,10 @@ fn sequential(launch: &Launch, clients: usize, length: Duration, call: &(&str, V
         .into_iter()
         .map(|mut server| {
             let (barrier, (tool, args)) = (Arc::clone(&barrier), (call.0.to_string(), call.1.clone()));
-            std::thread::spawn(move || -> Result<(Vec<f64>, u64)> {
+            std::thread::spawn(move || -> Result<(Vec<f64>, u64, f64)> {
                 let _watchdog = server.watchdog(crate::WATCHDOG);
                 barrier.wait();
+                let cpu_before = server.cpu_seconds();
                 let deadline = Instant::now() + length;
                 let mut latencies = Vec::new();
                 while Instant::now() < deadline {
@@ -164,22 +172,23 @@ fn sequential(launch: &Launch, clients: usize, length: Duration, call: &(&str, V
                     server.call(&tool, args.clone())?;
                     latencies.push(start.elapsed().as_secs_f64());
                 }
-                let rss = server.peak_rss_kib();
+                let (rss, cpu) = (server.peak_rss_kib(), server.cpu_seconds() - cpu_before);
                 server.finish();
-                Ok((latencies, rss))
+                Ok((latencies, rss, cpu))
             })
         })
         .collect();
     barrier.wait();
     let start = Instant::now();
     let mut all = Vec::new();
-    let mut rss = Vec::new();
+    let (mut rss, mut cpu) = (Vec::new(), 0.0);
     for thread in threads {
-        let (latencies, peak) = thread.join().map_err(|_| anyhow!("a client thread panicked"))??;
+        let (latencies, peak, used) = thread.join().map_err(|_| anyhow!("a client thread panicked"))??;
         all.extend(latencies);
         rss.push(peak as f64);
+        cpu += used;
     }
-    Ok(sample(all, start.elapsed(), median(&rss) as u64))
+    Ok(sample(all, start.elapsed(), median(&rss) as u64, cpu))
 }
 
 /// One server, one session, `in_flight` calls outstanding at all times for
@@ -188,6 +197,7 @@ fn in_flight(launch: &Launch, in_flight: usize, length: Duration, call: &(&str, 
     let mut server = Server::start(launch)?;
     let _watchdog = server.watchdog(crate::WATCHDOG);
     server.call(call.0, call.1.clone())?;
+    let cpu_before = server.cpu_seconds();
     let params = json!({"name": call.0, "arguments": call.1});
     let mut sent: HashMap<u64, Instant> = HashMap::new();
     let mut latencies = Vec::new();
@@ -211,9 +221,9 @@ fn in_flight(launch: &Launch, in_flight: usize, length: Duration, call: &(&str, 
         }
     }
     let elapsed = start.elapsed();
-    let rss = server.peak_rss_kib();
+    let (rss, cpu) = (server.peak_rss_kib(), server.cpu_seconds() - cpu_before);
     server.finish();
-    Ok(sample(latencies, elapsed, rss))
+    Ok(sample(latencies, elapsed, rss, cpu))
 }
 
 /// `a`'s calls/s as a share of `b`'s, run by run (runs made side by side):
@@ -230,9 +240,23 @@ fn paired(a: &Samples, b: &Samples) -> Option<String> {
     Some(format!("{:.1} % (median of the runs' ratios: {} %)", median(&shares), each.join(", ")))
 }
 
-fn sample(mut latencies: Vec<f64>, elapsed: Duration, rss_kib: u64) -> Sample {
+/// `a`'s CPU per call as a share of `b`'s, run by run, as `paired` gives
+/// calls/s.
+fn paired_cpu(a: &Samples, b: &Samples) -> String {
+    let shares: Vec<f64> = (a.0.iter().zip(&b.0))
+        .filter(|(a, b)| a.cpu_per_call > 0.0 && b.cpu_per_call > 0.0)
+        .map(|(a, b)| 100.0 * a.cpu_per_call / b.cpu_per_call)
+        .collect();
+    let each: Vec<String> = shares.iter().map(|s| format!("{s:.1}")).collect();
+    format!("{:.1} % (runs: {} %)", median(&shares), each.join(", "))
+}
+
+/// A run's figures from its calls' latencies, its length, the servers' peak
+/// RSS and the CPU seconds they used.
+fn sample(mut latencies: Vec<f64>, elapsed: Duration, rss_kib: u64, cpu: f64) -> Sample {
     latencies.sort_by(f64::total_cmp);
     Sample {
+        cpu_per_call: cpu / latencies.len().max(1) as f64,
         calls_per_sec: latencies.len() as f64 / elapsed.as_secs_f64(),
         p50: percentile(&latencies, 50.0),
         p99: percentile(&latencies, 99.0),
