@@ -280,6 +280,20 @@ pub fn cordon_on_path(fx: &Fixture) -> std::ffi::OsString {
     let bin = fx.dir.path().join("bin");
     std::fs::create_dir(&bin).unwrap();
     std::fs::copy(cordon_bin(), bin.join("cordon")).unwrap();
+    // A process another test forks while the copy is open for writing holds
+    // that descriptor until it execs, and the copy cannot run meanwhile
+    // (ETXTBSY). Once it has run once, no such descriptor is left.
+    for _ in 0..100 {
+        match Command::new(bin.join("cordon")).arg("--version").output() {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy => {
+                std::thread::sleep(Duration::from_millis(20))
+            }
+            ran => {
+                assert!(ran.unwrap().status.success(), "the copied binary runs");
+                break;
+            }
+        }
+    }
     let rest = std::env::var_os("PATH").unwrap_or_default();
     std::env::join_paths(std::iter::once(bin).chain(std::env::split_paths(&rest))).unwrap()
 }
