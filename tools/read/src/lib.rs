@@ -161,7 +161,14 @@ impl Read {
         let selection = args.selection()?;
         let resolved = paths::resolve(roots, &args.path)?;
         let shown = resolved.display().to_string();
-        let meta = std::fs::metadata(&resolved).map_err(|e| Error::io(&format!("`{shown}`"), &e))?;
+        // Looked at without following a symlink first: one `statx` on the
+        // host, where following is an open, a `statx` and a close.
+        let stat = |follow: bool| {
+            let meta = if follow { std::fs::metadata(&resolved) } else { std::fs::symlink_metadata(&resolved) };
+            meta.map_err(|e| Error::io(&format!("`{shown}`"), &e))
+        };
+        let seen = stat(false)?;
+        let meta = if seen.file_type().is_symlink() { stat(true)? } else { seen.clone() };
         if meta.is_dir() {
             return Err(Error::new(ErrorCode::InvalidArgument, format!("`{shown}` is a directory, not a file")));
         }
@@ -171,7 +178,7 @@ impl Read {
                 format!("`{shown}` is not a regular file (a FIFO, socket or device); it cannot be read"),
             ));
         }
-        let mut file = ReadFile::open(&resolved, &shown)?;
+        let mut file = ReadFile::open_seen(&resolved, &shown, &seen)?;
         let size = meta.len();
         let head = Head::read(&mut file, size, sniff::HEAD_BYTES).map_err(|e| Error::io(&format!("`{shown}`"), &e))?;
         let whole = (head.bytes.len() as u64) >= size;

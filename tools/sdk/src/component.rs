@@ -16,9 +16,10 @@ wit_bindgen::generate!({
 use cordon::tool::types as t;
 use exports::cordon::tool::tool as wit;
 
-/// The roots the host preopened for this call.
+/// The roots the host preopened for this call (asked of the host once per
+/// instance, see `paths::with_preopens`).
 pub fn granted_roots() -> Vec<String> {
-    wasip2::filesystem::preopens::get_directories().into_iter().map(|(_, path)| path).collect()
+    crate::paths::with_preopens(|dirs| dirs.iter().map(|(_, path)| path.clone()).collect())
 }
 
 /// The manifest in WIT form.

@@ -19,6 +19,9 @@ pub struct ReadFile {
     pos: u64,
     path: PathBuf,
     shown: String,
+    /// Whether the path's identity is asked through a symlink its last
+    /// component may be.
+    follow: bool,
 }
 
 impl ReadFile {
@@ -26,7 +29,19 @@ impl ReadFile {
     /// symlinks as `std::fs::File::open` does. `shown` names it in errors.
     pub fn open(path: &Path, shown: &str) -> Result<ReadFile, Error> {
         let handle = imp::Handle::open(path, shown)?;
-        Ok(ReadFile { handle, pos: 0, path: path.to_path_buf(), shown: shown.to_string() })
+        Ok(ReadFile { handle, pos: 0, path: path.to_path_buf(), shown: shown.to_string(), follow: true })
+    }
+
+    /// Opens `path` as `open` does, given what the caller saw at the path
+    /// just before without following a symlink (`std::fs::symlink_metadata`).
+    /// When that was not a symlink, the fingerprint's identity is asked of the
+    /// path without following one, which the host answers with one `statx`
+    /// instead of an open, a `statx` and a close; a path replaced by a symlink
+    /// since has another identity either way.
+    pub fn open_seen(path: &Path, shown: &str, seen: &std::fs::Metadata) -> Result<ReadFile, Error> {
+        let mut file = ReadFile::open(path, shown)?;
+        file.follow = seen.file_type().is_symlink();
+        Ok(file)
     }
 
     /// The fingerprint, read now: the open file's size and modification time,
@@ -34,7 +49,7 @@ impl ReadFile {
     /// deleted, another identity once it is replaced).
     pub fn fingerprint(&self) -> Result<Fingerprint, Error> {
         let (size, mtime_ns) = self.handle.size_and_time().map_err(|e| Error::io(&format!("`{}`", self.shown), &e))?;
-        let identity = imp::identity(&self.path, &self.shown)?;
+        let identity = imp::identity(&self.path, &self.shown, self.follow)?;
         Ok(Fingerprint { size, mtime_ns, identity })
     }
 }
@@ -100,8 +115,8 @@ mod imp {
         }
     }
 
-    pub fn identity(path: &Path, shown: &str) -> Result<u64, Error> {
-        crate::paths::identity_at(path, shown)
+    pub fn identity(path: &Path, shown: &str, follow: bool) -> Result<u64, Error> {
+        crate::paths::identity_at(path, shown, follow)
     }
 }
 
@@ -139,8 +154,9 @@ mod imp {
         }
     }
 
-    pub fn identity(path: &Path, shown: &str) -> Result<u64, Error> {
-        let meta = std::fs::metadata(path).map_err(|e| Error::io(&format!("`{shown}`"), &e))?;
+    pub fn identity(path: &Path, shown: &str, follow: bool) -> Result<u64, Error> {
+        let meta = if follow { std::fs::metadata(path) } else { std::fs::symlink_metadata(path) };
+        let meta = meta.map_err(|e| Error::io(&format!("`{shown}`"), &e))?;
         paths::identity(path, &meta, shown)
     }
 }
@@ -178,6 +194,34 @@ mod tests {
         assert_eq!(file.fingerprint().unwrap_err().code, crate::ErrorCode::NotFound);
         let missing = ReadFile::open(&dir.join("none"), "none").err().unwrap();
         assert_eq!(missing.code, crate::ErrorCode::NotFound, "{missing:?}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_path_seen_as_a_file_or_as_a_link_is_fingerprinted_as_seen() {
+        let dir = std::env::temp_dir().join(format!("cordon-sdk-seen-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let (path, target, link) = (dir.join("f.txt"), dir.join("t.txt"), dir.join("l.txt"));
+        std::fs::write(&path, "a file").unwrap();
+        std::fs::write(&target, "a target").unwrap();
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let seen = |p: &Path| std::fs::symlink_metadata(p).unwrap();
+        // Seen as a file: the same identity as when opened by `open`.
+        let file = ReadFile::open_seen(&path, "f.txt", &seen(&path)).unwrap();
+        let followed = ReadFile::open(&path, "f.txt").unwrap();
+        let before = file.fingerprint().unwrap();
+        assert_eq!(before.identity, followed.fingerprint().unwrap().identity);
+        // Then replaced by a link to another file: another identity.
+        std::fs::remove_file(&path).unwrap();
+        std::os::unix::fs::symlink(&target, &path).unwrap();
+        assert_ne!(file.fingerprint().unwrap().identity, before.identity);
+        // Seen as a link: the identity is its target's, as `open` gives it.
+        let through = ReadFile::open_seen(&link, "l.txt", &seen(&link)).unwrap();
+        let by_open = ReadFile::open(&link, "l.txt").unwrap();
+        assert_eq!(through.fingerprint().unwrap().identity, by_open.fingerprint().unwrap().identity);
+        assert_eq!(through.fingerprint().unwrap().size, 8);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -72,10 +72,12 @@ pub fn write_error(what: &str, err: &io::Error) -> Error {
 /// Whether the preopen for `root` lets this call change what is under it.
 #[cfg(target_arch = "wasm32")]
 fn writable(root: &str) -> bool {
-    use wasip2::filesystem::{preopens, types::DescriptorFlags};
-    preopens::get_directories().into_iter().find(|(_, path)| path == root).is_none_or(|(dir, _)| {
-        // Unknown flags: let the filesystem decide (it refuses with a permission error).
-        dir.get_flags().map_or(true, |flags| flags.contains(DescriptorFlags::MUTATE_DIRECTORY))
+    use wasip2::filesystem::types::DescriptorFlags;
+    crate::paths::with_preopens(|dirs| {
+        dirs.iter().find(|(_, path)| path == root).is_none_or(|(dir, _)| {
+            // Unknown flags: let the filesystem decide (it refuses with a permission error).
+            dir.get_flags().map_or(true, |flags| flags.contains(DescriptorFlags::MUTATE_DIRECTORY))
+        })
     })
 }
 

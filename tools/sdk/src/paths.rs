@@ -65,6 +65,20 @@ pub fn within_root<'a>(roots: &[&str], path: &'a Path) -> Option<(usize, &'a Pat
         .map(|(i, _, rel)| (i, if rel.as_os_str().is_empty() { Path::new(".") } else { rel }))
 }
 
+#[cfg(target_arch = "wasm32")]
+thread_local! {
+    /// The preopened roots, asked of the host once per instance (each ask
+    /// makes a new handle of every root, each dropped again by a host call).
+    static PREOPENS: Vec<(wasip2::filesystem::types::Descriptor, String)> =
+        wasip2::filesystem::preopens::get_directories();
+}
+
+/// Runs `f` on the preopened roots: each root's descriptor and path.
+#[cfg(target_arch = "wasm32")]
+pub(crate) fn with_preopens<T>(f: impl FnOnce(&[(wasip2::filesystem::types::Descriptor, String)]) -> T) -> T {
+    PREOPENS.with(|dirs| f(dirs))
+}
+
 /// Runs `op` on the preopen that holds `path`, with `path` relative to it,
 /// mapping WASI error codes like `Error::io` does. `shown` names the path.
 #[cfg(target_arch = "wasm32")]
@@ -73,18 +87,18 @@ pub(crate) fn at_preopen<T>(
     shown: &str,
     op: impl FnOnce(&wasip2::filesystem::types::Descriptor, &str) -> Result<T, wasip2::filesystem::types::ErrorCode>,
 ) -> Result<T, Error> {
-    use wasip2::filesystem::preopens;
-
-    let dirs = preopens::get_directories();
-    let roots: Vec<&str> = dirs.iter().map(|(_, root)| root.as_str()).collect();
-    let (index, relative) = within_root(&roots, path).ok_or_else(|| {
-        Error::new(
-            ErrorCode::PermissionDenied,
-            format!("`{shown}` is outside every granted root ({})", roots.join(", ")),
-        )
-    })?;
-    let relative = relative.to_str().ok_or_else(|| Error::new(ErrorCode::InvalidArgument, "`path` is not UTF-8"))?;
-    op(&dirs[index].0, relative).map_err(|code| Error::io(&format!("`{shown}`"), &wasi_io_error(code)))
+    with_preopens(|dirs| {
+        let roots: Vec<&str> = dirs.iter().map(|(_, root)| root.as_str()).collect();
+        let (index, relative) = within_root(&roots, path).ok_or_else(|| {
+            Error::new(
+                ErrorCode::PermissionDenied,
+                format!("`{shown}` is outside every granted root ({})", roots.join(", ")),
+            )
+        })?;
+        let relative =
+            relative.to_str().ok_or_else(|| Error::new(ErrorCode::InvalidArgument, "`path` is not UTF-8"))?;
+        op(&dirs[index].0, relative).map_err(|code| Error::io(&format!("`{shown}`"), &wasi_io_error(code)))
+    })
 }
 
 /// A WASI filesystem error code as the `io::Error` `Error::io` maps.
@@ -106,15 +120,18 @@ pub(crate) fn wasi_io_error(code: wasip2::filesystem::types::ErrorCode) -> std::
 /// `shown` names the path in errors.
 #[cfg(target_arch = "wasm32")]
 pub fn identity(path: &Path, _meta: &std::fs::Metadata, shown: &str) -> Result<u64, Error> {
-    identity_at(path, shown)
+    identity_at(path, shown, true)
 }
 
 /// What identifies the file at `path` itself, asked of the preopen that
-/// holds it (one host call, no metadata needed).
+/// holds it (one host call, no metadata needed); a last component that is a
+/// symlink is followed only with `follow` (without, the host looks the path
+/// up with one `statx` instead of an open, a `statx` and a close).
 #[cfg(target_arch = "wasm32")]
-pub(crate) fn identity_at(path: &Path, shown: &str) -> Result<u64, Error> {
+pub(crate) fn identity_at(path: &Path, shown: &str, follow: bool) -> Result<u64, Error> {
     use wasip2::filesystem::types::PathFlags;
-    let hash = at_preopen(path, shown, |dir, rel| dir.metadata_hash_at(PathFlags::SYMLINK_FOLLOW, rel))?;
+    let flags = if follow { PathFlags::SYMLINK_FOLLOW } else { PathFlags::empty() };
+    let hash = at_preopen(path, shown, |dir, rel| dir.metadata_hash_at(flags, rel))?;
     Ok(hash.lower ^ hash.upper.rotate_left(1))
 }
 

@@ -71,17 +71,11 @@ pub fn read_dir(dir: &Path, follow: bool) -> Result<Vec<DirEntry>, Error> {
 mod imp {
     use super::*;
     use crate::component::cordon::tool::scan::{self, EntryKind};
-    use wasip2::filesystem::preopens;
-    use wasip2::filesystem::types::{Descriptor, DescriptorType, ErrorCode as WasiError, PathFlags};
-
-    thread_local! {
-        /// The preopened roots, asked for once per instance.
-        static ROOTS: Vec<(Descriptor, String)> = preopens::get_directories();
-    }
+    use wasip2::filesystem::types::{DescriptorType, ErrorCode as WasiError, PathFlags};
 
     pub fn stat(path: &Path) -> Result<Stat, Error> {
         let shown = || format!("`{}`", path.display());
-        ROOTS.with(|roots| {
+        crate::paths::with_preopens(|roots| {
             let (dir, rel) = roots
                 .iter()
                 .filter_map(|(dir, root)| path.strip_prefix(root).ok().map(|rel| (dir, root.len(), rel)))
