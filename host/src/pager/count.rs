@@ -473,6 +473,6 @@ mod tests {
         let said: Vec<&str> = shown["suggestions"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
         assert_eq!(said[0], "8 of 10 items (80%) are in /r/src: narrow with `path` \"/r/src\".");
         assert!(said[1].starts_with("By file type: .rs 8, .md 1, Makefile 1;"), "{}", said[1]);
-        assert_eq!((parent("/a"), parent("a"), extension("/r/.hidden")), ("/".into(), ".".into(), ".hidden".into()));
+        assert_eq!((parent("/a"), parent("a"), extension("/r/.hidden")), ("/", ".", ".hidden"));
     }
 }
