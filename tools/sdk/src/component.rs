@@ -17,9 +17,9 @@ use cordon::tool::types as t;
 use exports::cordon::tool::tool as wit;
 
 /// The roots the host preopened for this call (asked of the host once per
-/// instance, see `paths::with_preopens`).
+/// instance, see `preopens`).
 pub fn granted_roots() -> Vec<String> {
-    crate::paths::with_preopens(|dirs| dirs.iter().map(|(_, path)| path.clone()).collect())
+    crate::preopens::with(|dirs| dirs.iter().map(|(_, path)| path.clone()).collect())
 }
 
 /// The manifest in WIT form.

@@ -73,7 +73,7 @@ pub fn write_error(what: &str, err: &io::Error) -> Error {
 #[cfg(target_arch = "wasm32")]
 fn writable(root: &str) -> bool {
     use wasip2::filesystem::types::DescriptorFlags;
-    crate::paths::with_preopens(|dirs| {
+    crate::preopens::with(|dirs| {
         dirs.iter().find(|(_, path)| path == root).is_none_or(|(dir, _)| {
             // Unknown flags: let the filesystem decide (it refuses with a permission error).
             dir.get_flags().map_or(true, |flags| flags.contains(DescriptorFlags::MUTATE_DIRECTORY))

@@ -24,6 +24,8 @@ pub mod items;
 pub mod outcome;
 pub mod paths;
 pub mod policy;
+#[cfg(target_arch = "wasm32")]
+mod preopens;
 pub mod progress;
 pub mod scan;
 pub mod schema;

@@ -65,20 +65,6 @@ pub fn within_root<'a>(roots: &[&str], path: &'a Path) -> Option<(usize, &'a Pat
         .map(|(i, _, rel)| (i, if rel.as_os_str().is_empty() { Path::new(".") } else { rel }))
 }
 
-#[cfg(target_arch = "wasm32")]
-thread_local! {
-    /// The preopened roots, asked of the host once per instance (each ask
-    /// makes a new handle of every root, each dropped again by a host call).
-    static PREOPENS: Vec<(wasip2::filesystem::types::Descriptor, String)> =
-        wasip2::filesystem::preopens::get_directories();
-}
-
-/// Runs `f` on the preopened roots: each root's descriptor and path.
-#[cfg(target_arch = "wasm32")]
-pub(crate) fn with_preopens<T>(f: impl FnOnce(&[(wasip2::filesystem::types::Descriptor, String)]) -> T) -> T {
-    PREOPENS.with(|dirs| f(dirs))
-}
-
 /// Runs `op` on the preopen that holds `path`, with `path` relative to it,
 /// mapping WASI error codes like `Error::io` does. `shown` names the path.
 #[cfg(target_arch = "wasm32")]
@@ -87,7 +73,7 @@ pub(crate) fn at_preopen<T>(
     shown: &str,
     op: impl FnOnce(&wasip2::filesystem::types::Descriptor, &str) -> Result<T, wasip2::filesystem::types::ErrorCode>,
 ) -> Result<T, Error> {
-    with_preopens(|dirs| {
+    crate::preopens::with(|dirs| {
         let roots: Vec<&str> = dirs.iter().map(|(_, root)| root.as_str()).collect();
         let (index, relative) = within_root(&roots, path).ok_or_else(|| {
             Error::new(

@@ -75,7 +75,7 @@ mod imp {
 
     pub fn stat(path: &Path) -> Result<Stat, Error> {
         let shown = || format!("`{}`", path.display());
-        crate::paths::with_preopens(|roots| {
+        crate::preopens::with(|roots| {
             let (dir, rel) = roots
                 .iter()
                 .filter_map(|(dir, root)| path.strip_prefix(root).ok().map(|rel| (dir, root.len(), rel)))
