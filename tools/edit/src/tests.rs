@@ -5,10 +5,11 @@ use serde_json::json;
 
 use super::*;
 
-fn root() -> (std::path::PathBuf, Vec<String>) {
-    let dir = std::env::temp_dir().join(format!("cordon-edit-{:016x}", cordon_sdk::host::random_u64()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let roots = vec![dir.to_str().unwrap().to_string()];
+/// A temporary root (removed with what it holds when dropped, also when a
+/// test fails) and the roots list naming it.
+fn root() -> (tempfile::TempDir, Vec<String>) {
+    let dir = tempfile::Builder::new().prefix("cordon-edit-").tempdir().unwrap();
+    let roots = vec![dir.path().to_str().unwrap().to_string()];
     (dir, roots)
 }
 
@@ -17,9 +18,9 @@ fn run(roots: &[String], args: serde_json::Value) -> Result<Outcome, Error> {
 }
 
 /// A root holding `name` with `bytes`; returns the root, its roots list and the file's path.
-fn with_file(name: &str, bytes: &[u8]) -> (std::path::PathBuf, Vec<String>, std::path::PathBuf) {
+fn with_file(name: &str, bytes: &[u8]) -> (tempfile::TempDir, Vec<String>, std::path::PathBuf) {
     let (dir, roots) = root();
-    let path = dir.join(name);
+    let path = dir.path().join(name);
     std::fs::write(&path, bytes).unwrap();
     (dir, roots, path)
 }
@@ -30,11 +31,11 @@ fn a_unique_string_is_replaced_and_reported() {
     let out = run(&roots, json!({"path": "a.rs", "old_string": "let x = 1;", "new_string": "let x = 2;"})).unwrap();
     let want = b"fn main() {\n    let x = 2;\n    println!(\"{x}\");\n}\n";
     assert_eq!(std::fs::read(&path).unwrap(), want);
-    assert_eq!(out.path, dir.join("a.rs").display().to_string());
+    assert_eq!(out.path, dir.path().join("a.rs").display().to_string());
     assert_eq!((out.replacements, out.crlf, out.size), (1, false, want.len() as u64));
     assert_eq!(out.sha256, hex(&Sha256::digest(want)));
     assert_eq!(out.diff, "@@ -1,3 +1,3 @@\n fn main() {\n-    let x = 1;\n+    let x = 2;\n     println!(\"{x}\");\n");
-    let leftovers: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(leftovers, ["a.rs"], "no temporary file remains");
 }
 
@@ -144,13 +145,13 @@ fn permissions_are_preserved_and_hard_links_refused_unless_allowed() {
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o750)).unwrap();
     run(&roots, json!({"path": "run.sh", "old_string": "old", "new_string": "new"})).unwrap();
     assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o750);
-    std::fs::hard_link(&path, dir.join("alias.sh")).unwrap();
+    std::fs::hard_link(&path, dir.path().join("alias.sh")).unwrap();
     let err = run(&roots, json!({"path": "run.sh", "old_string": "new", "new_string": "newer"})).unwrap_err();
     assert_eq!(err.code, ErrorCode::PermissionDenied);
     run(&roots, json!({"path": "run.sh", "old_string": "new", "new_string": "newer", "allow_hardlinks": true}))
         .unwrap();
     assert_eq!(std::fs::read(&path).unwrap(), b"#!/bin/sh\necho newer\n");
-    assert_eq!(std::fs::read(dir.join("alias.sh")).unwrap(), b"#!/bin/sh\necho new\n");
+    assert_eq!(std::fs::read(dir.path().join("alias.sh")).unwrap(), b"#!/bin/sh\necho new\n");
 }
 
 #[test]
@@ -158,7 +159,7 @@ fn paths_outside_the_roots_and_directories_are_refused() {
     let (dir, roots) = root();
     let outside = run(&roots, json!({"path": "../x.txt", "old_string": "a", "new_string": "b"})).unwrap_err();
     assert_eq!(outside.code, ErrorCode::PermissionDenied);
-    std::fs::create_dir(dir.join("sub")).unwrap();
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
     let directory = run(&roots, json!({"path": "sub", "old_string": "a", "new_string": "b"})).unwrap_err();
     assert_eq!(directory.code, ErrorCode::InvalidArgument);
 }

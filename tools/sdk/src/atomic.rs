@@ -137,23 +137,23 @@ mod tests {
     #[test]
     fn a_file_is_replaced_whole_and_no_temporary_file_remains() {
         let dir = tempfile_dir();
-        let path = dir.join("f.txt");
+        let path = dir.path().join("f.txt");
         std::fs::write(&path, "old").unwrap();
         let done = replace(&path, Options::default(), |f| f.write_all(b"new").map_err(|e| Error::io("w", &e))).unwrap();
         assert!(done.existed);
         assert_eq!(std::fs::read(&path).unwrap(), b"new");
-        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 
     #[test]
     fn a_failed_fill_leaves_the_target_and_no_temporary_file() {
         let dir = tempfile_dir();
-        let path = dir.join("f.txt");
+        let path = dir.path().join("f.txt");
         std::fs::write(&path, "old").unwrap();
         let err = replace(&path, Options::default(), |_| Err(Error::new(ErrorCode::Io, "disk full"))).unwrap_err();
         assert_eq!(err.code, ErrorCode::Io);
         assert_eq!(std::fs::read(&path).unwrap(), b"old");
-        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 
     #[cfg(unix)]
@@ -161,13 +161,13 @@ mod tests {
     fn permissions_are_kept_and_hard_links_refused_unless_allowed() {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile_dir();
-        let path = dir.join("script.sh");
+        let path = dir.path().join("script.sh");
         std::fs::write(&path, "#!/bin/sh").unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o750)).unwrap();
         replace(&path, Options::default(), |f| f.write_all(b"#!/bin/sh\necho").map_err(|e| Error::io("w", &e)))
             .unwrap();
         assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o750);
-        std::fs::hard_link(&path, dir.join("other")).unwrap();
+        std::fs::hard_link(&path, dir.path().join("other")).unwrap();
         let err = replace(&path, Options::default(), |_| Ok(())).unwrap_err();
         assert_eq!(err.code, ErrorCode::PermissionDenied);
         replace(&path, Options { allow_hardlinks: true }, |_| Ok(())).unwrap();
@@ -177,17 +177,17 @@ mod tests {
     #[test]
     fn symlinks_and_directories_are_not_replaced() {
         let dir = tempfile_dir();
-        std::os::unix::fs::symlink("elsewhere", dir.join("link")).unwrap();
+        std::os::unix::fs::symlink("elsewhere", dir.path().join("link")).unwrap();
         assert_eq!(
-            replace(&dir.join("link"), Options::default(), |_| Ok(())).unwrap_err().code,
+            replace(&dir.path().join("link"), Options::default(), |_| Ok(())).unwrap_err().code,
             ErrorCode::InvalidArgument
         );
-        assert_eq!(replace(&dir, Options::default(), |_| Ok(())).unwrap_err().code, ErrorCode::InvalidArgument);
+        assert_eq!(replace(dir.path(), Options::default(), |_| Ok(())).unwrap_err().code, ErrorCode::InvalidArgument);
     }
 
-    fn tempfile_dir() -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("cordon-sdk-atomic-{:016x}", host::random_u64()));
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
+    /// A temporary directory, removed with what it holds when dropped (also
+    /// when a test fails).
+    fn tempfile_dir() -> tempfile::TempDir {
+        tempfile::Builder::new().prefix("cordon-sdk-atomic-").tempdir().unwrap()
     }
 }
