@@ -108,20 +108,20 @@ pub fn run(opts: &Options, corpus: &Corpus, report: &mut Report) -> Result<()> {
     push(format!("Cordon: {n} processes, one client each, no audit trail"), &without_audit);
     push(format!("Cordon: {n} processes, one client each, no metrics"), &without_metrics);
     push(format!("Cordon: {n} processes, one client each, traces exported"), &with_traces);
-    if let Some(share) = paired(&processes, &without_audit) {
-        let cpu = paired_cpu(&processes, &without_audit);
+    if let Some(share) = paired(&processes, &without_audit, |s| s.calls_per_sec) {
+        let cpu = paired(&processes, &without_audit, |s| s.cpu_per_call).unwrap_or_else(|| "not known".into());
         table.notes.push(format!(
             "Audit cost: with the audit trail (the default) Cordon makes {share} of the calls/s it makes with \
              `--no-audit` run beside it (goal: at least 95 %); its servers' CPU per call is {cpu} of theirs."
         ));
     }
-    if let Some(share) = paired(&processes, &without_metrics) {
+    if let Some(share) = paired(&processes, &without_metrics, |s| s.calls_per_sec) {
         table.notes.push(format!(
             "Metrics cost: with metrics counted (the default) Cordon makes {share} of the calls/s it makes with \
              `--no-metrics` run beside it (goal: at least 98 %)."
         ));
     }
-    if let Some(share) = paired(&with_traces, &processes) {
+    if let Some(share) = paired(&with_traces, &processes, |s| s.calls_per_sec) {
         let (exports, bytes) = collector.received();
         table.notes.push(format!(
             "Traces cost: with every call traced and exported Cordon makes {share} of the calls/s it makes with \
@@ -226,29 +226,19 @@ fn in_flight(launch: &Launch, in_flight: usize, length: Duration, call: &(&str, 
     Ok(sample(latencies, elapsed, rss, cpu))
 }
 
-/// `a`'s calls/s as a share of `b`'s, run by run (runs made side by side):
-/// the median, then each run's; `None` when either was not run.
-fn paired(a: &Samples, b: &Samples) -> Option<String> {
+/// `a`'s figure `of` (calls/s, CPU per call) as a share of `b`'s, run by run
+/// (runs made side by side): the median, then each run's; `None` when either
+/// was not run.
+fn paired(a: &Samples, b: &Samples, of: fn(&Sample) -> f64) -> Option<String> {
     let shares: Vec<f64> = (a.0.iter().zip(&b.0))
-        .filter(|(a, b)| b.calls_per_sec > 0.0 && a.calls_per_sec > 0.0)
-        .map(|(a, b)| 100.0 * a.calls_per_sec / b.calls_per_sec)
+        .filter(|(a, b)| of(b) > 0.0 && of(a) > 0.0)
+        .map(|(a, b)| 100.0 * of(a) / of(b))
         .collect();
     if shares.is_empty() {
         return None;
     }
     let each: Vec<String> = shares.iter().map(|s| format!("{s:.1}")).collect();
     Some(format!("{:.1} % (median of the runs' ratios: {} %)", median(&shares), each.join(", ")))
-}
-
-/// `a`'s CPU per call as a share of `b`'s, run by run, as `paired` gives
-/// calls/s.
-fn paired_cpu(a: &Samples, b: &Samples) -> String {
-    let shares: Vec<f64> = (a.0.iter().zip(&b.0))
-        .filter(|(a, b)| a.cpu_per_call > 0.0 && b.cpu_per_call > 0.0)
-        .map(|(a, b)| 100.0 * a.cpu_per_call / b.cpu_per_call)
-        .collect();
-    let each: Vec<String> = shares.iter().map(|s| format!("{s:.1}")).collect();
-    format!("{:.1} % (runs: {} %)", median(&shares), each.join(", "))
 }
 
 /// A run's figures from its calls' latencies, its length, the servers' peak

@@ -200,10 +200,8 @@ mod tests {
     #[cfg(unix)]
     #[test]
     fn a_path_seen_as_a_file_or_as_a_link_is_fingerprinted_as_seen() {
-        let dir = std::env::temp_dir().join(format!("cordon-sdk-seen-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let (path, target, link) = (dir.join("f.txt"), dir.join("t.txt"), dir.join("l.txt"));
+        let dir = tempfile::Builder::new().prefix("cordon-sdk-seen-").tempdir().unwrap();
+        let (path, target, link) = (dir.path().join("f.txt"), dir.path().join("t.txt"), dir.path().join("l.txt"));
         std::fs::write(&path, "a file").unwrap();
         std::fs::write(&target, "a target").unwrap();
         std::os::unix::fs::symlink(&target, &link).unwrap();
@@ -222,6 +220,5 @@ mod tests {
         let by_open = ReadFile::open(&link, "l.txt").unwrap();
         assert_eq!(through.fingerprint().unwrap().identity, by_open.fingerprint().unwrap().identity);
         assert_eq!(through.fingerprint().unwrap().size, 8);
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
