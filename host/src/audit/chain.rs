@@ -63,8 +63,8 @@ pub struct Chain {
     dir: Dir,
     name: String,
     lock: crate::ambient::LockFile,
-    /// The anchor file, kept open: each append rewrites its one record.
-    anchor: File,
+    /// The anchor's record, mapped: each append rewrites it in memory.
+    anchor: std::sync::Mutex<anchor::Kept>,
     /// The file as this process last appended to it.
     open: std::sync::Mutex<Option<Open>>,
     /// The lines waiting to be written, and the thread writing them (the
@@ -114,13 +114,15 @@ impl Chain {
         private::report(parent, &tightened);
         let lock = dir.open_with(&lock_name, private::file_options().create(true).write(true))?;
         let lock = crate::ambient::LockFile::new(lock);
-        let anchor = dir.open_with(&anchor_name, private::file_options().create(true).read(true).write(true))?;
+        let anchor = anchor::Kept::map(
+            &dir.open_with(&anchor_name, private::file_options().create(true).read(true).write(true))?,
+        )?;
         Ok(Chain {
             path: path.to_path_buf(),
             dir,
             name: name.to_string(),
             lock,
-            anchor,
+            anchor: std::sync::Mutex::new(anchor),
             open: std::sync::Mutex::new(None),
             group: Group::default(),
             max_bytes: max_bytes.max(1),
@@ -203,17 +205,18 @@ impl Chain {
         let mut tail = current.tail.clone();
         let mut rotated_now = false;
         for body in bodies {
-            let (own, after) = line(tail.as_ref(), body);
-            let pending = size + text.len() as u64;
-            if pending > 0 && pending + own.len() as u64 > self.max_bytes {
-                write_text(current, &mut size, &text)?;
-                text.clear();
+            let before = text.len();
+            let after = line(&mut text, tail.as_ref(), body);
+            let pending = size + before as u64;
+            if pending > 0 && size + text.len() as u64 > self.max_bytes {
+                // This line goes into the next file.
+                write_text(current, &mut size, &text[..before])?;
+                text.drain(..before);
                 let oldest = current.oldest;
                 self.rotate()?;
                 current = self.current(open)?.0;
                 (current.oldest, size, rotated_now) = (oldest, 0, true);
             }
-            text.push_str(&own);
             tail = Some(after);
         }
         write_text(current, &mut size, &text)?;
@@ -229,7 +232,14 @@ impl Chain {
             ino: Some(current.ino),
         };
         current.tail = Some(after);
-        anchor.write(&self.anchor)
+        self.anchor().write(&anchor);
+        Ok(())
+    }
+
+    /// The mapped anchor (only ever held under the `open` lock and the file
+    /// lock, so never waited for).
+    fn anchor(&self) -> std::sync::MutexGuard<'_, anchor::Kept> {
+        self.anchor.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Finds where the chain stands after another process's lines (or at the
@@ -238,7 +248,7 @@ impl Chain {
     /// against the anchor, with the line that records a disagreement pushed
     /// to `text`. Returns the log's size.
     fn catch_up(&self, current: &mut Open, size: u64, text: &mut String) -> std::io::Result<u64> {
-        let anchor = Anchor::read(&self.anchor);
+        let anchor = self.anchor().read();
         if let Ok(Some(anchor)) = &anchor
             && (anchor.ino, anchor.end) == (Some(current.ino), Some(size))
         {
@@ -258,9 +268,7 @@ impl Chain {
         let (oldest, note) = self.against_anchor(current.tail.as_ref(), anchor);
         current.oldest = oldest;
         if let Some(note) = note {
-            let (noted, after) = line(current.tail.as_ref(), &fields_text(note));
-            text.push_str(&noted);
-            current.tail = Some(after);
+            current.tail = Some(line(text, current.tail.as_ref(), &fields_text(note)));
         }
         Ok(kept)
     }
@@ -371,20 +379,24 @@ pub fn fields_text(event: Map<String, Value>) -> String {
     String::from_utf8(text).expect("JSON is UTF-8")
 }
 
-/// The line for an event's `fields` (see `fields_text`) after `tail`,
-/// newline included, and where the chain stands after it.
-fn line(tail: Option<&Tail>, fields: &str) -> (String, Tail) {
+/// Appends to `text` the line for an event's `fields` (see `fields_text`)
+/// after `tail`, newline included; returns where the chain stands after it.
+fn line(text: &mut String, tail: Option<&Tail>, fields: &str) -> Tail {
     let seq = tail.map_or(1, |t| t.seq + 1);
     let prev = tail.map_or(GENESIS, |t| t.hash.as_str());
-    let mut body = String::with_capacity(fields.len() + 120);
-    body.push_str("{\"seq\":");
-    body.push_str(&seq.to_string());
-    body.push_str(fields);
-    body.push_str(",\"prev\":\"");
-    body.push_str(prev);
-    body.push('"');
-    let hash = Sha256::hex(body.as_bytes());
-    (format!("{body}{HASH_FIELD}{hash}\"}}\n"), Tail { seq, hash })
+    let start = text.len();
+    text.reserve(fields.len() + 200);
+    text.push_str("{\"seq\":");
+    std::fmt::Write::write_fmt(text, format_args!("{seq}")).expect("to memory");
+    text.push_str(fields);
+    text.push_str(",\"prev\":\"");
+    text.push_str(prev);
+    text.push('"');
+    let hash = Sha256::hex(text[start..].as_bytes());
+    text.push_str(HASH_FIELD);
+    text.push_str(&hash);
+    text.push_str("\"}\n");
+    Tail { seq, hash }
 }
 
 /// The end of `file`, read with one `pread` when the last line is short: the
