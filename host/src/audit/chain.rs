@@ -392,7 +392,7 @@ fn line(text: &mut String, tail: Option<&Tail>, fields: &str) -> Tail {
     text.push_str(",\"prev\":\"");
     text.push_str(prev);
     text.push('"');
-    let hash = Sha256::hex(text[start..].as_bytes());
+    let hash = Sha256::hex(&text.as_bytes()[start..]);
     text.push_str(HASH_FIELD);
     text.push_str(&hash);
     text.push_str("\"}\n");
