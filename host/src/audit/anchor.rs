@@ -7,20 +7,10 @@
 //! the last line's `seq` and `hash`, and `oldest`, the first `seq` of the
 //! oldest file kept (1 until the log first rotates; recomputed at each
 //! rotation), and `end` and `ino`, the log's size after that line and its
-//! inode. A writer that finds the log (that inode) as long as `end` goes on
+//! inode. It is one `pwrite`
+//! of `RECORD` bytes at offset 0 of a file kept open, not a new file per
+//! append. A writer that finds the log (that inode) as long as `end` goes on
 //! from the anchor's `seq` and `hash` without reading the log's last line.
-//!
-//! Each writing process maps the record into its memory (`Kept`), shared
-//! with the file as SQLite shares its `-shm` index: it reads and rewrites
-//! the anchor there, under the log's lock, without a system call (a `pread`
-//! and a `pwrite` per append before). The page cache holds the one copy, so
-//! what one process writes the others and `cordon audit verify` read at
-//! once, and it outlives a killed writer. A new, empty anchor is first
-//! extended to a record of zeros, which reads as no anchor yet. The mapping
-//! has SQLite's one hazard: a file cut shorter while it is mapped (not
-//! deleted: a deleted anchor stays mapped) makes the writer's next access
-//! fault. The anchor is owner-only, in an owner-only directory, and nothing
-//! in Cordon cuts it.
 //!
 //! `cordon audit verify` then checks that the files given end at the anchor's
 //! line (a cut tail) and begin at its `oldest` (a cut head, or a file not
@@ -30,7 +20,6 @@
 use std::fmt;
 
 use cap_std::fs::{File, FileExt};
-use memmap2::MmapMut;
 use serde::{Deserialize, Serialize};
 
 /// The anchor's size in bytes: one JSON object padded with spaces, then a newline.
@@ -111,15 +100,6 @@ impl Anchor {
         }
     }
 
-    /// The anchor in a record's bytes (`None`: no bytes, or only zeros: a
-    /// new anchor).
-    fn from_record(bytes: &[u8]) -> Result<Option<Anchor>, AnchorError> {
-        match bytes.iter().all(|&b| b == 0) {
-            true => Ok(None),
-            false => Anchor::decode(bytes).map(Some),
-        }
-    }
-
     /// The anchor in `file` (`None`: the file is empty, a new anchor).
     pub fn read(file: &File) -> Result<Option<Anchor>, AnchorError> {
         let mut record = [0u8; RECORD];
@@ -132,43 +112,15 @@ impl Anchor {
                 Err(e) => return Err(AnchorError::Io(e)),
             }
         }
-        Anchor::from_record(&record[..got])
-    }
-}
-
-/// An anchor file mapped into this process's memory: its first `RECORD`
-/// bytes, shared with the file and every process that maps it. Callers
-/// serialize access with the log's lock; the type only owns the mapping.
-pub struct Kept {
-    map: MmapMut,
-}
-
-impl Kept {
-    /// Maps the first record of `file` (open for reading and writing),
-    /// extending a shorter file with zeros first (never cutting a longer one).
-    pub fn map(file: &File) -> std::io::Result<Kept> {
-        if file.metadata()?.len() < RECORD as u64 {
-            // Growing to one record: a racing process that wrote a record
-            // meanwhile keeps it (the length stays, nothing is cut).
-            file.set_len(RECORD as u64)?;
+        match got {
+            0 => Ok(None),
+            _ => Anchor::decode(&record[..got]).map(Some),
         }
-        // SAFETY: the file is the audit log's owner-only anchor, which
-        // Cordon never cuts (see the module's notes on the one hazard, a
-        // file cut shorter while mapped); every byte pattern is a valid
-        // `u8`, and this process reads and writes it only under the log's
-        // lock, as the other processes do.
-        let map = unsafe { memmap2::MmapOptions::new().len(RECORD).map_mut(file)? };
-        Ok(Kept { map })
     }
 
-    /// The anchor as the mapped record holds it (`None`: a new anchor).
-    pub fn read(&self) -> Result<Option<Anchor>, AnchorError> {
-        Anchor::from_record(&self.map)
-    }
-
-    /// Writes `anchor` over the mapped record.
-    pub fn write(&mut self, anchor: &Anchor) {
-        self.map.copy_from_slice(&anchor.encode());
+    /// Writes this anchor over the one in `file`: one `pwrite` at offset 0.
+    pub fn write(&self, file: &File) -> std::io::Result<()> {
+        file.write_all_at(&self.encode(), 0)
     }
 }
 
@@ -187,33 +139,6 @@ mod tests {
         assert_eq!(Anchor::decode(&small.encode()).unwrap(), small);
         let older = format!(r#"{{"seq":3,"hash":"{}","oldest":1}}"#, "00".repeat(32));
         assert_eq!(Anchor::decode(older.as_bytes()).unwrap(), small, "an anchor without `end` still reads");
-    }
-
-    #[test]
-    fn a_mapped_anchor_is_shared_with_its_file_and_every_other_mapping() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("audit.log.anchor");
-        let open = || {
-            let file = std::fs::OpenOptions::new().create(true).truncate(false).read(true).write(true).open(&path);
-            File::from_std(file.unwrap())
-        };
-        let (file, other) = (open(), open());
-        let mut kept = Kept::map(&file).unwrap();
-        assert_eq!(file.metadata().unwrap().len(), RECORD as u64, "a new anchor is one record long");
-        assert!(kept.read().unwrap().is_none(), "a record of zeros is no anchor yet");
-        assert!(Anchor::read(&file).unwrap().is_none(), "for a reader of the file too");
-        let anchor = Anchor { seq: 7, hash: "cd".repeat(32), oldest: 2, end: Some(4096), ino: Some(12) };
-        kept.write(&anchor);
-        let second = Kept::map(&other).unwrap();
-        assert_eq!(second.read().unwrap(), Some(anchor.clone()), "another mapping sees it, and is not zeroed");
-        assert_eq!(Anchor::read(&file).unwrap(), Some(anchor), "the file holds it without a write call");
-        std::fs::write(&path, b"not json").unwrap();
-        assert!(matches!(kept.read(), Err(AnchorError::Malformed)), "a rewritten file is read as it now is");
-        let long = dir.path().join("long");
-        std::fs::write(&long, vec![b' '; 3 * RECORD]).unwrap();
-        let long_file = File::from_std(std::fs::OpenOptions::new().read(true).write(true).open(&long).unwrap());
-        let _mapped = Kept::map(&long_file).unwrap();
-        assert_eq!(std::fs::metadata(&long).unwrap().len(), 3 * RECORD as u64, "a longer file is not cut");
     }
 
     #[test]

@@ -63,8 +63,8 @@ pub struct Chain {
     dir: Dir,
     name: String,
     lock: crate::ambient::LockFile,
-    /// The anchor's record, mapped: each append rewrites it in memory.
-    anchor: std::sync::Mutex<anchor::Kept>,
+    /// The anchor file, kept open: each append rewrites its one record.
+    anchor: File,
     /// The file as this process last appended to it.
     open: std::sync::Mutex<Option<Open>>,
     /// The lines waiting to be written, and the thread writing them (the
@@ -114,15 +114,13 @@ impl Chain {
         private::report(parent, &tightened);
         let lock = dir.open_with(&lock_name, private::file_options().create(true).write(true))?;
         let lock = crate::ambient::LockFile::new(lock);
-        let anchor = anchor::Kept::map(
-            &dir.open_with(&anchor_name, private::file_options().create(true).read(true).write(true))?,
-        )?;
+        let anchor = dir.open_with(&anchor_name, private::file_options().create(true).read(true).write(true))?;
         Ok(Chain {
             path: path.to_path_buf(),
             dir,
             name: name.to_string(),
             lock,
-            anchor: std::sync::Mutex::new(anchor),
+            anchor,
             open: std::sync::Mutex::new(None),
             group: Group::default(),
             max_bytes: max_bytes.max(1),
@@ -232,14 +230,7 @@ impl Chain {
             ino: Some(current.ino),
         };
         current.tail = Some(after);
-        self.anchor().write(&anchor);
-        Ok(())
-    }
-
-    /// The mapped anchor (only ever held under the `open` lock and the file
-    /// lock, so never waited for).
-    fn anchor(&self) -> std::sync::MutexGuard<'_, anchor::Kept> {
-        self.anchor.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        anchor.write(&self.anchor)
     }
 
     /// Finds where the chain stands after another process's lines (or at the
@@ -248,7 +239,7 @@ impl Chain {
     /// against the anchor, with the line that records a disagreement pushed
     /// to `text`. Returns the log's size.
     fn catch_up(&self, current: &mut Open, size: u64, text: &mut String) -> std::io::Result<u64> {
-        let anchor = self.anchor().read();
+        let anchor = Anchor::read(&self.anchor);
         if let Ok(Some(anchor)) = &anchor
             && (anchor.ino, anchor.end) == (Some(current.ino), Some(size))
         {

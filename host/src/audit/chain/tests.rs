@@ -75,13 +75,13 @@ fn a_writer_goes_on_from_the_anchor_when_the_log_ends_where_it_says_else_from_th
     let path = dir.path().join("audit.log");
     let (a, b) = (Chain::open(&path, 1 << 20, 1).unwrap(), Chain::open(&path, 1 << 20, 1).unwrap());
     a.append(event(0)).unwrap();
-    let anchor = a.anchor().read().unwrap().unwrap();
+    let anchor = Anchor::read(&a.anchor).unwrap().unwrap();
     assert_eq!(anchor.end, Some(std::fs::metadata(&path).unwrap().len()), "the anchor says where the log ends");
     b.append(event(1)).unwrap();
     // A writer killed between its line and its anchor: the anchor lags.
-    let lagging = a.anchor().read().unwrap().unwrap();
+    let lagging = Anchor::read(&a.anchor).unwrap().unwrap();
     a.append(event(2)).unwrap();
-    a.anchor().write(&lagging);
+    lagging.write(&a.anchor).unwrap();
     b.append(event(3)).unwrap();
     let text = std::fs::read_to_string(&path).unwrap();
     let lines: Vec<Checked> = text.lines().map(|l| check_line(l).unwrap()).collect();
@@ -103,11 +103,11 @@ fn a_lagging_anchor_of_the_file_before_a_rotation_is_not_taken_for_the_new_one_o
     // Every line of these events is `size` bytes: the second one rotates.
     let (a, b) = (Chain::open(&path, size + 1, 3).unwrap(), Chain::open(&path, size + 1, 3).unwrap());
     a.append(event(0)).unwrap();
-    let before = a.anchor().read().unwrap().unwrap();
+    let before = Anchor::read(&a.anchor).unwrap().unwrap();
     b.append(event(1)).unwrap();
     // `b` rotated and wrote one line of `size` bytes into the new log, and
     // was killed before its anchor: the anchor still names the old file.
-    a.anchor().write(&before);
+    before.write(&a.anchor).unwrap();
     assert_eq!(std::fs::metadata(&path).unwrap().len(), before.end.unwrap(), "the same size");
     a.append(event(2)).unwrap();
     // Each line filled a file: `a`'s went into a third.
