@@ -72,6 +72,29 @@ impl Drop for Exclusive<'_> {
     }
 }
 
+/// A directory's exclusive advisory lock (`flock`), held until this drops.
+pub struct DirLock {
+    /// The open directory that holds the lock; never read.
+    _held: std::fs::File,
+}
+
+impl DirLock {
+    /// Takes the lock of directory `name` in `parent` (not through a symlink)
+    /// if no one holds it; `None` when someone does. (A `Dir` is opened for
+    /// paths only, and such a descriptor cannot be locked.)
+    pub fn try_take(parent: &Dir, name: &Path) -> io::Result<Option<DirLock>> {
+        use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt, OpenOptionsMaybeDirExt};
+        let mut options = cap_std::fs::OpenOptions::new();
+        options.read(true).follow(FollowSymlinks::No).maybe_dir(true);
+        let file = parent.open_with(name, &options)?.into_std();
+        match file.try_lock() {
+            Ok(()) => Ok(Some(DirLock { _held: file })),
+            Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+            Err(std::fs::TryLockError::Error(e)) => Err(e),
+        }
+    }
+}
+
 /// Opens an existing directory (a configured root) as a capability.
 pub fn open_dir(path: &Path) -> io::Result<Dir> {
     Dir::open_ambient_dir(path, ambient_authority())

@@ -48,6 +48,15 @@ pub fn create_dir(dir: &Dir, name: impl AsRef<Path>) -> std::io::Result<Dir> {
     dir.open_dir(name)
 }
 
+/// Creates `name` in `dir`, `DIR_MODE`, failing if it exists, and opens it
+/// without following a symlink.
+pub fn create_new_dir(dir: &Dir, name: impl AsRef<Path>) -> std::io::Result<Dir> {
+    let mut builder = DirBuilder::new();
+    builder.mode(DIR_MODE);
+    dir.create_dir_with(name.as_ref(), &builder)?;
+    dir.open_dir_nofollow(name)
+}
+
 /// A mode that was tightened.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Tightened {

@@ -2,7 +2,8 @@
 //! every directory the server creates is 0700 and every file 0600 (handles,
 //! staged uploads, the audit log and its anchor, the compile cache, the
 //! cursor key), and loose modes left from before are tightened at start,
-//! with one warning.
+//! with one warning. A server without a state directory stages uploads in an
+//! owner-only directory of its own, gone when it stops.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -140,4 +141,72 @@ fn loose_modes_left_from_before_are_tightened_at_start_with_one_warning() {
         assert_eq!(mode(&path), want, "{}", path.display());
     }
     assert_eq!(mode(&log_dir), 0o755, "a directory the log was put in, not made by the server, is left as it is");
+}
+
+/// The uploads directories in `temp`, by name.
+fn uploads_dirs(temp: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(temp)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("cordon-uploads-"))
+        .collect();
+    names.sort();
+    names
+}
+
+/// A server without a state directory that has started an upload.
+fn uploading_without_state(root: &Path, temp: &Path) -> Server {
+    let mut command = Command::new(cordon_bin());
+    command.env("TMPDIR", temp);
+    let mut server = Server::start_with(command, root, &["--no-cache"]);
+    server.handshake();
+    let started = server.call(1, "upload", json!({"action": "start"}));
+    let id = started["structuredContent"]["upload_id"].as_str().expect("an upload id").to_string();
+    let chunk = json!({"action": "chunk", "upload_id": id, "index": 0, "data": "staged"});
+    assert_eq!(server.call(2, "upload", chunk)["isError"], false);
+    server
+}
+
+#[test]
+fn a_server_without_a_state_directory_removes_its_uploads_when_it_stops_and_those_of_servers_gone() {
+    let fx = Fixture::new();
+    fx.write("a.txt", "alpha\n");
+    let temp = tempfile::tempdir().unwrap();
+    let killed = uploading_without_state(&fx.root(), temp.path());
+    let killed_pid = killed.pid();
+    let [own] = <[String; 1]>::try_from(uploads_dirs(temp.path())).expect("one directory");
+    assert!(own.starts_with(&format!("cordon-uploads-{killed_pid}-")), "{own}");
+    assert_eq!(mode(&temp.path().join(&own)), 0o700);
+    killed.kill_9();
+    // Left by the killed server, and as builds before named theirs.
+    let legacy = format!("cordon-uploads-{killed_pid}");
+    std::fs::create_dir(temp.path().join(&legacy)).unwrap();
+    // Kept: a live process's (this test's), one whose lock is held (a server in
+    // another PID namespace), a name of another pattern, a symlink.
+    let live = format!("cordon-uploads-{}-0123456789abcdef", std::process::id());
+    let held = format!("cordon-uploads-{killed_pid}-fedcba9876543210");
+    for kept in [&live, &held, "cordon-uploads-notes"] {
+        std::fs::create_dir(temp.path().join(kept)).unwrap();
+    }
+    let lock = std::fs::File::open(temp.path().join(&held)).unwrap();
+    lock.lock().unwrap();
+    let target = tempfile::tempdir().unwrap();
+    std::fs::write(target.path().join("keep"), "kept").unwrap();
+    let link = format!("cordon-uploads-{killed_pid}-0000000000000000");
+    std::os::unix::fs::symlink(target.path(), temp.path().join(&link)).unwrap();
+
+    let server = uploading_without_state(&fx.root(), temp.path());
+    let next = format!("cordon-uploads-{}-", server.pid());
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    while uploads_dirs(temp.path()).iter().any(|n| *n == own || *n == legacy) {
+        assert!(std::time::Instant::now() < deadline, "not swept: {:?}", uploads_dirs(temp.path()));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let serving = uploads_dirs(temp.path());
+    assert_eq!(serving.iter().filter(|n| n.starts_with(&next)).count(), 1, "{serving:?}");
+    assert!(server.finish(), "the server ends at the end of its input");
+    let mut want = vec![link, live, held, "cordon-uploads-notes".to_string()];
+    want.sort();
+    assert_eq!(uploads_dirs(temp.path()), want, "its own removed, the others kept");
+    assert_eq!(std::fs::read_to_string(target.path().join("keep")).unwrap(), "kept");
 }

@@ -151,7 +151,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             runtime.block_on(crate::transport::tcp::serve(server, addr, Arc::new(auth)))
         }
     };
-    stopping.record_stop();
+    stopping.stopped();
     served?;
     Ok(ExitCode::SUCCESS)
 }

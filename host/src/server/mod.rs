@@ -144,15 +144,21 @@ impl Server {
                 CursorKey::random()
             }
         };
-        let uploads_path = match &config.state_dir {
-            Some(dir) => dir.join("uploads"),
-            None => std::env::temp_dir().join(format!("cordon-uploads-{}", std::process::id())),
-        };
         let dir_error = |what, path: PathBuf| move |source| StartError::Dir { what, path, source };
-        let uploads_dir = private::create_dir_at(&uploads_path)
-            .map_err(dir_error("open the uploads directory", uploads_path.clone()))?;
-        let uploads = Uploads::new(uploads_path.clone(), uploads_dir, config.limits.uploads)
-            .map_err(dir_error("clean the uploads directory", uploads_path.clone()))?;
+        let uploads = match &config.state_dir {
+            Some(dir) => {
+                let path = dir.join("uploads");
+                let opened =
+                    private::create_dir_at(&path).map_err(dir_error("open the uploads directory", path.clone()))?;
+                Uploads::new(path.clone(), opened, config.limits.uploads)
+                    .map_err(dir_error("clean the uploads directory", path))?
+            }
+            None => {
+                let temp = std::env::temp_dir();
+                Uploads::private(&temp, config.limits.uploads)
+                    .map_err(dir_error("make an uploads directory in", temp))?
+            }
+        };
         let runtime = Runtime::new(config.limits.call, config.limits.capacity(), cache_dir, Arc::clone(policy.judge()))
             .map(Arc::new)
             .map_err(StartError::Runtime)?;
@@ -221,6 +227,14 @@ impl Server {
         let capacity = Capacity { parked: 0, in_flight: 1, shards: 1, memory: usize::MAX };
         Runtime::new(config.limits.call, capacity, cache, Arc::new(crate::policy::Judge::none()))
             .map_err(StartError::Runtime)
+    }
+
+    /// What a server does when it has stopped serving: it records the stop
+    /// and removes its own uploads directory, if it has one (no state
+    /// directory), with any upload left in it.
+    pub fn stopped(&self) {
+        self.record_stop();
+        self.uploads.close();
     }
 
     /// Compiles the tools not compiled yet in the background (a server that

@@ -3,11 +3,15 @@
 //! commits it (`write` with `upload_id`). Everything lives in the state
 //! directory (`uploads/<id>/data`) behind a capability handle; an upload left
 //! idle past its time to live is deleted, by the server that holds it or, after
-//! a restart, by the next server to start on that state directory.
+//! a restart, by the next server to start on that state directory. A server
+//! without a state directory keeps them in a directory of its own (`scratch`),
+//! removed when it stops.
+
+mod scratch;
 
 use std::collections::HashMap;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -45,6 +49,8 @@ pub struct Uploads {
     dir: Dir,
     limits: UploadLimits,
     open: Mutex<HashMap<String, Option<Upload>>>,
+    /// The server's own directory, when it has no state directory.
+    scratch: Option<scratch::Scratch>,
 }
 
 /// The guest path where a committed upload's directory is mounted.
@@ -70,7 +76,26 @@ impl Uploads {
                 }
             }
         }
-        Ok(Uploads { path, dir, limits, open: Mutex::new(HashMap::new()) })
+        Ok(Uploads { path, dir, limits, open: Mutex::new(HashMap::new()), scratch: None })
+    }
+
+    /// Uses a new directory of this server's own in `temp` (the system's
+    /// temporary directory), removed by `close` or when this drops; first
+    /// starts the removal of those left there by servers that are gone.
+    pub fn private(temp: &Path, limits: UploadLimits) -> std::io::Result<Uploads> {
+        scratch::spawn_sweep(temp.to_path_buf());
+        let (scratch, dir) = scratch::Scratch::create(temp)?;
+        let path = scratch.path().to_path_buf();
+        Ok(Uploads { path, dir, limits, open: Mutex::new(HashMap::new()), scratch: Some(scratch) })
+    }
+
+    /// Removes the server's own directory, if it has one, with every upload
+    /// still in it: the server is stopping. Uploads in a state directory are
+    /// kept for a restart.
+    pub fn close(&self) {
+        if let Some(scratch) = &self.scratch {
+            scratch.remove();
+        }
     }
 
     pub fn limits(&self) -> &UploadLimits {
