@@ -255,7 +255,15 @@ pub fn success(id: &Id, result: impl Into<Body>) -> String {
         Body::Tree(result) => json!({ "jsonrpc": "2.0", "id": id, "result": result }).to_string(),
         Body::Written(written) => {
             let id = serde_json::to_string(id).expect("ids serialize");
-            format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{}}}"#, written.as_str())
+            // Sized once: a page is hundreds of KB, which `format!` would grow into.
+            let (head, text) = (r#"{"jsonrpc":"2.0","id":"#, written.as_str());
+            let mut line = String::with_capacity(head.len() + id.len() + text.len() + 12);
+            line.push_str(head);
+            line.push_str(&id);
+            line.push_str(r#","result":"#);
+            line.push_str(text);
+            line.push('}');
+            line
         }
     }
 }

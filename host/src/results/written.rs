@@ -21,7 +21,7 @@ pub(super) fn page(page: Page, version: Version) -> Written {
     let shown = content(structured(page));
     let mut out = Vec::with_capacity(2 * shown.len() + chunks.len() + 1024);
     out.extend_from_slice(br#"{"content":[{"type":"text","text":"#);
-    serde_json::to_writer(&mut out, shown.as_str()).expect("a string serializes");
+    super::json::string_into(&mut out, &shown);
     out.extend_from_slice(br#"}],"isError":false"#);
     if version.structured() {
         out.extend_from_slice(br#","structuredContent":"#);
