@@ -84,8 +84,10 @@ impl DirLock {
     /// paths only, and such a descriptor cannot be locked.)
     pub fn try_take(parent: &Dir, name: &Path) -> io::Result<Option<DirLock>> {
         use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt, OpenOptionsMaybeDirExt};
+        use cap_std::fs::OpenOptionsExt;
         let mut options = cap_std::fs::OpenOptions::new();
-        options.read(true).follow(FollowSymlinks::No).maybe_dir(true);
+        // Only a directory: a FIFO put in its place would block the open.
+        options.read(true).follow(FollowSymlinks::No).maybe_dir(true).custom_flags(libc::O_DIRECTORY);
         let file = parent.open_with(name, &options)?.into_std();
         match file.try_lock() {
             Ok(()) => Ok(Some(DirLock { _held: file })),

@@ -178,9 +178,11 @@ fn a_server_without_a_state_directory_removes_its_uploads_when_it_stops_and_thos
     assert!(own.starts_with(&format!("cordon-uploads-{killed_pid}-")), "{own}");
     assert_eq!(mode(&temp.path().join(&own)), 0o700);
     killed.kill_9();
-    // Left by the killed server, and as builds before named theirs.
+    // As builds before named theirs (no lock), idle past the uploads' time to live.
     let legacy = format!("cordon-uploads-{killed_pid}");
     std::fs::create_dir(temp.path().join(&legacy)).unwrap();
+    let two_hours_ago = std::time::SystemTime::now() - Duration::from_secs(7200);
+    std::fs::File::open(temp.path().join(&legacy)).unwrap().set_modified(two_hours_ago).unwrap();
     // Kept: a live process's (this test's), one whose lock is held (a server in
     // another PID namespace), a name of another pattern, a symlink.
     let live = format!("cordon-uploads-{}-0123456789abcdef", std::process::id());
@@ -195,18 +197,21 @@ fn a_server_without_a_state_directory_removes_its_uploads_when_it_stops_and_thos
     let link = format!("cordon-uploads-{killed_pid}-0000000000000000");
     std::os::unix::fs::symlink(target.path(), temp.path().join(&link)).unwrap();
 
+    // The sweep runs as the server starts, before it answers.
     let server = uploading_without_state(&fx.root(), temp.path());
-    let next = format!("cordon-uploads-{}-", server.pid());
-    let deadline = std::time::Instant::now() + Duration::from_secs(120);
-    while uploads_dirs(temp.path()).iter().any(|n| *n == own || *n == legacy) {
-        assert!(std::time::Instant::now() < deadline, "not swept: {:?}", uploads_dirs(temp.path()));
-        std::thread::sleep(Duration::from_millis(50));
-    }
     let serving = uploads_dirs(temp.path());
-    assert_eq!(serving.iter().filter(|n| n.starts_with(&next)).count(), 1, "{serving:?}");
+    let next = format!("cordon-uploads-{}-", server.pid());
+    let mut kept = vec![link, live, held, "cordon-uploads-notes".to_string()];
+    kept.sort();
+    assert_eq!(serving.iter().filter(|n| !n.starts_with(&next)).collect::<Vec<_>>(), kept.iter().collect::<Vec<_>>());
+    assert_eq!(serving.len(), kept.len() + 1, "its own: {serving:?}");
     assert!(server.finish(), "the server ends at the end of its input");
-    let mut want = vec![link, live, held, "cordon-uploads-notes".to_string()];
-    want.sort();
-    assert_eq!(uploads_dirs(temp.path()), want, "its own removed, the others kept");
+    assert_eq!(uploads_dirs(temp.path()), kept, "its own removed, the others kept");
     assert_eq!(std::fs::read_to_string(target.path().join("keep")).unwrap(), "kept");
+
+    // SIGTERM stops it in order too.
+    let server = uploading_without_state(&fx.root(), temp.path());
+    assert_eq!(uploads_dirs(temp.path()).len(), kept.len() + 1);
+    assert!(server.terminate().success(), "a server asked to stop exits 0");
+    assert_eq!(uploads_dirs(temp.path()), kept);
 }

@@ -3,7 +3,9 @@
 //! loopback, the local user. HTTP off loopback without any of them refuses to
 //! start unless `--insecure-no-auth` says so.
 
+use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -133,14 +135,14 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         runtime.spawn(crate::transport::ops::serve(Arc::clone(&server), listener));
     }
     let stopping = Arc::clone(&server);
-    let served = match (endpoint, tcp) {
-        (None, _) => {
-            runtime.block_on(crate::transport::stdio::serve(server));
+    let serving: Pin<Box<dyn Future<Output = std::io::Result<()>>>> = match (endpoint, tcp) {
+        (None, _) => Box::pin(async move {
+            crate::transport::stdio::serve(server).await;
             Ok(())
-        }
+        }),
         (Some((addr, auth)), None) => {
             let options = crate::transport::http::HttpOptions { addr, auth: Arc::new(auth) };
-            runtime.block_on(crate::transport::http::serve(server, options))
+            Box::pin(crate::transport::http::serve(server, options))
         }
         (Some((addr, auth)), Some(_)) => {
             if !addr.ip().is_loopback() {
@@ -148,12 +150,37 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
                     "serving TCP on a non-loopback address ({addr}) in plain text: a token on the wire can be read"
                 );
             }
-            runtime.block_on(crate::transport::tcp::serve(server, addr, Arc::new(auth)))
+            Box::pin(crate::transport::tcp::serve(server, addr, Arc::new(auth)))
         }
     };
+    let served = runtime.block_on(async {
+        tokio::select! {
+            served = serving => served,
+            signal = asked_to_stop() => {
+                tracing::info!("{signal}: stopping");
+                Ok(())
+            }
+        }
+    });
     stopping.stopped();
+    // Calls still running (a stop asked by a signal) are not waited for.
+    runtime.shutdown_background();
     served?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Waits for SIGTERM or SIGINT, and names it; never, when neither can be
+/// listened for.
+async fn asked_to_stop() -> &'static str {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+        tracing::warn!("SIGTERM and SIGINT cannot be listened for: they end the server without its stop record");
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => "SIGTERM",
+        _ = int.recv() => "SIGINT",
+    }
 }
 
 /// Who may use HTTP on `addr`: the configured credentials; with none, the

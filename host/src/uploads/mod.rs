@@ -81,9 +81,9 @@ impl Uploads {
 
     /// Uses a new directory of this server's own in `temp` (the system's
     /// temporary directory), removed by `close` or when this drops; first
-    /// starts the removal of those left there by servers that are gone.
+    /// removes those left there by servers that are gone.
     pub fn private(temp: &Path, limits: UploadLimits) -> std::io::Result<Uploads> {
-        scratch::spawn_sweep(temp.to_path_buf());
+        scratch::sweep_logged(temp, limits.ttl);
         let (scratch, dir) = scratch::Scratch::create(temp)?;
         let path = scratch.path().to_path_buf();
         Ok(Uploads { path, dir, limits, open: Mutex::new(HashMap::new()), scratch: Some(scratch) })

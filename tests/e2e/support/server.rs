@@ -275,6 +275,14 @@ impl Server {
         }
     }
 
+    /// Asks the server to stop with SIGTERM and waits for it to end.
+    pub fn terminate(mut self) -> std::process::ExitStatus {
+        let pid = self.pid() as libc::pid_t;
+        // SAFETY: SIGTERM to the server this client started and has not reaped.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0, "SIGTERM cordon");
+        self.process().wait().expect("reap cordon")
+    }
+
     /// Kills the server with SIGKILL (no chance to clean up) and reaps it.
     pub fn kill_9(mut self) {
         self.process().kill().expect("SIGKILL cordon");
