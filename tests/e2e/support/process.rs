@@ -1,4 +1,4 @@
-//! Child processes: `cordon serve` listening on a socket (killed and reaped
+//! Child processes: `cordon serve` listening on a socket (stopped and reaped
 //! when dropped, its log kept), a client process run with a time limit, and a
 //! process's peak memory.
 
@@ -13,7 +13,7 @@ use std::time::Duration;
 use super::{REPLY_TIMEOUT, cordon_bin, shared_state_dir};
 
 /// A `cordon serve` listening on a socket, and everything it logged. The
-/// server is killed when this is dropped, also when a test fails first.
+/// server is ended when this is dropped, also when a test fails first.
 pub struct Listening {
     pub child: Reaped,
     /// What the server said it listens on (`127.0.0.1:PORT`, or `http://…/mcp`).
@@ -21,8 +21,8 @@ pub struct Listening {
     pub log: ServerLog,
 }
 
-/// A child process killed and reaped when dropped, so that no server outlives
-/// the test that started it, passed or failed.
+/// A child process ended (`end`) and reaped when dropped, so that no server
+/// outlives the test that started it, passed or failed.
 pub struct Reaped(Option<Child>);
 
 impl Reaped {
@@ -44,10 +44,32 @@ impl Reaped {
 impl Drop for Reaped {
     fn drop(&mut self) {
         if let Some(child) = &mut self.0 {
-            let _ = child.kill();
-            let _ = child.wait();
+            end(child);
         }
     }
+}
+
+/// How long a child asked to stop (SIGTERM) has before it is killed.
+const STOP_GRACE: Duration = Duration::from_secs(5);
+
+/// Ends `child` and reaps it: SIGTERM first, so that a server stops in order
+/// and removes what it made (its uploads directory in `/tmp` when it has no
+/// state directory), then SIGKILL if it is still there after `STOP_GRACE`.
+pub fn end(child: &mut Child) {
+    if matches!(child.try_wait(), Ok(Some(_))) {
+        return;
+    }
+    // SAFETY: SIGTERM to a child of this process that has not been reaped.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    let until = std::time::Instant::now() + STOP_GRACE;
+    while std::time::Instant::now() < until {
+        if !matches!(child.try_wait(), Ok(None)) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
 }
 
 /// A server's stderr, kept line by line for failure messages.
@@ -130,8 +152,7 @@ impl HttpServer {
 
 impl Drop for HttpServer {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        end(&mut self.child);
     }
 }
 

@@ -313,8 +313,7 @@ impl Drop for WriteHalf {
 impl Drop for Server {
     fn drop(&mut self) {
         if let Some(child) = &mut self.child {
-            let _ = child.kill();
-            let _ = child.wait();
+            super::process::end(child);
         }
     }
 }
