@@ -19,7 +19,9 @@ pub(super) fn page(page: Page, version: Version) -> Written {
     meta["form"] = "json".into();
     let chunks = chunks(&page);
     let shown = content(structured(page));
-    let mut out = Vec::with_capacity(2 * shown.len() + chunks.len() + 1024);
+    // Room for the text block as `string_into` reserves it (six bytes a
+    // byte), then the structured content and the rest: one allocation.
+    let mut out = Vec::with_capacity(7 * shown.len() + chunks.len() + 1024);
     out.extend_from_slice(br#"{"content":[{"type":"text","text":"#);
     super::json::string_into(&mut out, &shown);
     out.extend_from_slice(br#"}],"isError":false"#);

@@ -49,14 +49,14 @@ impl Scratch {
     /// lock, and opens it.
     pub fn create(temp: &Path) -> io::Result<(Scratch, Dir)> {
         let temp_dir = ambient::open_dir(temp)?;
-        let (name, dir) = loop {
+        let (name, staged, dir) = loop {
             let name = format!("{PREFIX}{}-{:016x}", std::process::id(), getrandom::u64().map_err(io::Error::other)?);
-            match crate::private::create_new_dir(&temp_dir, format!(".{name}")) {
+            let staged = format!(".{name}");
+            match crate::private::create_new_dir(&temp_dir, &staged) {
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-                created => break (name, created?),
+                created => break (name, staged, created?),
             }
         };
-        let staged = format!(".{name}");
         let lock = match DirLock::try_take(&temp_dir, staged.as_ref()) {
             Ok(lock) => lock,
             Err(e) => {

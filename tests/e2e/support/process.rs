@@ -49,6 +49,12 @@ impl Drop for Reaped {
     }
 }
 
+/// Asks `child` to stop (SIGTERM); false if it could not be signalled.
+pub fn sigterm(child: &Child) -> bool {
+    // SAFETY: SIGTERM to a child of this process that has not been reaped.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) == 0 }
+}
+
 /// How long a child asked to stop (SIGTERM) has before it is killed.
 const STOP_GRACE: Duration = Duration::from_secs(5);
 
@@ -59,8 +65,7 @@ pub fn end(child: &mut Child) {
     if matches!(child.try_wait(), Ok(Some(_))) {
         return;
     }
-    // SAFETY: SIGTERM to a child of this process that has not been reaped.
-    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    sigterm(child);
     let until = std::time::Instant::now() + STOP_GRACE;
     while std::time::Instant::now() < until {
         if !matches!(child.try_wait(), Ok(None)) {

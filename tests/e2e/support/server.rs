@@ -277,9 +277,7 @@ impl Server {
 
     /// Asks the server to stop with SIGTERM and waits for it to end.
     pub fn terminate(mut self) -> std::process::ExitStatus {
-        let pid = self.pid() as libc::pid_t;
-        // SAFETY: SIGTERM to the server this client started and has not reaped.
-        assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0, "SIGTERM cordon");
+        assert!(super::process::sigterm(self.process()), "SIGTERM cordon");
         self.process().wait().expect("reap cordon")
     }
 
