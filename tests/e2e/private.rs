@@ -215,3 +215,18 @@ fn a_server_without_a_state_directory_removes_its_uploads_when_it_stops_and_thos
     assert!(server.terminate().success(), "a server asked to stop exits 0");
     assert_eq!(uploads_dirs(temp.path()), kept);
 }
+
+#[test]
+fn a_server_without_a_state_directory_whose_temporary_directory_is_missing_says_which() {
+    let fx = Fixture::new();
+    fx.write("a.txt", "alpha\n");
+    let missing = tempfile::tempdir().unwrap().path().join("gone");
+    let mut call = Command::new(cordon_bin());
+    call.env("TMPDIR", &missing).args(["call", "stat", "--no-cache", "--root"]).arg(fx.root());
+    call.args(["--json", r#"{"path":"a.txt"}"#]);
+    let (status, _, err) = run_bounded(call, Duration::from_secs(300));
+    let err = String::from_utf8_lossy(&err);
+    assert_eq!(status.and_then(|s| s.code()), Some(2), "{err}");
+    assert!(err.contains(&format!("make an uploads directory in {}", missing.display())), "{err}");
+    assert!(!missing.exists());
+}

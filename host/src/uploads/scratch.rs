@@ -239,6 +239,16 @@ mod tests {
         drop(scratch);
     }
 
+    #[test]
+    fn a_temporary_directory_that_is_not_there_is_an_error_naming_it() {
+        let temp = tempfile::tempdir().unwrap();
+        let missing = temp.path().join("gone");
+        let err = Scratch::create(&missing).err().expect("no directory to make it in");
+        assert_eq!(err.kind(), io::ErrorKind::NotFound);
+        assert!(sweep(&missing, TTL).is_err());
+        assert!(!missing.exists(), "nothing is made in its place");
+    }
+
     /// The PID of a process that has ended.
     fn ended_pid() -> u32 {
         let mut child = std::process::Command::new("true").spawn().unwrap();
