@@ -384,11 +384,25 @@ fn count_newlines(bytes: &[u8]) -> u64 {
     memchr::memchr_iter(b'\n', bytes).count() as u64
 }
 
+/// The bytes `nth_newline` counts at a time before it looks for the newline
+/// itself: counting is one vector pass, finding each newline a call of its own.
+const COUNT_BLOCK: usize = 4 << 10;
+
 /// The index of the `n`th newline (1-based, `n` ≥ 1) in `bytes`, if there are
-/// that many (never when `bytes` is shorter than `n`: not looked for).
-fn nth_newline(bytes: &[u8], n: u64) -> Option<usize> {
-    if n > bytes.len() as u64 {
+/// that many (never when `bytes` is shorter than `n`: not looked for). Whole
+/// blocks are counted; only the block that holds the newline is searched.
+pub(crate) fn nth_newline(bytes: &[u8], n: u64) -> Option<usize> {
+    if n == 0 || n > bytes.len() as u64 {
         return None;
     }
-    memchr::memchr_iter(b'\n', bytes).nth(usize::try_from(n - 1).ok()?)
+    let mut left = n;
+    for (index, block) in bytes.chunks(COUNT_BLOCK).enumerate() {
+        let here = count_newlines(block);
+        if here >= left {
+            let within = memchr::memchr_iter(b'\n', block).nth(usize::try_from(left - 1).ok()?)?;
+            return Some(index * COUNT_BLOCK + within);
+        }
+        left -= here;
+    }
+    None
 }
