@@ -15,14 +15,17 @@
 //! ~3 µs): a worker that finishes a call waits for the next one, up to
 //! `MAX_IDLE_WORKERS` of them; a worker left stuck rejoins when it ends.
 //!
-//! Each side of a handoff looks for the other's message for a short while
-//! (`WORKER_LOOKS`, `CALLER_LOOKS`) before it sleeps: on a virtual machine, a
-//! thread woken on an idle processor starts late (the processor was halted),
-//! and a page's two handoffs took about 110 µs of wall time each. Looking
-//! yields the processor between looks, so a looking thread never holds one
-//! that another thread needs.
+//! A worker that finished a call looks for the next one for a short while
+//! (`WORKER_LOOKS`) before it sleeps, and a caller that handed its call to a
+//! worker that was looking looks for the result (`CALLER_LOOKS`) the same
+//! way: on a virtual machine a thread woken on an idle processor starts late
+//! (the processor was halted), which cost `cordon call --all` about 110 µs of
+//! wall time a page. A looking thread yields the processor between looks. A
+//! caller whose worker was asleep does not look: the woken worker is often
+//! put on the caller's own processor, where the two would take turns.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -41,8 +44,10 @@ const CANCEL_POLL: Duration = Duration::from_millis(50);
 const MAX_IDLE_WORKERS: usize = 16;
 
 /// How long a worker that finished a call looks for the next one before it
-/// sleeps: a client paging a result asks for the next page about this soon.
-const WORKER_LOOKS: Duration = Duration::from_micros(100);
+/// sleeps: a client making small calls one after another, or paging a file
+/// with `cordon call --all`, asks again about this soon (100 µs was too short
+/// for one MCP client's small reads over stdio).
+const WORKER_LOOKS: Duration = Duration::from_micros(300);
 
 /// How long a caller looks for its call's result before it sleeps: most
 /// pages and small calls are done by then.
@@ -70,52 +75,73 @@ pub(super) struct Watchdog {
 
 type Job = Box<dyn FnOnce() + Send>;
 
-/// A job for a worker, with the way back to it: an idle worker is known by
-/// the sender of its channel, which it puts back in the idle list once done.
+/// A job for a worker, with the way back to it.
 struct Ticket {
     job: Job,
-    home: mpsc::Sender<Ticket>,
+    home: Home,
+}
+
+/// An idle worker: the sender of its channel, which it puts back in the idle
+/// list once done, and whether it is looking for a job now (running, not
+/// asleep).
+#[derive(Clone)]
+struct Home {
+    inbox: mpsc::Sender<Ticket>,
+    looking: Arc<AtomicBool>,
 }
 
 /// Threads that run calls, reused. A worker ends when the idle list is full
 /// or gone (the runtime was dropped).
 #[derive(Default)]
 struct Workers {
-    /// Where to send a job to each idle worker.
-    idle: Mutex<Vec<mpsc::Sender<Ticket>>>,
+    /// The idle workers, the last to finish last.
+    idle: Mutex<Vec<Home>>,
 }
 
 impl Workers {
-    /// Runs `job` on an idle worker, or on a new one.
-    fn execute(self: &Arc<Self>, mut job: Job) -> std::io::Result<()> {
+    /// Runs `job` on an idle worker, or on a new one; says whether that
+    /// worker was looking for it (so it runs on a processor of its own).
+    fn execute(self: &Arc<Self>, mut job: Job) -> std::io::Result<bool> {
         loop {
             let Some(home) = self.idle.lock().expect("idle lock").pop() else { break };
-            match home.send(Ticket { job, home: home.clone() }) {
-                Ok(()) => return Ok(()),
+            let looking = home.looking.load(Ordering::Acquire);
+            match home.inbox.send(Ticket { job, home: home.clone() }) {
+                Ok(()) => return Ok(looking),
                 // That worker is gone (a job panicked): try another.
                 Err(mpsc::SendError(ticket)) => job = ticket.job,
             }
         }
-        let (home, inbox) = mpsc::channel::<Ticket>();
-        home.send(Ticket { job, home: home.clone() }).expect("the receiver is here");
+        let (inbox, mine) = mpsc::channel::<Ticket>();
+        let looking = Arc::new(AtomicBool::new(false));
+        let home = Home { inbox, looking: Arc::clone(&looking) };
+        home.inbox.send(Ticket { job, home: home.clone() }).expect("the receiver is here");
         drop(home);
         let workers = Arc::downgrade(self);
         thread::Builder::new().name("cordon-call".into()).spawn(move || {
-            loop {
-                let looked = look_for(WORKER_LOOKS, || {
-                    inbox.try_recv().map_err(|e| matches!(e, mpsc::TryRecvError::Disconnected))
-                });
-                let Ok(Ticket { job, home }) = looked.or_else(|_| inbox.recv()) else { return };
+            while let Ok(Ticket { job, home }) = next_ticket(&mine, &looking) {
                 job();
                 let Some(workers) = workers.upgrade() else { return };
                 let mut idle = workers.idle.lock().expect("idle lock");
                 if idle.len() >= MAX_IDLE_WORKERS {
                     return;
                 }
+                looking.store(true, Ordering::Release);
                 idle.push(home);
             }
         })?;
-        Ok(())
+        Ok(false)
+    }
+}
+
+/// A worker's next job: looked for a while (`looking` is set while it
+/// looks), then waited for asleep.
+fn next_ticket(mine: &mpsc::Receiver<Ticket>, looking: &AtomicBool) -> Result<Ticket, mpsc::RecvError> {
+    let looked = look_for(WORKER_LOOKS, || mine.try_recv().map_err(|e| matches!(e, mpsc::TryRecvError::Disconnected)));
+    looking.store(false, Ordering::Release);
+    match looked {
+        Ok(ticket) => Ok(ticket),
+        Err(true) => Err(mpsc::RecvError),
+        Err(false) => mine.recv(),
     }
 }
 
@@ -177,10 +203,18 @@ impl Watchdog {
                 let _ = tx.send(result);
             }
         };
-        self.workers
+        let looked_for = self
+            .workers
             .execute(Box::new(worker))
             .map_err(|e| CallFailure::Host(HostFault::Thread { reason: e.to_string() }))?;
-        match look_for(CALLER_LOOKS, || rx.try_recv().map_err(|e| matches!(e, mpsc::TryRecvError::Disconnected))) {
+        // Only a worker that was looking runs on a processor of its own: one
+        // woken from its sleep is often put on the caller's, where a looking
+        // caller would take turns with it.
+        let looked = match looked_for {
+            true => look_for(CALLER_LOOKS, || rx.try_recv().map_err(|e| matches!(e, mpsc::TryRecvError::Disconnected))),
+            false => Err(false),
+        };
+        match looked {
             Ok(result) => return Ok(result),
             Err(true) => return Err(CallFailure::Host(HostFault::NoAnswer)),
             Err(false) => {}
@@ -268,6 +302,20 @@ mod tests {
         assert_eq!(look_for(LONG, take), Ok(7), "what comes while it looks is found");
         sender.join().unwrap();
         assert_eq!(look_for(LONG, take), Err(true), "a sender gone ends the looking at once");
+    }
+
+    #[test]
+    fn a_worker_is_marked_looking_only_until_it_has_a_job_or_sleeps() {
+        let (inbox, mine) = mpsc::channel::<Ticket>();
+        let looking = Arc::new(AtomicBool::new(true));
+        let home = Home { inbox: inbox.clone(), looking: Arc::clone(&looking) };
+        inbox.send(Ticket { job: Box::new(|| ()), home }).unwrap();
+        assert!(next_ticket(&mine, &looking).is_ok());
+        assert!(!looking.load(Ordering::Acquire), "a worker with a job is no longer looking");
+        looking.store(true, Ordering::Release);
+        drop(inbox);
+        assert!(next_ticket(&mine, &looking).is_err(), "no sender is left");
+        assert!(!looking.load(Ordering::Acquire));
     }
 
     #[test]
