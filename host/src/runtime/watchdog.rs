@@ -53,6 +53,10 @@ const WORKER_LOOKS: Duration = Duration::from_micros(300);
 /// pages and small calls are done by then.
 const CALLER_LOOKS: Duration = Duration::from_millis(1);
 
+/// How long a worker a caller claimed looks for that caller's job, which is
+/// sent right after the claim, before it sleeps after all.
+const CLAIMED_LOOKS: Duration = Duration::from_millis(10);
+
 /// What `take` finds within `within`, looking again after each yield of the
 /// processor; `Err(true)` once `take` says nothing more can come, `Err(false)`
 /// when the time is up.
@@ -81,9 +85,11 @@ struct Ticket {
     home: Home,
 }
 
-/// An idle worker: the sender of its channel, which it puts back in the idle
-/// list once done, and whether it is looking for a job now (running, not
-/// asleep).
+/// The way to a worker, which travels with each of its jobs and goes back in
+/// the idle list once the job is done: the sender of its channel, and whether
+/// it is looking for a job now (running, not asleep). A caller that takes a
+/// looking worker clears the flag, claiming it: the worker then keeps looking
+/// until the job comes rather than go to sleep.
 #[derive(Clone)]
 struct Home {
     inbox: mpsc::Sender<Ticket>,
@@ -104,7 +110,7 @@ impl Workers {
     fn execute(self: &Arc<Self>, mut job: Job) -> std::io::Result<bool> {
         loop {
             let Some(home) = self.idle.lock().expect("idle lock").pop() else { break };
-            let looking = home.looking.load(Ordering::Acquire);
+            let looking = home.looking.swap(false, Ordering::AcqRel);
             match home.inbox.send(Ticket { job, home: home.clone() }) {
                 Ok(()) => return Ok(looking),
                 // That worker is gone (a job panicked): try another.
@@ -133,11 +139,18 @@ impl Workers {
     }
 }
 
-/// A worker's next job: looked for a while (`looking` is set while it
-/// looks), then waited for asleep.
+/// A worker's next job: looked for a while (its `looking` flag was set when
+/// it went back in the idle list; a new worker's job is already there), then
+/// waited for asleep, unless a caller claimed it meanwhile (cleared the flag):
+/// that caller's job is on its way, and is looked for until it comes.
 fn next_ticket(mine: &mpsc::Receiver<Ticket>, looking: &AtomicBool) -> Result<Ticket, mpsc::RecvError> {
-    let looked = look_for(WORKER_LOOKS, || mine.try_recv().map_err(|e| matches!(e, mpsc::TryRecvError::Disconnected)));
-    looking.store(false, Ordering::Release);
+    let take = || mine.try_recv().map_err(|e| matches!(e, mpsc::TryRecvError::Disconnected));
+    let looked = look_for(WORKER_LOOKS, take);
+    let unclaimed = looking.swap(false, Ordering::AcqRel);
+    let looked = match looked {
+        Err(false) if !unclaimed => look_for(CLAIMED_LOOKS, take),
+        other => other,
+    };
     match looked {
         Ok(ticket) => Ok(ticket),
         Err(true) => Err(mpsc::RecvError),
@@ -210,8 +223,11 @@ impl Watchdog {
         // Only a worker that was looking runs on a processor of its own: one
         // woken from its sleep is often put on the caller's, where a looking
         // caller would take turns with it.
+        // Never past the time the caller gives up at.
+        let give_up = signal.cancelled_at().map_or(deadline, |at| at.min(deadline)) + grace;
+        let within = CALLER_LOOKS.min(give_up.saturating_duration_since(Instant::now()));
         let looked = match looked_for {
-            true => look_for(CALLER_LOOKS, || rx.try_recv().map_err(|e| matches!(e, mpsc::TryRecvError::Disconnected))),
+            true => look_for(within, || rx.try_recv().map_err(|e| matches!(e, mpsc::TryRecvError::Disconnected))),
             false => Err(false),
         };
         match looked {
@@ -305,7 +321,7 @@ mod tests {
     }
 
     #[test]
-    fn a_worker_is_marked_looking_only_until_it_has_a_job_or_sleeps() {
+    fn a_worker_is_marked_looking_only_until_it_has_a_job_or_its_sender_is_gone() {
         let (inbox, mine) = mpsc::channel::<Ticket>();
         let looking = Arc::new(AtomicBool::new(true));
         let home = Home { inbox: inbox.clone(), looking: Arc::clone(&looking) };
@@ -316,6 +332,20 @@ mod tests {
         drop(inbox);
         assert!(next_ticket(&mine, &looking).is_err(), "no sender is left");
         assert!(!looking.load(Ordering::Acquire));
+    }
+
+    #[test]
+    fn a_job_for_a_worker_asleep_is_not_looked_for_and_still_runs() {
+        let watchdog = Watchdog::default();
+        run(&watchdog, LONG, || ()).unwrap();
+        let flag = || watchdog.workers.idle.lock().unwrap().first().map(|home| Arc::clone(&home.looking));
+        wait_for("the worker becoming idle", || flag().is_some());
+        let looking = flag().unwrap();
+        wait_for("the worker done looking", || !looking.load(Ordering::Acquire));
+        let (tx, rx) = mpsc::channel();
+        let looked = watchdog.workers.execute(Box::new(move || tx.send(42).unwrap())).unwrap();
+        assert!(!looked, "a worker asleep is not one to look for");
+        assert_eq!(rx.recv_timeout(LONG), Ok(42));
     }
 
     #[test]
@@ -362,7 +392,8 @@ mod tests {
         assert_eq!(first, second);
         let weak = Arc::downgrade(&watchdog.workers);
         drop(watchdog);
-        assert!(weak.upgrade().is_none(), "an idle worker keeps the pool alive");
+        // A worker holds the pool only while it goes back in the idle list.
+        wait_for("the pool ending with the watchdog", || weak.strong_count() == 0);
     }
 
     #[test]

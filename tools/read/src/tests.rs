@@ -498,17 +498,18 @@ fn a_binary_file_comes_in_raw_chunks_and_its_info_says_what_it_is() {
 fn the_nth_newline_is_found_across_the_counted_blocks() {
     use crate::reader::nth_newline;
     // Newlines at uneven gaps, so that some fall on a block's first and last
-    // byte and some blocks hold none.
-    let mut bytes = vec![b'x'; 3 * (4 << 10) + 17];
+    // byte.
+    let mut bytes = vec![b'x'; 5 * (4 << 10) + 17];
     let mut at = 0;
-    for gap in [0, 4095, 1, 4096, 7, 4000, 95, 1, 3000] {
+    // The gap of 9,000 leaves the third block without one.
+    for gap in [0, 4095, 1, 9000, 7, 4000, 95, 1, 3000] {
         at += gap;
         if at < bytes.len() {
             bytes[at] = b'\n';
         }
     }
     let naive: Vec<usize> = bytes.iter().enumerate().filter(|(_, b)| **b == b'\n').map(|(i, _)| i).collect();
-    for end in [0, 1, 4095, 4096, 4097, 8192, 8193, bytes.len()] {
+    for end in [0, 1, 4095, 4096, 4097, 8192, 8193, 12288, 13200, bytes.len()] {
         let window = &bytes[..end];
         let expected: Vec<usize> = naive.iter().copied().filter(|&i| i < end).collect();
         for n in 1..=expected.len() as u64 + 1 {
