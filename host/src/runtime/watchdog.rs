@@ -57,14 +57,14 @@ const CALLER_LOOKS: Duration = Duration::from_millis(1);
 /// sent right after the claim, before it sleeps after all.
 const CLAIMED_LOOKS: Duration = Duration::from_millis(10);
 
-/// What `take` finds within `within`, looking again after each yield of the
-/// processor; `Err(true)` once `take` says nothing more can come, `Err(false)`
-/// when the time is up.
-fn look_for<T>(within: Duration, mut take: impl FnMut() -> Result<T, bool>) -> Result<T, bool> {
+/// What comes on `rx` within `within`, looked for again after each yield of
+/// the processor: `Empty` when the time is up, `Disconnected` at once when
+/// nothing more can come.
+fn look_for<T>(within: Duration, rx: &mpsc::Receiver<T>) -> Result<T, mpsc::TryRecvError> {
     let until = Instant::now() + within;
     loop {
-        match take() {
-            Err(false) if Instant::now() < until => thread::yield_now(),
+        match rx.try_recv() {
+            Err(mpsc::TryRecvError::Empty) if Instant::now() < until => thread::yield_now(),
             found => return found,
         }
     }
@@ -144,17 +144,16 @@ impl Workers {
 /// waited for asleep, unless a caller claimed it meanwhile (cleared the flag):
 /// that caller's job is on its way, and is looked for until it comes.
 fn next_ticket(mine: &mpsc::Receiver<Ticket>, looking: &AtomicBool) -> Result<Ticket, mpsc::RecvError> {
-    let take = || mine.try_recv().map_err(|e| matches!(e, mpsc::TryRecvError::Disconnected));
-    let looked = look_for(WORKER_LOOKS, take);
+    let looked = look_for(WORKER_LOOKS, mine);
     let unclaimed = looking.swap(false, Ordering::AcqRel);
     let looked = match looked {
-        Err(false) if !unclaimed => look_for(CLAIMED_LOOKS, take),
+        Err(mpsc::TryRecvError::Empty) if !unclaimed => look_for(CLAIMED_LOOKS, mine),
         other => other,
     };
     match looked {
         Ok(ticket) => Ok(ticket),
-        Err(true) => Err(mpsc::RecvError),
-        Err(false) => mine.recv(),
+        Err(mpsc::TryRecvError::Disconnected) => Err(mpsc::RecvError),
+        Err(mpsc::TryRecvError::Empty) => mine.recv(),
     }
 }
 
@@ -227,13 +226,13 @@ impl Watchdog {
         let give_up = signal.cancelled_at().map_or(deadline, |at| at.min(deadline)) + grace;
         let within = CALLER_LOOKS.min(give_up.saturating_duration_since(Instant::now()));
         let looked = match looked_for {
-            true => look_for(within, || rx.try_recv().map_err(|e| matches!(e, mpsc::TryRecvError::Disconnected))),
-            false => Err(false),
+            true => look_for(within, &rx),
+            false => Err(mpsc::TryRecvError::Empty),
         };
         match looked {
             Ok(result) => return Ok(result),
-            Err(true) => return Err(CallFailure::Host(HostFault::NoAnswer)),
-            Err(false) => {}
+            Err(mpsc::TryRecvError::Disconnected) => return Err(CallFailure::Host(HostFault::NoAnswer)),
+            Err(mpsc::TryRecvError::Empty) => {}
         }
         loop {
             let give_up = signal.cancelled_at().map_or(deadline, |at| at.min(deadline)) + grace;
@@ -307,17 +306,21 @@ mod tests {
     #[test]
     fn looking_finds_what_comes_in_time_and_says_why_it_found_nothing() {
         let (tx, rx) = mpsc::channel::<u32>();
-        let take = || rx.try_recv().map_err(|e| matches!(e, mpsc::TryRecvError::Disconnected));
         let started = Instant::now();
-        assert_eq!(look_for(Duration::from_millis(2), take), Err(false), "nothing sent: the time runs out");
+        let timed_out = look_for(Duration::from_millis(2), &rx);
+        assert_eq!(timed_out, Err(mpsc::TryRecvError::Empty), "nothing sent: the time runs out");
         assert!(started.elapsed() >= Duration::from_millis(2));
         let sender = thread::spawn(move || {
             thread::sleep(Duration::from_micros(200));
             tx.send(7).unwrap();
         });
-        assert_eq!(look_for(LONG, take), Ok(7), "what comes while it looks is found");
+        assert_eq!(look_for(LONG, &rx), Ok(7), "what comes while it looks is found");
         sender.join().unwrap();
-        assert_eq!(look_for(LONG, take), Err(true), "a sender gone ends the looking at once");
+        assert_eq!(
+            look_for(LONG, &rx),
+            Err(mpsc::TryRecvError::Disconnected),
+            "a sender gone ends the looking at once"
+        );
     }
 
     #[test]
