@@ -6,6 +6,7 @@
 use serde_json::{Map, Value, json};
 
 use super::base64_encode;
+use super::exact::Exact;
 use super::model::footer::remaining;
 use crate::pager::page::{Block, Ended, Page};
 use crate::protocol::mcp::Version;
@@ -219,12 +220,8 @@ impl Payload {
 
 /// Whether every line of `text` is a JSON value that writes back as the same bytes.
 fn items_exact(text: &str) -> bool {
-    let mut written = Vec::new();
-    text.split_terminator('\n').all(|line| {
-        let Ok(item) = serde_json::from_str::<Value>(line) else { return false };
-        written.clear();
-        serde_json::to_writer(&mut written, &item).is_ok() && written == line.as_bytes()
-    })
+    let mut exact = Exact::default();
+    text.split_terminator('\n').all(|line| exact.writes_back(line))
 }
 
 /// Every payload byte of a page, in order.

@@ -6,6 +6,7 @@
 use serde_json::{Map, Value, json};
 
 pub mod faults;
+mod exact;
 mod json;
 mod loading;
 pub mod model;
