@@ -122,9 +122,16 @@ impl Sha256 {
 /// A digest in lowercase hex (`hex::encode` goes a char at a time, which
 /// showed in the profile of pages of a thousand small items).
 pub fn hex(digest: &[u8; 32]) -> String {
-    let mut out = [0u8; 64];
-    hex::encode_to_slice(digest, &mut out).expect("32 bytes are 64 hex digits");
-    String::from_utf8(out.to_vec()).expect("hex digits are ASCII")
+    let mut out = Vec::with_capacity(64);
+    hex_into(digest, &mut out);
+    String::from_utf8(out).expect("hex digits are ASCII")
+}
+
+/// Appends a digest in lowercase hex to `out`.
+pub fn hex_into(digest: &[u8; 32], out: &mut Vec<u8>) {
+    let mut digits = [0u8; 64];
+    hex::encode_to_slice(digest, &mut digits).expect("32 bytes are 64 hex digits");
+    out.extend_from_slice(&digits);
 }
 
 impl Default for Sha256 {

@@ -32,6 +32,14 @@ pub fn nesting(json: &str) -> usize {
     deepest
 }
 
+/// Whether a JSON text nests deeper than `max`. Its opening brackets, counted
+/// anywhere (a count the compiler vectorizes), bound its depth from above:
+/// only a text with more of them than `max` is scanned (`nesting`).
+pub fn deeper_than(json: &str, max: usize) -> bool {
+    let opening = json.bytes().filter(|b| matches!(b, b'[' | b'{')).count();
+    opening > max && nesting(json) > max
+}
+
 /// Returns `value` with every array or object nested deeper than `max_depth`
 /// replaced by `"[… N items truncated]"`; `None` when nothing was cut.
 pub fn truncate(value: &Value, max_depth: usize) -> Option<Value> {
@@ -81,6 +89,16 @@ mod tests {
                 d(v)
             };
             assert_eq!(nesting(text), parsed_depth(&value), "{text}");
+        }
+    }
+
+    #[test]
+    fn deeper_than_agrees_with_the_scan() {
+        let texts = [r#"{"a":[1,{"b":2}]}"#, r#"{"a":"[[[{{{\"]]]"}"#, "[[[]]]", "1", r#"{"p":"x"}"#, "[[],[],[]]"];
+        for text in texts {
+            for max in 0..5 {
+                assert_eq!(deeper_than(text, max), nesting(text) > max, "{text} {max}");
+            }
         }
     }
 

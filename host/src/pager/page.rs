@@ -61,6 +61,15 @@ impl Piece {
         }
     }
 
+    /// The resume position after the piece, taken out of it (a page that
+    /// takes the piece keeps its position, not a copy).
+    pub fn take_resume(&mut self) -> String {
+        match self {
+            Piece::Chunk(chunk) => std::mem::take(&mut chunk.resume),
+            Piece::Shown(shown) => std::mem::take(&mut shown.resume),
+        }
+    }
+
     /// What the piece counts against a page's items: one for an item, its
     /// line ends for text.
     fn budget_items(&self) -> u32 {
@@ -173,8 +182,16 @@ pub struct Page {
 impl Page {
     /// The SHA-256 (hex) of a chunk's payload bytes.
     pub fn chunk_sha256(&self, chunk: &ChunkMeta) -> String {
+        let mut hex = Vec::with_capacity(64);
+        self.chunk_sha256_into(chunk, &mut hex);
+        String::from_utf8(hex).expect("hex digits are ASCII")
+    }
+
+    /// Appends the SHA-256 (hex) of a chunk's payload bytes to `out`, as
+    /// a page of a thousand items writes a thousand of them.
+    pub fn chunk_sha256_into(&self, chunk: &ChunkMeta, out: &mut Vec<u8>) {
         let offset = match &chunk.sha256 {
-            ChunkHash::Known(hex) => return hex.clone(),
+            ChunkHash::Known(hex) => return out.extend_from_slice(hex.as_bytes()),
             ChunkHash::At { offset } => *offset,
         };
         let (end, mut at, mut hasher) = (offset + chunk.bytes, 0usize, Sha256::new());
@@ -189,7 +206,7 @@ impl Page {
             }
             at += bytes.len();
         }
-        sha256::hex(&hasher.finalize())
+        sha256::hex_into(&hasher.finalize(), out);
     }
 }
 
@@ -250,7 +267,7 @@ impl Builder {
                 self.budget_items += 1;
                 self.items += 1;
                 self.continued = false;
-                self.append_text(shown.text);
+                self.append_text(shown.text, false);
             }
         }
     }
@@ -266,7 +283,7 @@ impl Builder {
         // one is hashed now (its own bytes are not on the page); any other
         // chunk is hashed from the page, if ever asked (the JSON form).
         let too_deep = match &chunk.payload {
-            Payload::Item(item) => !chunk.continued && depth::nesting(item) > self.max_depth,
+            Payload::Item(item) => !chunk.continued && depth::deeper_than(item, self.max_depth),
             _ => false,
         };
         let sha256 = match too_deep {
@@ -304,28 +321,34 @@ impl Builder {
     /// Adds a chunk's payload; an item nesting deeper than the page shows
     /// (`too_deep`) is cut.
     fn append(&mut self, chunk: Chunk, too_deep: bool) {
-        let text = match chunk.payload {
+        match chunk.payload {
             Payload::Bytes(raw) => {
                 self.payload_len += raw.len();
                 match self.blocks.last_mut() {
                     Some(Block::Bytes(last)) => last.extend_from_slice(&raw),
                     _ => self.blocks.push(Block::Bytes(raw)),
                 }
-                return;
             }
-            Payload::Text(text) => text,
-            Payload::Item(item) if too_deep => self.cut_item(item),
-            Payload::Item(item) if chunk.continued => item,
-            Payload::Item(item) => item + "\n",
-        };
-        self.append_text(text);
+            Payload::Text(text) => self.append_text(text, false),
+            Payload::Item(item) if too_deep => {
+                let cut = self.cut_item(item);
+                self.append_text(cut, false);
+            }
+            // A whole item is a line: its line end is written after it, not
+            // added to its own text first (a copy of each item).
+            Payload::Item(item) => self.append_text(item, !chunk.continued),
+        }
     }
 
-    fn append_text(&mut self, text: String) {
-        self.payload_len += text.len();
+    /// Adds text, and a line end after it with `line_end`.
+    fn append_text(&mut self, text: String, line_end: bool) {
+        self.payload_len += text.len() + usize::from(line_end);
         match self.blocks.last_mut() {
             Some(Block::Text(last)) => last.push_str(&text),
             _ => self.blocks.push(Block::Text(text)),
+        }
+        if line_end && let Some(Block::Text(last)) = self.blocks.last_mut() {
+            last.push('\n');
         }
     }
 

@@ -40,6 +40,10 @@ impl Pending {
         self.pieces.iter()
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.pieces.is_empty()
+    }
+
     /// The bytes the pieces hold.
     pub fn bytes(&self) -> usize {
         self.bytes
