@@ -59,7 +59,7 @@ impl Pager {
             // Pieces kept from an earlier pull come without work: the clock
             // is read before each pull, and only now and then between them.
             taken = taken.wrapping_add(1);
-            let look = start.pending.is_empty() || taken % PENDING_BETWEEN_LOOKS == 0;
+            let look = start.pending.is_empty() || taken.is_multiple_of(PENDING_BETWEEN_LOOKS);
             if look && clock.is_due() && start.position != started_at {
                 break Ended::Time;
             }
