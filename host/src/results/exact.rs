@@ -10,6 +10,7 @@
 //! writing it back took a seventh of the server's time on later pages of a
 //! glob: a map per item, its keys hashed and each string copied.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
@@ -94,19 +95,17 @@ impl<'de> Visitor<'de> for Echo<'_> {
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
         self.out.push(b'[');
-        let mut first = true;
-        loop {
-            if !first {
+        for at in 0.. {
+            // A comma is written before each element but the first, and
+            // taken back when the end comes instead.
+            let mark = self.out.len();
+            if at > 0 {
                 self.out.push(b',');
             }
             if seq.next_element_seed(Echo { out: &mut *self.out })?.is_none() {
+                self.out.truncate(mark);
                 break;
             }
-            first = false;
-        }
-        // A comma written before the end was found is taken back.
-        if !first {
-            self.out.pop();
         }
         self.out.push(b']');
         Ok(())
@@ -114,18 +113,18 @@ impl<'de> Visitor<'de> for Echo<'_> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         self.out.push(b'{');
-        let mut keys: Vec<Key<'de>> = Vec::new();
-        while let Some(key) = map.next_key::<Key<'de>>()? {
+        let mut keys: Vec<Cow<'de, str>> = Vec::new();
+        while let Some(key) = map.next_key_seed(KeySeed)? {
             // A key given twice is kept once by a parsed value: not written back.
-            if keys.iter().any(|k| k.as_str() == key.as_str()) {
+            if keys.contains(&key) {
                 return Err(de::Error::custom("a key given twice"));
             }
             if !keys.is_empty() {
                 self.out.push(b',');
             }
             match &key {
-                Key::Borrowed(text) => quoted(self.out, text),
-                Key::Owned(text) => serde_json::to_writer(&mut *self.out, text).map_err(de::Error::custom)?,
+                Cow::Borrowed(text) => quoted(self.out, text),
+                Cow::Owned(text) => serde_json::to_writer(&mut *self.out, text).map_err(de::Error::custom)?,
             }
             self.out.push(b':');
             map.next_value_seed(Echo { out: &mut *self.out })?;
@@ -146,40 +145,31 @@ fn quoted(out: &mut Vec<u8>, text: &str) {
     out.push(b'"');
 }
 
-/// An object's key, borrowed from the text unless it holds an escape.
-enum Key<'de> {
-    Borrowed(&'de str),
-    Owned(String),
-}
+/// An object's key, lent from the text unless it holds an escape (serde's
+/// own `Cow` is always read owned).
+struct KeySeed;
 
-impl Key<'_> {
-    fn as_str(&self) -> &str {
-        match self {
-            Key::Borrowed(s) => s,
-            Key::Owned(s) => s,
-        }
+impl<'de> DeserializeSeed<'de> for KeySeed {
+    type Value = Cow<'de, str>;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, deserializer: D) -> Result<Cow<'de, str>, D::Error> {
+        deserializer.deserialize_str(self)
     }
 }
 
-impl<'de> de::Deserialize<'de> for Key<'de> {
-    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct KeyVisitor;
-        impl<'de> Visitor<'de> for KeyVisitor {
-            type Value = Key<'de>;
+impl<'de> Visitor<'de> for KeySeed {
+    type Value = Cow<'de, str>;
 
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("an object key")
-            }
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an object key")
+    }
 
-            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Key<'de>, E> {
-                Ok(Key::Borrowed(v))
-            }
+    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Cow<'de, str>, E> {
+        Ok(Cow::Borrowed(v))
+    }
 
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Key<'de>, E> {
-                Ok(Key::Owned(v.to_owned()))
-            }
-        }
-        deserializer.deserialize_str(KeyVisitor)
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Cow<'de, str>, E> {
+        Ok(Cow::Owned(v.to_owned()))
     }
 }
 
