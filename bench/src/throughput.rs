@@ -68,13 +68,16 @@ pub fn run(opts: &Options, corpus: &Corpus, report: &mut Report) -> Result<()> {
     // runs made side by side.
     let variants = [&cordon, &unaudited, &uncounted, &traced];
     let mut samples: [Samples; 4] = Default::default();
+    // The reference server runs right after Cordon's default variant, so
+    // that each run's pair is measured side by side (the machine's speed,
+    // and the reference server's, drift from run to run).
     for run in 0..opts.runs {
         for turn in 0..variants.len() {
             let at = (turn + run) % variants.len();
             samples[at].0.push(sequential(variants[at], n, seconds, &ours)?);
-        }
-        if let Some(peer) = &peer {
-            peers.0.push(sequential(peer, n, seconds, &theirs)?);
+            if let (0, Some(peer)) = (at, &peer) {
+                peers.0.push(sequential(peer, n, seconds, &theirs)?);
+            }
         }
         pipelined.0.push(in_flight(&cordon, n, seconds, &ours)?);
     }
@@ -128,6 +131,13 @@ pub fn run(opts: &Options, corpus: &Corpus, report: &mut Report) -> Result<()> {
              traces off (the default) run beside it (goal: at least 90 %); the stand-in collector, on the same \
              cores, received {exports} exports, {:.1} MiB.",
             bytes as f64 / (1024.0 * 1024.0)
+        ));
+    }
+    if let Some(calls) = times(&processes, &peers, |s| s.calls_per_sec) {
+        let cpu = times(&peers, &processes, |s| s.cpu_per_call).unwrap_or_else(|| "not known".into());
+        table.notes.push(format!(
+            "Against the reference server, run right after it each time: Cordon's calls/s are {calls} of its \
+             calls/s ({n} processes each); the reference server's CPU per call is {cpu} of Cordon's."
         ));
     }
     if peer.is_some() {
@@ -226,19 +236,32 @@ fn in_flight(launch: &Launch, in_flight: usize, length: Duration, call: &(&str, 
     Ok(sample(latencies, elapsed, rss, cpu))
 }
 
-/// `a`'s figure `of` (calls/s, CPU per call) as a share of `b`'s, run by run
-/// (runs made side by side): the median, then each run's; `None` when either
-/// was not run.
+/// `a`'s figure `of` (calls/s, CPU per call) over `b`'s, run by run (runs
+/// made side by side); empty when either was not run.
+fn ratios(a: &Samples, b: &Samples, of: fn(&Sample) -> f64) -> Vec<f64> {
+    (a.0.iter().zip(&b.0)).filter(|(a, b)| of(b) > 0.0 && of(a) > 0.0).map(|(a, b)| of(a) / of(b)).collect()
+}
+
+/// `ratios` as a share: the median, then each run's; `None` when either was
+/// not run.
 fn paired(a: &Samples, b: &Samples, of: fn(&Sample) -> f64) -> Option<String> {
-    let shares: Vec<f64> = (a.0.iter().zip(&b.0))
-        .filter(|(a, b)| of(b) > 0.0 && of(a) > 0.0)
-        .map(|(a, b)| 100.0 * of(a) / of(b))
-        .collect();
+    let shares: Vec<f64> = ratios(a, b, of).into_iter().map(|r| 100.0 * r).collect();
     if shares.is_empty() {
         return None;
     }
     let each: Vec<String> = shares.iter().map(|s| format!("{s:.1}")).collect();
     Some(format!("{:.1} % (median of the runs' ratios: {} %)", median(&shares), each.join(", ")))
+}
+
+/// `ratios` as a factor: the median, then each run's; `None` when either was
+/// not run.
+fn times(a: &Samples, b: &Samples, of: fn(&Sample) -> f64) -> Option<String> {
+    let factors = ratios(a, b, of);
+    if factors.is_empty() {
+        return None;
+    }
+    let each: Vec<String> = factors.iter().map(|f| format!("{f:.2}")).collect();
+    Some(format!("{:.2}× (median of the runs' ratios: {}×)", median(&factors), each.join(", ")))
 }
 
 /// A run's figures from its calls' latencies, its length, the servers' peak
