@@ -107,6 +107,7 @@ fn lateness(server: &Arc<Server>, behaviour: &str, wall_time: Duration) -> Durat
         for_model: false,
         caller: server.local("bench"),
         client: cordon::clients::Client::default(),
+        watch: None,
     };
     let answer = server.call(request).unwrap();
     let answered = started.elapsed();

@@ -46,6 +46,7 @@ pub fn follow(
             for_model: false,
             caller: caller.clone(),
             client: crate::clients::Client::default(),
+            watch: None,
         };
         let page = match server.call(request) {
             Ok(Answer::Page(page)) => page,

@@ -423,6 +423,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
                     for_model: true,
                     caller,
                     client: crate::clients::Client::default(),
+                    watch: None,
                 };
                 server.call(request)
             });

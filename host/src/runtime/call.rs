@@ -208,7 +208,23 @@ impl Runtime {
         work: impl FnOnce() -> T + Send + 'static,
     ) -> Result<T, CallFailure> {
         let bounds = Bounds { wall_time: self.limits.wall_time, deadline, grace: self.limits.host_grace };
-        self.watchdog.run(tool, bounds, signal, work)
+        self.watchdog.bounded(tool, bounds, signal, work)
+    }
+
+    /// Runs `job` on a thread of the call pool (see `watchdog::kept_above`).
+    pub fn spawn(&self, job: Box<dyn FnOnce() + Send>) -> std::io::Result<()> {
+        self.watchdog.spawn(job)
+    }
+
+    /// Counts a call of `tool` as left stuck, answered in its place by a
+    /// caller that keeps the host timeout; returns how many are.
+    pub fn hold_stuck(&self, tool: &str) -> usize {
+        self.watchdog.hold(tool)
+    }
+
+    /// A call counted by `hold_stuck` has ended.
+    pub fn release_stuck(&self, tool: &str) {
+        self.watchdog.release(tool)
     }
 
     /// Starts a call of `target` for the request `ctx`, with `args` (JSON) at

@@ -11,6 +11,12 @@
 //! tool with `MAX_STUCK_PER_TOOL` of them gets no new calls until one ends, so a
 //! tool that always blocks cannot hold every instance slot of the pool.
 //!
+//! A caller that keeps the host timeout itself (a session, which awaits the
+//! call's thread with a timer and answers in its place: `server::watch`)
+//! runs the call on a worker of this pool with `kept_above`: the guest work
+//! then runs on that same thread, one handoff to a thread and back fewer a
+//! call, and the count of calls left stuck is kept with `hold` and `release`.
+//!
 //! Threads are reused (spawning one costs ~30 µs, a handoff to an idle one
 //! ~3 µs): a worker that finishes a call waits for the next one, up to
 //! `MAX_IDLE_WORKERS` of them; a worker left stuck rejoins when it ends.
@@ -24,6 +30,7 @@
 //! caller whose worker was asleep does not look: the woken worker is often
 //! put on the caller's own processor, where the two would take turns.
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
@@ -68,6 +75,27 @@ fn look_for<T>(within: Duration, rx: &mpsc::Receiver<T>) -> Result<T, mpsc::TryR
             found => return found,
         }
     }
+}
+
+thread_local! {
+    /// Set while a thread runs work whose host timeout its caller keeps.
+    static KEPT_ABOVE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `work` on this thread so that the guest work it reaches runs here
+/// too, not on a worker of its own: whoever awaits this thread keeps the host
+/// timeout (it answers in the call's place at the deadline plus the grace,
+/// and counts the call as stuck with `Runtime::hold_stuck`).
+pub fn kept_above<T>(work: impl FnOnce() -> T) -> T {
+    /// Clears the mark however `work` ends.
+    struct Unmark(bool);
+    impl Drop for Unmark {
+        fn drop(&mut self) {
+            KEPT_ABOVE.with(|kept| kept.set(self.0));
+        }
+    }
+    let _unmark = Unmark(KEPT_ABOVE.with(|kept| kept.replace(true)));
+    work()
 }
 
 /// Runs requests' guest work with a host timeout; counts the calls left stuck.
@@ -179,6 +207,53 @@ enum Phase {
 }
 
 impl Watchdog {
+    /// Runs `job` on a worker of the pool (a looking one if there is).
+    pub(super) fn spawn(&self, job: Job) -> std::io::Result<()> {
+        self.workers.execute(job).map(|_| ())
+    }
+
+    /// Counts a call of `tool` left stuck by a caller that keeps the host
+    /// timeout itself (see `kept_above`), until `release`.
+    pub(super) fn hold(&self, tool: &str) -> usize {
+        let mut stuck = self.stuck.lock().expect("stuck lock");
+        let count = stuck.entry(tool.to_string()).or_insert(0);
+        *count += 1;
+        *count
+    }
+
+    /// A call counted by `hold` has ended.
+    pub(super) fn release(&self, tool: &str) {
+        if let Some(n) = self.stuck.lock().expect("stuck lock").get_mut(tool) {
+            *n = n.saturating_sub(1);
+        }
+        tracing::info!(tool, "a call answered without its tool has ended");
+    }
+
+    /// Runs `work` here when the caller keeps the host timeout (`kept_above`),
+    /// else on a worker as `run` does.
+    pub(super) fn bounded<T: Send + 'static>(
+        &self,
+        tool: &str,
+        bounds: Bounds,
+        signal: &CallSignal,
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, CallFailure> {
+        if !KEPT_ABOVE.with(Cell::get) {
+            return self.run(tool, bounds, signal, work);
+        }
+        self.admit(tool)?;
+        Ok(work())
+    }
+
+    /// Refuses a call of a tool with `MAX_STUCK_PER_TOOL` calls left stuck.
+    fn admit(&self, tool: &str) -> Result<(), CallFailure> {
+        let stuck_now = self.stuck.lock().expect("stuck lock").get(tool).copied().unwrap_or(0);
+        match stuck_now >= MAX_STUCK_PER_TOOL {
+            true => Err(CallFailure::Stuck { tool: tool.to_string(), calls: stuck_now }),
+            false => Ok(()),
+        }
+    }
+
     /// Runs `work` on a worker thread and waits for it until `grace` past its
     /// `deadline`, or past the request's cancellation; then answers
     /// `HostTimeout` (the call's limit is `wall_time`) or `Cancelled` and leaves
@@ -191,10 +266,7 @@ impl Watchdog {
         work: impl FnOnce() -> T + Send + 'static,
     ) -> Result<T, CallFailure> {
         let Bounds { wall_time, deadline, grace } = bounds;
-        let stuck_now = self.stuck.lock().expect("stuck lock").get(tool).copied().unwrap_or(0);
-        if stuck_now >= MAX_STUCK_PER_TOOL {
-            return Err(CallFailure::Stuck { tool: tool.to_string(), calls: stuck_now });
-        }
+        self.admit(tool)?;
         let phase = Arc::new(Mutex::new(Phase::Running));
         let (tx, rx) = mpsc::sync_channel(1);
         let worker = {

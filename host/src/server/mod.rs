@@ -36,7 +36,9 @@ mod error;
 mod operate;
 mod record;
 mod resources;
+mod watch;
 pub use resources::{Asker, FileUri};
+pub use watch::{Abandoned, Waited, Watch};
 
 /// Everything needed to start a server.
 #[derive(Debug, Clone)]
@@ -368,9 +370,9 @@ impl Server {
     /// Runs one `tools/call`: one page of a component tool's output, or a
     /// host tool's answer; a call's own failure is an answer too, and what
     /// refuses the request before or around the call is a `Fault`.
-    /// Blocks: call it from a thread that may block. The guest runs on a
-    /// thread of its own and the answer comes by the wall-time limit plus the
-    /// host grace, even from a guest blocked in a host call.
+    /// Blocks. The answer comes by the wall-time limit plus the host grace,
+    /// even from a guest blocked in a host call: the guest runs on a thread
+    /// of its own, or here when the caller keeps a `watch` (see `watch`).
     pub fn call(self: &Arc<Self>, request: CallRequest<'_>) -> Result<Answer, Fault> {
         let started = Instant::now();
         if !self.audit.admits_calls() {
@@ -379,12 +381,15 @@ impl Server {
             return Err(fault);
         }
         let mut seen = Seen::default();
-        let answer = self.run(&request, &mut seen);
-        self.record(&request, seen, answer, started)
+        let answer = self.run(&request, &mut seen, started);
+        match self.was_abandoned(&request) {
+            true => answer,
+            false => self.record(&request, seen, answer, started),
+        }
     }
 
     /// The call itself; what it ran goes into `seen`, for the record.
-    fn run(self: &Arc<Self>, request: &CallRequest<'_>, seen: &mut Seen) -> Result<Answer, Fault> {
+    fn run(self: &Arc<Self>, request: &CallRequest<'_>, seen: &mut Seen, started: Instant) -> Result<Answer, Fault> {
         let tool = match &request.tool {
             Entry::Host { tool: HostTool::Upload, .. } => {
                 return Ok(match staging::call_upload(&self.uploads, request.arguments) {
@@ -423,9 +428,8 @@ impl Server {
         if self.audit.is_on() {
             seen.grants = grants.iter().map(|g| json!({ "path": g.host, "mode": g.mode.as_str() })).collect();
         }
-        // Held until this call is answered (a guest left blocked past its
-        // deadline keeps only its instance slot).
-        let _in_flight = match self.calls.acquire(deadline, request.signal) {
+        // Held until answered (a guest left blocked keeps only its instance slot).
+        let in_flight = match self.calls.acquire(deadline, request.signal) {
             Ok(slot) => slot,
             Err(busy) => return Ok(Answer::Failed(busy.into())),
         };
@@ -442,6 +446,7 @@ impl Server {
             for_model: request.for_model,
             owner: request.caller.owner.clone(),
         };
+        let _in_flight = self.arm_watch(request, watch::Arming { deadline, started, seen, in_flight });
         let page = self.pager.page(asked);
         match page {
             Ok(page) => {
@@ -482,6 +487,8 @@ pub struct CallRequest<'a> {
     pub caller: Caller,
     /// The agent client asking, whose cut sets the default page (`clients`).
     pub client: crate::clients::Client,
+    /// Set when the caller keeps the call's host timeout (see `watch`).
+    pub watch: Option<&'a Watch>,
 }
 
 impl CallRequest<'_> {

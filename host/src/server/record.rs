@@ -16,7 +16,7 @@ use crate::results::{self, Answer, Fault};
 use crate::runtime::Ledger;
 
 /// What a call ran, for its record.
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub(super) struct Seen {
     pub tool: Option<ToolRef>,
     pub grants: Vec<Value>,

@@ -187,6 +187,7 @@ impl Server {
             for_model: false,
             caller: asker.caller.clone(),
             client: crate::clients::Client::default(),
+            watch: None,
         };
         match self.call(request)? {
             Answer::Page(page) => Ok(*page),

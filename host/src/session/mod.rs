@@ -13,6 +13,7 @@
 mod listen;
 mod resources;
 mod roots;
+mod watched;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -32,8 +33,8 @@ use crate::protocol::mcp::{LogLevel, Request, ToolCall, Version};
 use crate::protocol::modern::{self, Headers};
 use crate::results::{self, Answer, Failed, Fault};
 use crate::runtime::CallSignal;
-use crate::server::{CallRequest, Caller, Server};
-use crate::telemetry::traces::{self, RequestSpan, Start};
+use crate::server::{Caller, Server};
+use crate::telemetry::traces::{RequestSpan, Start};
 use roots::ClientRoots;
 
 /// What handling a frame gives: an answer now, or a call to run.
@@ -406,23 +407,10 @@ impl Session {
             };
             let started = Instant::now();
             let asked = crate::args::Form::asked(&arguments);
-            let (server, signal) = (Arc::clone(&guard.session.server), Arc::clone(&guard.signal));
-            let on_thread = traces::current();
-            let joined = tokio::task::spawn_blocking(move || {
-                let client_roots = client_roots.as_deref().map(Vec::as_slice);
-                on_thread.in_scope(|| {
-                    server.call(CallRequest {
-                        tool,
-                        arguments: &arguments,
-                        client_roots,
-                        signal: &signal,
-                        for_model: true,
-                        caller,
-                        client,
-                    })
-                })
-            })
-            .await;
+            let server = Arc::clone(&guard.session.server);
+            let signal = Arc::clone(&guard.signal);
+            let job = watched::CallJob { server, tool, arguments, client_roots, signal, caller, client };
+            let answer = job.run().await;
             guard.done = true;
             let elapsed = started.elapsed();
             if let Some(at) = guard.signal.cancelled_at() {
@@ -430,10 +418,6 @@ impl Session {
                 tracing::info!(id = ?guard.id, "cancelled call stopped {stop_ms:.1} ms after the cancellation");
                 return None;
             }
-            let answer = joined.unwrap_or_else(|e| {
-                tracing::error!("tool call thread failed: {e}");
-                Err(Fault::CallThread)
-            });
             log_outcome(&out, ctx.log_level, &guard.id, &answer, elapsed);
             if let Ok(Answer::Failed(Failed::Tool(failure))) = &answer {
                 span.tool_error(failure.code);
