@@ -242,7 +242,10 @@ impl Watchdog {
             return self.run(tool, bounds, signal, work);
         }
         self.admit(tool)?;
-        Ok(work())
+        // A panic is a call that did not answer, as on a worker of its own:
+        // the call goes on to its record.
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(work))
+            .map_err(|_| CallFailure::Host(HostFault::NoAnswer))
     }
 
     /// Refuses a call of a tool with `MAX_STUCK_PER_TOOL` calls left stuck.
@@ -421,6 +424,27 @@ mod tests {
         let looked = watchdog.workers.execute(Box::new(move || tx.send(42).unwrap())).unwrap();
         assert!(!looked, "a worker asleep is not one to look for");
         assert_eq!(rx.recv_timeout(LONG), Ok(42));
+    }
+
+    #[test]
+    fn work_kept_above_runs_on_the_callers_thread_and_a_panic_in_it_is_no_answer() {
+        let watchdog = Watchdog::default();
+        let bounds = Bounds { wall_time: LONG, deadline: Instant::now() + LONG, grace: SHORT };
+        let here = thread::current().id();
+        let ran = kept_above(|| watchdog.bounded("t", bounds, &CallSignal::new(), move || thread::current().id()));
+        assert_eq!(ran, Ok(here));
+        let panicked = kept_above(|| watchdog.bounded("t", bounds, &CallSignal::new(), || panic!("a bug")));
+        assert_eq!(panicked, Err(CallFailure::Host(HostFault::NoAnswer)));
+        let elsewhere = watchdog.bounded("t", bounds, &CallSignal::new(), move || thread::current().id());
+        assert_ne!(elsewhere, Ok(here), "not kept above: on a worker");
+        watchdog.hold("t");
+        for _ in 1..MAX_STUCK_PER_TOOL {
+            watchdog.hold("t");
+        }
+        let refused = kept_above(|| watchdog.bounded("t", bounds, &CallSignal::new(), || ()));
+        assert_eq!(refused, Err(CallFailure::Stuck { tool: "t".into(), calls: MAX_STUCK_PER_TOOL }));
+        watchdog.release("t");
+        assert_eq!(kept_above(|| watchdog.bounded("t", bounds, &CallSignal::new(), || 1)), Ok(1));
     }
 
     #[test]

@@ -450,7 +450,7 @@ impl Server {
         let page = self.pager.page(asked);
         match page {
             Ok(page) => {
-                if let Some(attached) = attached {
+                if let Some(attached) = attached.filter(|_| !request.watch.is_some_and(Watch::given_up)) {
                     self.uploads.finish(&attached.id);
                 }
                 Ok(Answer::Page(Box::new(page)))

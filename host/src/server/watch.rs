@@ -110,11 +110,12 @@ impl Watch {
     pub(super) fn finish(&self) -> bool {
         let mut inner = self.lock();
         inner.in_flight = None;
-        match (inner.phase, &inner.due) {
+        match (inner.phase, inner.due.take()) {
             (Phase::Abandoned, Some(due)) => {
                 due.runtime.release_stuck(&due.tool);
                 true
             }
+            (Phase::Abandoned, None) => true,
             _ => {
                 inner.phase = Phase::Done;
                 false
@@ -154,6 +155,11 @@ impl Watch {
         }
     }
 
+    /// Whether the caller gave up on the call.
+    pub(super) fn given_up(&self) -> bool {
+        self.lock().phase == Phase::Abandoned
+    }
+
     /// Gives up on the call unless its thread is already answering, and
     /// counts it as stuck (under the same lock as `finish`, which releases it).
     fn abandon(&self, cancelled: bool) -> Option<Abandoned> {
@@ -173,6 +179,17 @@ impl Watch {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+impl Drop for Watch {
+    /// A call given up on whose thread ended without `finish` (it panicked)
+    /// is no longer counted as stuck.
+    fn drop(&mut self) {
+        let inner = self.inner.get_mut().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let (Phase::Abandoned, Some(due)) = (inner.phase, inner.due.take()) {
+            due.runtime.release_stuck(&due.tool);
+        }
     }
 }
 
@@ -307,6 +324,17 @@ mod tests {
         assert!(calls.free().is_ok(), "a call given up on keeps no slot among the calls in flight");
         assert!(watch.finish(), "its thread, ending late, is told it was given up on");
         assert_eq!(stuck(&runtime), 0, "and is no longer counted");
+    }
+
+    #[tokio::test]
+    async fn a_call_given_up_on_whose_thread_ends_without_finishing_is_no_longer_counted_stuck() {
+        let (runtime, calls) = (runtime(), Slots::new("calls", 1));
+        let watch = armed(&runtime, &calls, Duration::ZERO);
+        let (_tx, rx) = oneshot::channel::<u32>();
+        assert!(matches!(watch.wait(rx, &CallSignal::new()).await, Waited::Abandoned(_)));
+        assert_eq!(stuck(&runtime), 1);
+        drop(watch);
+        assert_eq!(stuck(&runtime), 0, "released when the last holder lets go");
     }
 
     #[tokio::test]

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::Value;
-use tokio::sync::oneshot;
+use tokio::sync::{Semaphore, oneshot};
 
 use crate::clients::Client;
 use crate::registry::Entry;
@@ -16,6 +16,10 @@ use crate::results::{Answer, Fault};
 use crate::runtime::{CallSignal, kept_above};
 use crate::server::{CallRequest, Caller, Server, Waited, Watch};
 use crate::telemetry::traces;
+
+/// The most calls of every session together that run at once, each on a
+/// thread of its own (the rest wait their turn).
+static CALL_THREADS: Semaphore = Semaphore::const_new(512);
 
 /// What a session's call runs with, shared by the call's thread and the
 /// session (which records the call itself if it gives up on it).
@@ -45,14 +49,19 @@ impl CallJob {
     }
 
     /// Runs the call on a thread of the call pool and awaits its answer,
-    /// answering in its place when it does not come in time.
+    /// answering in its place when it does not come in time. The wait is a
+    /// task of its own, so that a session that stops awaiting (an HTTP
+    /// client gone) still has its call given up on, recorded and counted.
     pub async fn run(self) -> Result<Answer, Fault> {
+        // Bounded like tokio's blocking pool, which ran these calls before.
+        let Ok(thread) = CALL_THREADS.acquire().await else { return Err(Fault::CallThread) };
         let (job, watch) = (Arc::new(self), Watch::new());
         let (tx, rx) = oneshot::channel();
-        let on_thread = traces::current();
+        let (on_thread, on_record) = (traces::current(), traces::current());
         let work = {
             let (job, watch) = (Arc::clone(&job), Arc::clone(&watch));
             Box::new(move || {
+                let _thread = thread;
                 let answer = kept_above(|| on_thread.in_scope(|| job.server.call(job.request(Some(&watch)))));
                 let _ = tx.send(answer);
             })
@@ -61,20 +70,22 @@ impl CallJob {
             tracing::error!("no thread for a tool call: {e}");
             return Err(Fault::CallThread);
         }
-        match watch.wait(rx, &job.signal).await {
-            Waited::Answered(Ok(answer)) => answer,
-            Waited::Answered(Err(_)) => {
-                tracing::error!("a tool call's thread ended without an answer");
-                Err(Fault::CallThread)
+        let waited = tokio::spawn(async move {
+            match watch.wait(rx, &job.signal).await {
+                Waited::Answered(Ok(answer)) => answer,
+                Waited::Answered(Err(_)) => {
+                    tracing::error!("a tool call's thread ended without an answer");
+                    Err(Fault::CallThread)
+                }
+                Waited::Abandoned(abandoned) => {
+                    // The record is a file write: off the session's thread.
+                    let recorded = tokio::task::spawn_blocking(move || {
+                        on_record.in_scope(|| job.server.answer_abandoned(&job.request(None), abandoned))
+                    });
+                    recorded.await.unwrap_or(Err(Fault::CallThread))
+                }
             }
-            Waited::Abandoned(abandoned) => {
-                // The record is a file write: off the session's thread.
-                let recorded = tokio::task::spawn_blocking(move || {
-                    job.server.answer_abandoned(&job.request(None), abandoned)
-                })
-                .await;
-                recorded.unwrap_or(Err(Fault::CallThread))
-            }
-        }
+        });
+        waited.await.unwrap_or(Err(Fault::CallThread))
     }
 }
