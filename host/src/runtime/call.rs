@@ -216,15 +216,16 @@ impl Runtime {
         self.watchdog.spawn(job)
     }
 
-    /// Counts a call of `tool` as left stuck, answered in its place by a
-    /// caller that keeps the host timeout; returns how many are.
-    pub fn hold_stuck(&self, tool: &str) -> usize {
-        self.watchdog.hold(tool)
+    /// Counts a call of `tool` given up on with `failure` (a timeout or a
+    /// cancellation) by a caller that keeps the host timeout, and says so;
+    /// returns how many are.
+    pub fn hold_stuck(&self, tool: &str, failure: &CallFailure) -> usize {
+        self.watchdog.stuck().hold(tool, failure)
     }
 
     /// A call counted by `hold_stuck` has ended.
     pub fn release_stuck(&self, tool: &str) {
-        self.watchdog.release(tool)
+        self.watchdog.stuck().release(tool)
     }
 
     /// Starts a call of `target` for the request `ctx`, with `args` (JSON) at

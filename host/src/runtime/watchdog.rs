@@ -101,8 +101,55 @@ pub fn kept_above<T>(work: impl FnOnce() -> T) -> T {
 /// Runs requests' guest work with a host timeout; counts the calls left stuck.
 #[derive(Default)]
 pub(super) struct Watchdog {
-    stuck: Arc<Mutex<HashMap<String, usize>>>,
+    stuck: Arc<Stuck>,
     workers: Arc<Workers>,
+}
+
+/// The calls of each tool left blocked in host calls, answered without them.
+#[derive(Default)]
+pub(super) struct Stuck(Mutex<HashMap<String, usize>>);
+
+impl Stuck {
+    /// Refuses a call of a tool with `MAX_STUCK_PER_TOOL` calls left stuck.
+    fn admit(&self, tool: &str) -> Result<(), CallFailure> {
+        let stuck_now = self.0.lock().expect("stuck lock").get(tool).copied().unwrap_or(0);
+        match stuck_now >= MAX_STUCK_PER_TOOL {
+            true => Err(CallFailure::Stuck { tool: tool.to_string(), calls: stuck_now }),
+            false => Ok(()),
+        }
+    }
+
+    /// Counts a call of `tool` given up on with `failure` (a timeout or a
+    /// cancellation) until `release`, and says so; returns how many are.
+    pub(super) fn hold(&self, tool: &str, failure: &CallFailure) -> usize {
+        let mut stuck = self.0.lock().expect("stuck lock");
+        let count = stuck.entry(tool.to_string()).or_insert(0);
+        *count += 1;
+        match failure {
+            CallFailure::Cancelled => {
+                tracing::warn!(tool, stuck = *count, "cancelled call blocked in a host call; let go of it");
+            }
+            _ => tracing::warn!(
+                tool,
+                stuck = *count,
+                "call blocked in a host call past its deadline; answered without it"
+            ),
+        }
+        *count
+    }
+
+    /// A call counted by `hold` has ended.
+    pub(super) fn release(&self, tool: &str) {
+        if let Some(n) = self.0.lock().expect("stuck lock").get_mut(tool) {
+            *n = n.saturating_sub(1);
+        }
+        tracing::info!(tool, "a call answered without its tool has ended");
+    }
+
+    #[cfg(test)]
+    fn of(&self, tool: &str) -> Option<usize> {
+        self.0.lock().unwrap().get(tool).copied()
+    }
 }
 
 type Job = Box<dyn FnOnce() + Send>;
@@ -212,21 +259,10 @@ impl Watchdog {
         self.workers.execute(job).map(|_| ())
     }
 
-    /// Counts a call of `tool` left stuck by a caller that keeps the host
-    /// timeout itself (see `kept_above`), until `release`.
-    pub(super) fn hold(&self, tool: &str) -> usize {
-        let mut stuck = self.stuck.lock().expect("stuck lock");
-        let count = stuck.entry(tool.to_string()).or_insert(0);
-        *count += 1;
-        *count
-    }
-
-    /// A call counted by `hold` has ended.
-    pub(super) fn release(&self, tool: &str) {
-        if let Some(n) = self.stuck.lock().expect("stuck lock").get_mut(tool) {
-            *n = n.saturating_sub(1);
-        }
-        tracing::info!(tool, "a call answered without its tool has ended");
+    /// The calls left stuck, for a caller that keeps the host timeout
+    /// itself (see `kept_above`).
+    pub(super) fn stuck(&self) -> &Stuck {
+        &self.stuck
     }
 
     /// Runs `work` here when the caller keeps the host timeout (`kept_above`),
@@ -241,20 +277,10 @@ impl Watchdog {
         if !KEPT_ABOVE.with(Cell::get) {
             return self.run(tool, bounds, signal, work);
         }
-        self.admit(tool)?;
+        self.stuck.admit(tool)?;
         // A panic is a call that did not answer, as on a worker of its own:
         // the call goes on to its record.
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(work))
-            .map_err(|_| CallFailure::Host(HostFault::NoAnswer))
-    }
-
-    /// Refuses a call of a tool with `MAX_STUCK_PER_TOOL` calls left stuck.
-    fn admit(&self, tool: &str) -> Result<(), CallFailure> {
-        let stuck_now = self.stuck.lock().expect("stuck lock").get(tool).copied().unwrap_or(0);
-        match stuck_now >= MAX_STUCK_PER_TOOL {
-            true => Err(CallFailure::Stuck { tool: tool.to_string(), calls: stuck_now }),
-            false => Ok(()),
-        }
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).map_err(|_| CallFailure::Host(HostFault::NoAnswer))
     }
 
     /// Runs `work` on a worker thread and waits for it until `grace` past its
@@ -269,7 +295,7 @@ impl Watchdog {
         work: impl FnOnce() -> T + Send + 'static,
     ) -> Result<T, CallFailure> {
         let Bounds { wall_time, deadline, grace } = bounds;
-        self.admit(tool)?;
+        self.stuck.admit(tool)?;
         let phase = Arc::new(Mutex::new(Phase::Running));
         let (tx, rx) = mpsc::sync_channel(1);
         let worker = {
@@ -278,11 +304,7 @@ impl Watchdog {
                 let result = work();
                 let mut phase = phase.lock().expect("phase lock");
                 if *phase == Phase::Abandoned {
-                    let mut stuck = stuck.lock().expect("stuck lock");
-                    if let Some(n) = stuck.get_mut(&tool) {
-                        *n -= 1;
-                    }
-                    tracing::info!(tool, "a call answered without its tool has ended");
+                    stuck.release(&tool);
                     return;
                 }
                 *phase = Phase::Done;
@@ -330,16 +352,15 @@ impl Watchdog {
             // Finished as the wait ended: its result is on the way.
             return rx.recv().map_err(|_| CallFailure::Host(HostFault::NoAnswer));
         }
+        // Counted under the phase lock, which the worker takes before it
+        // releases the count.
         *phase = Phase::Abandoned;
-        let mut stuck = self.stuck.lock().expect("stuck lock");
-        let count = stuck.entry(tool.to_string()).or_insert(0);
-        *count += 1;
-        if signal.is_cancelled() {
-            tracing::warn!(tool, stuck = *count, "cancelled call blocked in a host call; let go of it");
-            return Err(CallFailure::Cancelled);
-        }
-        tracing::warn!(tool, stuck = *count, "call blocked in a host call past its deadline; answered without it");
-        Err(CallFailure::HostTimeout { wall_time })
+        let failure = match signal.is_cancelled() {
+            true => CallFailure::Cancelled,
+            false => CallFailure::HostTimeout { wall_time },
+        };
+        self.stuck.hold(tool, &failure);
+        Err(failure)
     }
 }
 
@@ -437,13 +458,12 @@ mod tests {
         assert_eq!(panicked, Err(CallFailure::Host(HostFault::NoAnswer)));
         let elsewhere = watchdog.bounded("t", bounds, &CallSignal::new(), move || thread::current().id());
         assert_ne!(elsewhere, Ok(here), "not kept above: on a worker");
-        watchdog.hold("t");
-        for _ in 1..MAX_STUCK_PER_TOOL {
-            watchdog.hold("t");
+        for _ in 0..MAX_STUCK_PER_TOOL {
+            watchdog.stuck.hold("t", &CallFailure::Cancelled);
         }
         let refused = kept_above(|| watchdog.bounded("t", bounds, &CallSignal::new(), || ()));
         assert_eq!(refused, Err(CallFailure::Stuck { tool: "t".into(), calls: MAX_STUCK_PER_TOOL }));
-        watchdog.release("t");
+        watchdog.stuck.release("t");
         assert_eq!(kept_above(|| watchdog.bounded("t", bounds, &CallSignal::new(), || 1)), Ok(1));
     }
 
@@ -460,9 +480,9 @@ mod tests {
         let got = run(&watchdog, SHORT, move || blocked.recv().is_ok());
         assert_eq!(got, Err(CallFailure::HostTimeout { wall_time: SHORT }));
         assert!(started.elapsed() < LONG);
-        assert_eq!(watchdog.stuck.lock().unwrap().get("t"), Some(&1));
+        assert_eq!(watchdog.stuck.of("t"), Some(1));
         release.send(()).unwrap();
-        wait_for("the stuck count going down", || watchdog.stuck.lock().unwrap().get("t") == Some(&0));
+        wait_for("the stuck count going down", || watchdog.stuck.of("t") == Some(0));
     }
 
     #[test]

@@ -382,7 +382,7 @@ impl Server {
         }
         let mut seen = Seen::default();
         let answer = self.run(&request, &mut seen, started);
-        match self.was_abandoned(&request) {
+        match self.was_abandoned(&request, &mut seen) {
             true => answer,
             false => self.record(&request, seen, answer, started),
         }
@@ -433,9 +433,9 @@ impl Server {
             Ok(slot) => slot,
             Err(busy) => return Ok(Answer::Failed(busy.into())),
         };
-        let judge = Arc::clone(&rights.judge);
-        let net = NetAccess::new(net);
-        seen.network = Some(Arc::clone(&net.ledger));
+        let (judge, net) = (Arc::clone(&rights.judge), NetAccess::new(net));
+        let ledger = Arc::clone(&net.ledger);
+        seen.network = Some(Arc::clone(&ledger));
         let ctx = CallContext { grants, env, net, judge, signal: Arc::clone(request.signal), deadline };
         let paging = request.client.fit(host.paging);
         let asked = PageRequest {
@@ -456,7 +456,7 @@ impl Server {
                 Ok(Answer::Page(Box::new(page)))
             }
             Err(PageError::Call(failure)) => {
-                let refused = seen.network.as_ref().map(|ledger| ledger.refusals()).unwrap_or_default();
+                let refused = ledger.refusals();
                 let lock = self.lock_file();
                 Ok(Answer::Failed(results::explain_denial(&tool, lock.as_deref(), failure, &refused).into()))
             }

@@ -71,7 +71,7 @@ pub(super) struct Due {
 pub(super) struct Arming<'s> {
     pub deadline: Instant,
     pub started: Instant,
-    pub seen: &'s Seen,
+    pub seen: &'s mut Seen,
     pub in_flight: Slot,
 }
 
@@ -88,8 +88,6 @@ pub enum Waited<T> {
 pub struct Abandoned {
     due: Due,
     failure: CallFailure,
-    /// The calls of its tool left stuck, itself included.
-    stuck: usize,
 }
 
 impl Watch {
@@ -106,8 +104,10 @@ impl Watch {
 
     /// Called by the call's thread when its work is done, before it records
     /// anything: whether the caller gave up on it (then it records and
-    /// answers nothing, and is released from the stuck count).
-    pub(super) fn finish(&self) -> bool {
+    /// answers nothing, and is released from the stuck count); else what the
+    /// call's record says, lent to the watch when it was armed, goes back
+    /// into `seen`.
+    pub(super) fn finish(&self, seen: &mut Seen) -> bool {
         let mut inner = self.lock();
         inner.in_flight = None;
         match (inner.phase, inner.due.take()) {
@@ -116,8 +116,11 @@ impl Watch {
                 true
             }
             (Phase::Abandoned, None) => true,
-            _ => {
+            (_, due) => {
                 inner.phase = Phase::Done;
+                if let Some(due) = due {
+                    *seen = due.seen;
+                }
                 false
             }
         }
@@ -169,12 +172,12 @@ impl Watch {
             _ => return None,
         };
         (inner.phase, inner.in_flight) = (Phase::Abandoned, None);
-        let stuck = due.runtime.hold_stuck(&due.tool);
         let failure = match cancelled {
             true => CallFailure::Cancelled,
             false => CallFailure::HostTimeout { wall_time: due.wall_time },
         };
-        Some(Abandoned { due, failure, stuck })
+        due.runtime.hold_stuck(&due.tool, &failure);
+        Some(Abandoned { due, failure })
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
@@ -203,23 +206,14 @@ impl Server {
     /// Records and answers a call its caller gave up on (see `Watch::wait`),
     /// counting it as stuck until its thread ends. Blocks (the record).
     pub fn answer_abandoned(&self, request: &CallRequest<'_>, abandoned: Box<Abandoned>) -> Result<Answer, Fault> {
-        let Abandoned { due, failure, stuck } = *abandoned;
-        match &failure {
-            CallFailure::Cancelled => {
-                tracing::warn!(tool = due.tool, stuck, "cancelled call blocked in a host call; let go of it");
-            }
-            _ => tracing::warn!(
-                tool = due.tool,
-                stuck,
-                "call blocked in a host call past its deadline; answered without it"
-            ),
-        }
+        let Abandoned { due, failure } = *abandoned;
         self.record(request, due.seen, Ok(Answer::Failed(failure.into())), due.started)
     }
 
     /// Arms `request`'s watch, if its caller keeps one, before the guest
     /// work that may not return in time; the call's slot among the calls in
-    /// flight goes with it (else it is given back to be held here).
+    /// flight goes with it (else it is given back to be held here), and what
+    /// its record says so far is lent to it (`Watch::finish` gives it back).
     pub(super) fn arm_watch(&self, request: &CallRequest<'_>, arming: Arming<'_>) -> Option<Slot> {
         let Arming { deadline, started, seen, in_flight } = arming;
         let Some(watch) = request.watch else { return Some(in_flight) };
@@ -229,7 +223,7 @@ impl Server {
             deadline,
             grace: self.limits.call.host_grace,
             wall_time: self.limits.call.wall_time,
-            seen: seen.clone(),
+            seen: std::mem::take(seen),
             started,
         };
         watch.arm(due, in_flight);
@@ -238,8 +232,8 @@ impl Server {
 
     /// Whether `request`'s caller gave up on it (then its answer goes
     /// nowhere and nothing is recorded: the caller recorded the timeout).
-    pub(super) fn was_abandoned(&self, request: &CallRequest<'_>) -> bool {
-        request.watch.is_some_and(Watch::finish)
+    pub(super) fn was_abandoned(&self, request: &CallRequest<'_>, seen: &mut Seen) -> bool {
+        request.watch.is_some_and(|watch| watch.finish(seen))
     }
 }
 
@@ -275,7 +269,7 @@ mod tests {
 
     /// The stuck calls of `t` now (a hold counts one more, then is released).
     fn stuck(runtime: &Runtime) -> usize {
-        let now = runtime.hold_stuck("t") - 1;
+        let now = runtime.hold_stuck("t", &CallFailure::Cancelled) - 1;
         runtime.release_stuck("t");
         now
     }
@@ -289,7 +283,7 @@ mod tests {
         let thread = std::thread::spawn({
             let watch = Arc::clone(&watch);
             move || {
-                let abandoned = watch.finish();
+                let abandoned = watch.finish(&mut Seen::default());
                 tx.send(42).unwrap();
                 abandoned
             }
@@ -319,10 +313,9 @@ mod tests {
         };
         assert!(started.elapsed() >= Duration::from_millis(30), "not before the deadline");
         assert_eq!(abandoned.failure, CallFailure::HostTimeout { wall_time: Duration::from_millis(30) });
-        assert_eq!(abandoned.stuck, 1);
         assert_eq!(stuck(&runtime), 1, "counted as stuck");
         assert!(calls.free().is_ok(), "a call given up on keeps no slot among the calls in flight");
-        assert!(watch.finish(), "its thread, ending late, is told it was given up on");
+        assert!(watch.finish(&mut Seen::default()), "its thread, ending late, is told it was given up on");
         assert_eq!(stuck(&runtime), 0, "and is no longer counted");
     }
 
@@ -348,14 +341,14 @@ mod tests {
         let Waited::Abandoned(abandoned) = watch.wait(rx, &signal).await else { panic!("given up on") };
         assert!(started.elapsed() < LONG);
         assert_eq!(abandoned.failure, CallFailure::Cancelled);
-        assert!(watch.finish());
+        assert!(watch.finish(&mut Seen::default()));
     }
 
     #[tokio::test]
     async fn a_call_that_finished_as_the_wait_ended_is_answered_by_its_thread() {
         let (runtime, calls) = (runtime(), Slots::new("calls", 1));
         let watch = armed(&runtime, &calls, Duration::ZERO);
-        assert!(!watch.finish(), "its thread is answering");
+        assert!(!watch.finish(&mut Seen::default()), "its thread is answering");
         let (tx, rx) = oneshot::channel();
         tx.send(1).unwrap();
         // Past the deadline, yet not given up on: the answer is on its way.
