@@ -132,3 +132,67 @@ fn stateless_requests_get_the_status_of_their_error() {
     assert_eq!(crate::support::text(&answer["result"]), "hello\nworld\n");
     assert_eq!(answer["result"]["resultType"], "complete");
 }
+
+/// The calls of one tool the server lets be stuck in host calls at once
+/// (`runtime::MAX_STUCK_PER_TOOL`).
+const STUCK_PER_TOOL: usize = 4;
+
+/// A client that leaves while its call is blocked in a host call does not take
+/// the host timeout with it: its leaving cancels the call, and the session
+/// still gives the call up at the cancellation plus the grace, records it
+/// `cancelled`, and counts it as stuck, so that a tool whose calls always
+/// block cannot use up the server by callers that hang up.
+#[test]
+fn a_call_whose_client_left_is_still_given_up_on_recorded_and_counted_stuck() {
+    use std::io::Write;
+    let fx = Fixture::new();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("audit.log");
+    let hostile = env!("CORDON_HOSTILE_COMPONENT");
+    let flags = ["--component", hostile, "--timeout-secs", "1", "--host-grace-ms", "100"];
+    let http = Http::start(&fx.root(), &[&flags[..], &["--audit-log", log.to_str().unwrap()]].concat());
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                      "io.modelcontextprotocol/clientCapabilities": {}});
+    let call = |id: i64, behaviour: &str| {
+        let params = json!({"_meta": meta, "name": "hostile", "arguments": {"behaviour": behaviour}});
+        request(id, "tools/call", params).to_string()
+    };
+    for id in 1..=STUCK_PER_TOOL as i64 {
+        let body = call(id, "sleep-in-host");
+        let mut stream = std::net::TcpStream::connect(&http.addr).unwrap();
+        let head = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, \
+             text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: hostile\r\n\
+             Content-Length: {}\r\n\r\n",
+            http.addr,
+            body.len()
+        );
+        stream.write_all(head.as_bytes()).and_then(|()| stream.write_all(body.as_bytes())).unwrap();
+        // The call starts, then its client hangs up.
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        drop(stream);
+    }
+    let headers = vec![
+        ("MCP-Protocol-Version", "2026-07-28".to_string()),
+        ("Mcp-Method", "tools/call".to_string()),
+        ("Mcp-Name", "hostile".to_string()),
+    ];
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let refused = loop {
+        let answer = http.post(&headers, &serde_json::from_str(&call(9, "benign")).unwrap());
+        let answer: Value = serde_json::from_str(answer.messages().last().unwrap()).unwrap();
+        if answer["error"]["data"]["error"] == "tool_stuck" {
+            break answer;
+        }
+        assert!(std::time::Instant::now() < until, "the calls whose clients left were never counted: {answer}");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    assert_eq!(refused["error"]["data"]["calls"], STUCK_PER_TOOL, "{refused}");
+    let text = std::fs::read_to_string(&log).unwrap();
+    let given_up = text
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|r| r["event"] == "call" && r["tool"]["name"] == "hostile" && r["outcome"]["tool_error"] == "cancelled")
+        .count();
+    assert_eq!(given_up, STUCK_PER_TOOL, "each call whose client left is recorded once:\n{text}");
+}
