@@ -3,6 +3,9 @@
 //! output ends, or the page's time is up (then the page answers at the last
 //! chunk or checkpoint it passed).
 
+use std::sync::Arc;
+
+use super::aside::{ASIDE_MIN, Aside};
 use super::clock::PageClock;
 use super::count::Tally;
 use super::page::{Builder, Ended, Piece};
@@ -10,7 +13,7 @@ use super::pieces::{Next, next_piece};
 use super::start::Start;
 use super::{PageError, PageRequest, Pager};
 use crate::runtime::CallFailure;
-use crate::tool::Budget;
+use crate::tool::{Budget, Payload};
 
 /// Pieces taken from those kept between pages before the page's clock is
 /// read again (reading it for each took a fortieth of a later page's time).
@@ -129,11 +132,27 @@ impl Pager {
             if let Some(tally) = tally.as_mut() {
                 tally.piece(&piece);
             }
-            builder.push(piece);
+            let aside = self.hash_aside(request, &start, &piece);
+            builder.push_hashed(piece, aside);
         };
         if ended == Ended::Time {
             tracing::debug!(tool = %request.tool.manifest.name, page = start.index, elapsed = ?clock.elapsed(), "page ended on time");
         }
         Ok(Filled { start, builder, ended, tally })
+    }
+
+    /// Starts hashing a large text or bytes chunk of a page that a program
+    /// reads through a session (the JSON form, whose metadata gives each
+    /// chunk's SHA-256) on a thread of the call pool (see `aside`); the page
+    /// is then made while it is hashed. `cordon call` never renders those
+    /// digests, and a model's text form shows none.
+    fn hash_aside(&self, request: &PageRequest, start: &Start, piece: &Piece) -> Option<Arc<Aside>> {
+        let Piece::Chunk(chunk) = piece else { return None };
+        let (Payload::Text(_) | Payload::Bytes(_)) = &chunk.payload else { return None };
+        let bytes = chunk.payload.as_bytes();
+        if !request.for_model || start.view.is_some() || bytes.len() < ASIDE_MIN {
+            return None;
+        }
+        Aside::start(bytes, |job| self.runtime.spawn(job))
     }
 }

@@ -11,6 +11,7 @@
 //! whatever the budgets and however the pages were cut.
 
 mod ahead;
+mod aside;
 mod budget;
 pub mod clock;
 mod continuation;

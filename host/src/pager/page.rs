@@ -3,6 +3,9 @@
 
 use serde_json::Value;
 
+use std::sync::Arc;
+
+use super::aside::Aside;
 use super::depth;
 use crate::sha256::{self, Sha256};
 use crate::tool::{Budget, Chunk, Payload, Span, Summary};
@@ -88,7 +91,15 @@ impl Piece {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ChunkHash {
     Known(String),
-    At { offset: usize },
+    At {
+        offset: usize,
+    },
+    /// A large chunk of a page a program reads, hashed on another thread as
+    /// the page is made (see `aside`); from `offset` if it was not ready.
+    Aside {
+        offset: usize,
+        aside: Arc<Aside>,
+    },
 }
 
 /// What a client learns about each chunk on a page.
@@ -192,6 +203,11 @@ impl Page {
     pub fn chunk_sha256_into(&self, chunk: &ChunkMeta, out: &mut Vec<u8>) {
         let offset = match &chunk.sha256 {
             ChunkHash::Known(hex) => return out.extend_from_slice(hex.as_bytes()),
+            ChunkHash::Aside { offset, aside } => match aside.ready() {
+                Some(hex) => return out.extend_from_slice(hex.as_bytes()),
+                // Not ready: hashed here, as without it.
+                None => *offset,
+            },
             ChunkHash::At { offset } => *offset,
         };
         let (end, mut at, mut hasher) = (offset + chunk.bytes, 0usize, Sha256::new());
@@ -253,8 +269,14 @@ impl Builder {
 
     /// Adds a piece that fits.
     pub fn push(&mut self, piece: Piece) {
+        self.push_hashed(piece, None);
+    }
+
+    /// Adds a piece that fits, whose chunk (text or bytes) is being hashed
+    /// `aside`, if it is.
+    pub fn push_hashed(&mut self, piece: Piece, aside: Option<Arc<Aside>>) {
         match piece {
-            Piece::Chunk(chunk) => self.push_chunk(chunk),
+            Piece::Chunk(chunk) => self.push_chunk(chunk, aside),
             Piece::Shown(shown) => {
                 self.chunks.push(ChunkMeta {
                     span: None,
@@ -272,7 +294,7 @@ impl Builder {
         }
     }
 
-    fn push_chunk(&mut self, chunk: Chunk) {
+    fn push_chunk(&mut self, chunk: Chunk, aside: Option<Arc<Aside>>) {
         let raw = chunk.payload.as_bytes();
         let encoding = match &chunk.payload {
             Payload::Text(_) => "utf8",
@@ -286,9 +308,13 @@ impl Builder {
             Payload::Item(item) => !chunk.continued && depth::deeper_than(item, self.max_depth),
             _ => false,
         };
-        let sha256 = match too_deep {
-            true => ChunkHash::Known(Sha256::hex(raw)),
-            false => ChunkHash::At { offset: self.payload_len },
+        let offset = self.payload_len;
+        // An item's line on the page may differ from its bytes: never aside.
+        let aside = aside.filter(|_| !matches!(chunk.payload, Payload::Item(_)));
+        let sha256 = match (too_deep, aside) {
+            (true, _) => ChunkHash::Known(Sha256::hex(raw)),
+            (false, Some(aside)) => ChunkHash::Aside { offset, aside },
+            (false, None) => ChunkHash::At { offset },
         };
         self.chunks.push(ChunkMeta {
             span: chunk.span,
@@ -396,6 +422,7 @@ impl Builder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pager::aside;
 
     #[test]
     fn each_chunks_hash_is_of_its_own_bytes_whichever_block_holds_them() {
@@ -406,18 +433,37 @@ mod tests {
             Payload::Item(r#"{"a":1}"#.into()),
             Payload::Text("cd".into()),
         ];
-        let mut builder = Builder::new(Budget { bytes: 1 << 20, items: 100 }, 16);
-        for payload in payloads.clone() {
-            builder.push(Piece::Chunk(Chunk { payload, span: None, continued: false, resume: String::new() }));
-        }
-        let shown = Shown { text: "x.rs\n1:y\n".into(), resume: String::new(), heading: None, path: None };
-        builder.push(Piece::Shown(shown));
-        let page = builder.finish("t", 0, Value::Null);
         let mut want: Vec<Vec<u8>> = payloads.iter().map(|p| p.as_bytes().to_vec()).collect();
         want.push(b"x.rs\n1:y\n".to_vec());
-        let got: Vec<String> = page.chunks.iter().map(|c| page.chunk_sha256(c)).collect();
         // `sha2`, an implementation apart from the page's.
         let want: Vec<String> = want.iter().map(|b| hex::encode(<sha2::Sha256 as sha2::Digest>::digest(b))).collect();
-        assert_eq!(got, want);
+        // Hashed from the page; aside on another thread (ready when asked, or
+        // not yet and then hashed from the page), an item's aside ignored.
+        let late_jobs = std::sync::Mutex::new(Vec::new());
+        for way in ["page", "ready", "late"] {
+            let mut builder = Builder::new(Budget { bytes: 1 << 20, items: 100 }, 16);
+            for payload in payloads.clone() {
+                let aside = match way {
+                    "page" => None,
+                    "ready" => Aside::start(payload.as_bytes(), |job: aside::Job| {
+                        job();
+                        Ok(())
+                    }),
+                    _ => Aside::start(payload.as_bytes(), |job: aside::Job| {
+                        late_jobs.lock().unwrap().push(job);
+                        Ok(())
+                    }),
+                };
+                let chunk = Chunk { payload, span: None, continued: false, resume: String::new() };
+                builder.push_hashed(Piece::Chunk(chunk), aside);
+            }
+            let shown = Shown { text: "x.rs\n1:y\n".into(), resume: String::new(), heading: None, path: None };
+            builder.push(Piece::Shown(shown));
+            let page = builder.finish("t", 0, Value::Null);
+            let got: Vec<String> = page.chunks.iter().map(|c| page.chunk_sha256(c)).collect();
+            assert_eq!(got, want, "{way}");
+            let asides = page.chunks.iter().filter(|c| matches!(c.sha256, ChunkHash::Aside { .. })).count();
+            assert_eq!(asides, if way == "page" { 0 } else { 4 }, "{way}: text and bytes aside, not the item");
+        }
     }
 }
