@@ -1,6 +1,6 @@
 //! A chunk's SHA-256 taken aside: a large chunk of a page that a program
 //! reads (the JSON form, whose metadata gives each chunk's SHA-256) is
-//! hashed on a thread of the call pool while the page's own thread goes on:
+//! hashed on an idle thread of the call pool while the page's own thread goes on:
 //! it hashes the same bytes into the result's running hash, signs the
 //! cursor, records the call, and renders the page. Each byte is still
 //! hashed twice (the chunk's digest and the running one are two states),
@@ -32,15 +32,16 @@ pub struct Aside {
 }
 
 impl Aside {
-    /// Starts hashing a copy of `bytes` with `spawn` (a pool's); `None` when
-    /// it cannot take the job.
-    pub fn start(bytes: &[u8], spawn: impl FnOnce(Job) -> std::io::Result<()>) -> Option<Arc<Aside>> {
+    /// Starts hashing a copy of `bytes` with `offer` (a pool's idle thread);
+    /// `None` when it gives the job back (no thread idle: no thread is
+    /// started for it, and the page's thread hashes the chunk itself).
+    pub fn start(bytes: &[u8], offer: impl FnOnce(Job) -> Result<(), Job>) -> Option<Arc<Aside>> {
         let bytes: Arc<[u8]> = Arc::from(bytes);
         let (tx, rx) = mpsc::sync_channel(1);
         let job = Box::new(move || {
             let _ = tx.send(Sha256::hex(&bytes));
         });
-        spawn(job).ok()?;
+        offer(job).ok()?;
         Some(Arc::new(Aside { hex: OnceLock::new(), from: Mutex::new(Some(rx)) }))
     }
 
@@ -97,7 +98,7 @@ mod tests {
         assert_eq!(late.ready(), None);
         (parked.lock().unwrap().take().unwrap())();
         assert_eq!(late.ready(), None, "not waited for once given up");
-        // A pool that refuses the job: nothing to wait for at all.
-        assert!(Aside::start(&bytes, |_| Err(std::io::Error::other("no thread"))).is_none());
+        // A pool with no thread idle gives the job back: nothing to wait for.
+        assert!(Aside::start(&bytes, Err).is_none());
     }
 }

@@ -143,8 +143,8 @@ impl Pager {
 
     /// Starts hashing a large text or bytes chunk of a page that a program
     /// reads through a session (the JSON form, whose metadata gives each
-    /// chunk's SHA-256) on a thread of the call pool (see `aside`); the page
-    /// is then made while it is hashed. `cordon call` never renders those
+    /// chunk's SHA-256) on an idle thread of the call pool (see `aside`); the
+    /// page is then made while it is hashed. `cordon call` never renders those
     /// digests, and a model's text form shows none.
     fn hash_aside(&self, request: &PageRequest, start: &Start, piece: &Piece) -> Option<Arc<Aside>> {
         let Piece::Chunk(chunk) = piece else { return None };
@@ -153,6 +153,6 @@ impl Pager {
         if !request.for_model || start.view.is_some() || bytes.len() < ASIDE_MIN {
             return None;
         }
-        Aside::start(bytes, |job| self.runtime.spawn(job))
+        Aside::start(bytes, |job| self.runtime.offer(job))
     }
 }

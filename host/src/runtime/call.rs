@@ -216,6 +216,15 @@ impl Runtime {
         self.watchdog.spawn(job)
     }
 
+    /// Runs `job` on an idle thread of the call pool, or on a new one while
+    /// the pool runs fewer threads than twice the cores; else gives it back:
+    /// for work the caller can as well do itself.
+    pub fn offer(&self, job: Box<dyn FnOnce() + Send>) -> Result<(), Box<dyn FnOnce() + Send>> {
+        static ROOM: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+        let room = *ROOM.get_or_init(|| 2 * std::thread::available_parallelism().map_or(1, |n| n.get()));
+        self.watchdog.offer(job, room)
+    }
+
     /// Counts a call of `tool` given up on with `failure` (a timeout or a
     /// cancellation) by a caller that keeps the host timeout, and says so;
     /// returns how many are.

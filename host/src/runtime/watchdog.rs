@@ -32,7 +32,7 @@
 
 use std::cell::Cell;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -177,28 +177,57 @@ struct Home {
 struct Workers {
     /// The idle workers, the last to finish last.
     idle: Mutex<Vec<Home>>,
+    /// The workers running now, idle or not.
+    live: AtomicUsize,
+}
+
+/// Counts a worker out of `Workers::live` however its thread ends.
+struct Live(std::sync::Weak<Workers>);
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        if let Some(workers) = self.0.upgrade() {
+            workers.live.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
 }
 
 impl Workers {
     /// Runs `job` on an idle worker, or on a new one; says whether that
     /// worker was looking for it (so it runs on a processor of its own).
-    fn execute(self: &Arc<Self>, mut job: Job) -> std::io::Result<bool> {
-        loop {
-            let Some(home) = self.idle.lock().expect("idle lock").pop() else { break };
-            let looking = home.looking.swap(false, Ordering::AcqRel);
-            match home.inbox.send(Ticket { job, home: home.clone() }) {
-                Ok(()) => return Ok(looking),
-                // That worker is gone (a job panicked): try another.
-                Err(mpsc::SendError(ticket)) => job = ticket.job,
+    fn execute(self: &Arc<Self>, job: Job) -> std::io::Result<bool> {
+        match self.idle_one(job) {
+            Ok(looking) => Ok(looking),
+            Err(job) => self.start(job).map(|()| false),
+        }
+    }
+
+    /// Runs `job` on an idle worker, or on a new one while fewer than `room`
+    /// are running; else gives it back. A job whose new worker cannot be
+    /// started is dropped.
+    fn offer(self: &Arc<Self>, job: Job, room: usize) -> Result<(), Job> {
+        match self.idle_one(job) {
+            Ok(_) => Ok(()),
+            Err(job) if self.live.load(Ordering::Acquire) >= room => Err(job),
+            Err(job) => {
+                let _ = self.start(job).inspect_err(|e| tracing::debug!("no worker for work offered: {e}"));
+                Ok(())
             }
         }
+    }
+
+    /// Starts a worker with `job` as its first.
+    fn start(self: &Arc<Self>, job: Job) -> std::io::Result<()> {
         let (inbox, mine) = mpsc::channel::<Ticket>();
         let looking = Arc::new(AtomicBool::new(false));
         let home = Home { inbox, looking: Arc::clone(&looking) };
         home.inbox.send(Ticket { job, home: home.clone() }).expect("the receiver is here");
         drop(home);
         let workers = Arc::downgrade(self);
-        thread::Builder::new().name("cordon-call".into()).spawn(move || {
+        self.live.fetch_add(1, Ordering::AcqRel);
+        let live = Live(workers.clone());
+        let started = thread::Builder::new().name("cordon-call".into()).spawn(move || {
+            let _live = live;
             while let Ok(Ticket { job, home }) = next_ticket(&mine, &looking) {
                 job();
                 let Some(workers) = workers.upgrade() else { return };
@@ -209,8 +238,23 @@ impl Workers {
                 looking.store(true, Ordering::Release);
                 idle.push(home);
             }
-        })?;
-        Ok(false)
+        });
+        // A thread not started drops its closure, and its count with it.
+        started.map(|_| ())
+    }
+
+    /// Runs `job` on an idle worker if there is one (saying whether it was
+    /// looking for it); else gives it back.
+    fn idle_one(&self, mut job: Job) -> Result<bool, Job> {
+        loop {
+            let Some(home) = self.idle.lock().expect("idle lock").pop() else { return Err(job) };
+            let looking = home.looking.swap(false, Ordering::AcqRel);
+            match home.inbox.send(Ticket { job, home: home.clone() }) {
+                Ok(()) => return Ok(looking),
+                // That worker is gone (a job panicked): try another.
+                Err(mpsc::SendError(ticket)) => job = ticket.job,
+            }
+        }
     }
 }
 
@@ -257,6 +301,12 @@ impl Watchdog {
     /// Runs `job` on a worker of the pool (a looking one if there is).
     pub(super) fn spawn(&self, job: Job) -> std::io::Result<()> {
         self.workers.execute(job).map(|_| ())
+    }
+
+    /// Runs `job` on an idle worker of the pool, or on a new one while fewer
+    /// than `room` are running; else gives it back.
+    pub(super) fn offer(&self, job: Job, room: usize) -> Result<(), Job> {
+        self.workers.offer(job, room)
     }
 
     /// The calls left stuck, for a caller that keeps the host timeout
@@ -513,6 +563,21 @@ mod tests {
         drop(watchdog);
         // A worker holds the pool only while it goes back in the idle list.
         wait_for("the pool ending with the watchdog", || weak.strong_count() == 0);
+    }
+
+    #[test]
+    fn work_offered_runs_on_an_idle_worker_or_a_new_one_while_there_is_room() {
+        let watchdog = Watchdog::default();
+        let (tx, rx) = mpsc::channel();
+        let job =
+            |tx: mpsc::Sender<thread::ThreadId>| Box::new(move || tx.send(thread::current().id()).unwrap()) as Job;
+        assert!(watchdog.offer(job(tx.clone()), 0).is_err(), "no worker idle, no room: given back");
+        assert!(watchdog.offer(job(tx.clone()), 1).is_ok(), "room for one worker: started");
+        let worker = rx.recv_timeout(LONG).unwrap();
+        wait_for("the worker becoming idle", || !watchdog.workers.idle.lock().unwrap().is_empty());
+        assert_eq!(watchdog.workers.live.load(Ordering::Acquire), 1);
+        assert!(watchdog.offer(job(tx), 0).is_ok(), "an idle worker takes it whatever the room");
+        assert_eq!(rx.recv_timeout(LONG).unwrap(), worker, "on the idle worker");
     }
 
     #[test]
