@@ -9,72 +9,46 @@
 //!
 //! Nothing waits for the other thread: when the page is rendered before its
 //! digest is ready, the page's thread hashes the chunk itself, as it would
-//! without this, and the other thread's digest is dropped.
+//! without this (the digest is the same whichever thread took it).
 
-use std::fmt;
-use std::sync::mpsc::{self, Receiver};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
+use crate::runtime::Job;
 use crate::sha256::Sha256;
 
 /// Chunks smaller than this are hashed by the page's own thread when it is
 /// rendered: handing them over would cost more than it saves.
 pub const ASIDE_MIN: usize = 32 << 10;
 
-/// Work for a thread of a pool.
-pub type Job = Box<dyn FnOnce() + Send>;
-
-/// A digest being taken on another thread.
-pub struct Aside {
-    /// The digest once had (`None`: the other thread gave none in time).
-    hex: OnceLock<Option<String>>,
-    from: Mutex<Option<Receiver<String>>>,
-}
+/// A digest being taken on another thread: the cell it fills when done.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Aside(Arc<OnceLock<String>>);
 
 impl Aside {
     /// Starts hashing a copy of `bytes` with `offer` (a pool's idle thread);
     /// `None` when it gives the job back (no thread idle: no thread is
     /// started for it, and the page's thread hashes the chunk itself).
-    pub fn start(bytes: &[u8], offer: impl FnOnce(Job) -> Result<(), Job>) -> Option<Arc<Aside>> {
-        let bytes: Arc<[u8]> = Arc::from(bytes);
-        let (tx, rx) = mpsc::sync_channel(1);
-        let job = Box::new(move || {
-            let _ = tx.send(Sha256::hex(&bytes));
-        });
-        offer(job).ok()?;
-        Some(Arc::new(Aside { hex: OnceLock::new(), from: Mutex::new(Some(rx)) }))
+    pub fn start(bytes: &[u8], offer: impl FnOnce(Job) -> Result<(), Job>) -> Option<Aside> {
+        let (digest, bytes) = (Arc::new(OnceLock::new()), bytes.to_vec());
+        let cell = Arc::clone(&digest);
+        offer(Box::new(move || {
+            let _ = cell.set(Sha256::hex(&bytes));
+        }))
+        .ok()?;
+        Some(Aside(digest))
     }
 
     /// The digest (lowercase hex) if the other thread has given it by now;
-    /// else `None`, and it is not waited for, now or later.
+    /// never waited for.
     pub fn ready(&self) -> Option<&str> {
-        let hex = self.hex.get_or_init(|| {
-            let rx = self.from.lock().expect("aside lock").take()?;
-            // Not ready yet (or its thread gave none): not waited for.
-            rx.try_recv().ok()
-        });
-        hex.as_deref()
+        self.0.get().map(String::as_str)
     }
 }
-
-impl fmt::Debug for Aside {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Aside").field("hex", &self.hex.get()).finish_non_exhaustive()
-    }
-}
-
-/// Two pages' chunks are the same when their digests are had the same way
-/// from the same hand-over.
-impl PartialEq for Aside {
-    fn eq(&self, other: &Aside) -> bool {
-        std::ptr::eq(self, other)
-    }
-}
-
-impl Eq for Aside {}
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Mutex;
+
     use super::*;
 
     #[test]
@@ -95,9 +69,9 @@ mod tests {
             Ok(())
         })
         .unwrap();
-        assert_eq!(late.ready(), None);
+        assert_eq!(late.ready(), None, "not waited for");
         (parked.lock().unwrap().take().unwrap())();
-        assert_eq!(late.ready(), None, "not waited for once given up");
+        assert_eq!(late.ready(), Some(Sha256::hex(&bytes).as_str()), "had once it comes");
         // A pool with no thread idle gives the job back: nothing to wait for.
         assert!(Aside::start(&bytes, Err).is_none());
     }

@@ -3,8 +3,6 @@
 //! output ends, or the page's time is up (then the page answers at the last
 //! chunk or checkpoint it passed).
 
-use std::sync::Arc;
-
 use super::aside::{ASIDE_MIN, Aside};
 use super::clock::PageClock;
 use super::count::Tally;
@@ -146,7 +144,7 @@ impl Pager {
     /// chunk's SHA-256) on an idle thread of the call pool (see `aside`); the
     /// page is then made while it is hashed. `cordon call` never renders those
     /// digests, and a model's text form shows none.
-    fn hash_aside(&self, request: &PageRequest, start: &Start, piece: &Piece) -> Option<Arc<Aside>> {
+    fn hash_aside(&self, request: &PageRequest, start: &Start, piece: &Piece) -> Option<Aside> {
         let Piece::Chunk(chunk) = piece else { return None };
         let (Payload::Text(_) | Payload::Bytes(_)) = &chunk.payload else { return None };
         let bytes = chunk.payload.as_bytes();

@@ -3,8 +3,6 @@
 
 use serde_json::Value;
 
-use std::sync::Arc;
-
 use super::aside::Aside;
 use super::depth;
 use crate::sha256::{self, Sha256};
@@ -98,7 +96,7 @@ pub enum ChunkHash {
     /// the page is made (see `aside`); from `offset` if it was not ready.
     Aside {
         offset: usize,
-        aside: Arc<Aside>,
+        aside: Aside,
     },
 }
 
@@ -274,7 +272,7 @@ impl Builder {
 
     /// Adds a piece that fits, whose chunk (text or bytes) is being hashed
     /// `aside`, if it is.
-    pub fn push_hashed(&mut self, piece: Piece, aside: Option<Arc<Aside>>) {
+    pub fn push_hashed(&mut self, piece: Piece, aside: Option<Aside>) {
         match piece {
             Piece::Chunk(chunk) => self.push_chunk(chunk, aside),
             Piece::Shown(shown) => {
@@ -294,7 +292,7 @@ impl Builder {
         }
     }
 
-    fn push_chunk(&mut self, chunk: Chunk, aside: Option<Arc<Aside>>) {
+    fn push_chunk(&mut self, chunk: Chunk, aside: Option<Aside>) {
         let raw = chunk.payload.as_bytes();
         let encoding = match &chunk.payload {
             Payload::Text(_) => "utf8",
@@ -422,7 +420,7 @@ impl Builder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pager::aside;
+    use crate::runtime::Job;
 
     #[test]
     fn each_chunks_hash_is_of_its_own_bytes_whichever_block_holds_them() {
@@ -445,11 +443,11 @@ mod tests {
             for payload in payloads.clone() {
                 let aside = match way {
                     "page" => None,
-                    "ready" => Aside::start(payload.as_bytes(), |job: aside::Job| {
+                    "ready" => Aside::start(payload.as_bytes(), |job: Job| {
                         job();
                         Ok(())
                     }),
-                    _ => Aside::start(payload.as_bytes(), |job: aside::Job| {
+                    _ => Aside::start(payload.as_bytes(), |job: Job| {
                         late_jobs.lock().unwrap().push(job);
                         Ok(())
                     }),

@@ -19,7 +19,7 @@ use super::outbound::{NetAccess, Outbound};
 use super::shards::Shardable;
 use super::signal::{CallSignal, Interrupted};
 use super::slots::Slot;
-use super::watchdog::Bounds;
+use super::watchdog::{Bounds, Job};
 use crate::policy::Environment;
 use crate::policy::{Grant, Judge, Mode};
 use crate::tool::{Budget, Chunk, Fingerprint, Manifest, Summary, ToolError};
@@ -212,14 +212,14 @@ impl Runtime {
     }
 
     /// Runs `job` on a thread of the call pool (see `watchdog::kept_above`).
-    pub fn spawn(&self, job: Box<dyn FnOnce() + Send>) -> std::io::Result<()> {
+    pub fn spawn(&self, job: Job) -> std::io::Result<()> {
         self.watchdog.spawn(job)
     }
 
     /// Runs `job` on an idle thread of the call pool, or on a new one while
     /// the pool runs fewer threads than twice the cores; else gives it back:
     /// for work the caller can as well do itself.
-    pub fn offer(&self, job: Box<dyn FnOnce() + Send>) -> Result<(), Box<dyn FnOnce() + Send>> {
+    pub fn offer(&self, job: Job) -> Result<(), Job> {
         static ROOM: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
         let room = *ROOM.get_or_init(|| 2 * std::thread::available_parallelism().map_or(1, |n| n.get()));
         self.watchdog.offer(job, room)

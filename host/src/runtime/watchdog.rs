@@ -152,7 +152,8 @@ impl Stuck {
     }
 }
 
-type Job = Box<dyn FnOnce() + Send>;
+/// Work for a thread of the call pool.
+pub type Job = Box<dyn FnOnce() + Send>;
 
 /// A job for a worker, with the way back to it.
 struct Ticket {
@@ -303,8 +304,7 @@ impl Watchdog {
         self.workers.execute(job).map(|_| ())
     }
 
-    /// Runs `job` on an idle worker of the pool, or on a new one while fewer
-    /// than `room` are running; else gives it back.
+    /// Runs `job` on an idle worker, or a new one while `room` allows (`Workers::offer`).
     pub(super) fn offer(&self, job: Job, room: usize) -> Result<(), Job> {
         self.workers.offer(job, room)
     }

@@ -199,7 +199,7 @@ impl Drop for Watch {
 impl Server {
     /// Runs `job` (a call whose caller keeps a `Watch`) on a thread of the
     /// runtime's call pool, where its guest work runs too.
-    pub fn spawn_call(&self, job: Box<dyn FnOnce() + Send>) -> std::io::Result<()> {
+    pub fn spawn_call(&self, job: crate::runtime::Job) -> std::io::Result<()> {
         self.runtime.spawn(job)
     }
 
