@@ -40,9 +40,18 @@ impl Receiver {
         let spans = Arc::new(Mutex::new(Vec::new()));
         let kept = Arc::clone(&spans);
         std::thread::spawn(move || {
+            // An export's spans are shown once its `exported` line has come,
+            // so a test never sees half an export; other lines at once.
+            let mut export = Vec::new();
             for line in lines.map_while(Result::ok) {
                 let value: Value = serde_json::from_str(&line).unwrap_or_else(|_| json!({ "unreadable": line }));
-                kept.lock().unwrap().push(value);
+                if value.get("exported").is_some() {
+                    kept.lock().unwrap().append(&mut export);
+                } else if value.get("span_id").is_some() {
+                    export.push(value);
+                } else {
+                    kept.lock().unwrap().push(value);
+                }
             }
         });
         Receiver { child, port, spans }
@@ -52,7 +61,8 @@ impl Receiver {
         format!("http://127.0.0.1:{}", self.port)
     }
 
-    /// Every span received so far.
+    /// Every span of the exports received whole so far (and any line that
+    /// was not a span).
     fn spans(&self) -> Vec<Value> {
         self.spans.lock().unwrap().clone()
     }

@@ -5,7 +5,9 @@ package), independent of the Rust exporter it receives from.
 It listens on 127.0.0.1 (a free port), prints `listening PORT` on stdout, then
 for every span of every `POST /v1/traces` (protobuf, gzip or not) prints one
 JSON line: trace and span ids in hex, the parent's, name, kind, status,
-attributes, links and the resource's attributes. Anything else it is sent is
+attributes, links and the resource's attributes; after an export's spans,
+`{"exported": N}`, so a reader can tell a whole export from one it has only
+begun to read. Anything else it is sent is
 answered 404 (an unknown path) or 400 (a body that does not parse), and said
 on stdout as `{"refused": ...}`.
 """
@@ -13,6 +15,7 @@ on stdout as `{"refused": ...}`.
 import gzip
 import json
 import sys
+import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from google.protobuf.message import DecodeError
@@ -36,9 +39,14 @@ def attributes(pairs):
     return {pair.key: value(pair.value) for pair in pairs}
 
 
-def say(line):
-    sys.stdout.write(json.dumps(line) + "\n")
-    sys.stdout.flush()
+SAYING = threading.Lock()
+
+
+def say(*lines):
+    """Print `lines` together: another request's lines never come between."""
+    with SAYING:
+        sys.stdout.write("".join(json.dumps(line) + "\n" for line in lines))
+        sys.stdout.flush()
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -59,11 +67,12 @@ class Handler(BaseHTTPRequestHandler):
             self.send_response(400)
             self.end_headers()
             return
+        spans = []
         for resource_spans in request.resource_spans:
             resource = attributes(resource_spans.resource.attributes)
             for scope_spans in resource_spans.scope_spans:
                 for span in scope_spans.spans:
-                    say({
+                    spans.append({
                         "trace_id": span.trace_id.hex(),
                         "span_id": span.span_id.hex(),
                         "parent_span_id": span.parent_span_id.hex(),
@@ -83,6 +92,9 @@ class Handler(BaseHTTPRequestHandler):
                         "resource": resource,
                         "scope": scope_spans.scope.name,
                     })
+        # The export's spans, then a line saying it is whole: a reader that
+        # shows spans only export by export never shows half of one.
+        say(*spans, {"exported": len(spans)})
         reply = trace_service_pb2.ExportTraceServiceResponse().SerializeToString()
         self.send_response(200)
         self.send_header("Content-Type", "application/x-protobuf")

@@ -63,6 +63,10 @@ impl CallJob {
             Box::new(move || {
                 let _thread = thread;
                 let answer = kept_above(|| on_thread.in_scope(|| job.server.call(job.request(Some(&watch)))));
+                // The call's span is let go before it is answered: a client
+                // that ends the server on the answer must not find the span
+                // still open on this thread, and so never exported.
+                drop(on_thread);
                 let _ = tx.send(answer);
             })
         };
