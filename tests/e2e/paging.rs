@@ -276,31 +276,33 @@ fn call_all_streams_the_whole_result_exactly() {
     bytes.extend_from_slice(b"\xff\xfe raw tail");
     fx.write("all.bin", &bytes);
     let root = fx.root();
-    let run = |extra: &[&str]| {
+    let run = |max_tokens: u32, extra: &[&str]| {
         Command::new(cordon_bin())
-            .args([
-                "call",
-                "read",
-                "--root",
-                root.to_str().unwrap(),
-                "--json",
-                r#"{"path":"all.bin","max_tokens":1000}"#,
-            ])
+            .args(["call", "read", "--root", root.to_str().unwrap(), "--json"])
+            .arg(json!({"path": "all.bin", "max_tokens": max_tokens}).to_string())
             .arg("--state-dir")
             .arg(shared_state_dir())
             .args(extra)
             .output()
             .unwrap()
     };
-    let out = run(&["--all"]);
+    let out = run(1000, &["--all"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(out.stdout == bytes, "stdout is the file, exactly");
-    let out = run(&["--all", "--jsonl"]);
+    let out = run(1000, &["--all", "--jsonl"]);
     let pages: Vec<Value> =
         String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert!(pages.len() > 50, "{} pages", pages.len());
     let joined: Vec<u8> = pages.iter().flat_map(payload).collect();
     assert!(joined == bytes);
+    // At the largest page each piece is hashed into the running hash on
+    // another thread while the next is pulled: the whole's hash is the same.
+    assert!(run(25_000, &["--all"]).stdout == bytes, "stdout is the file, exactly");
+    let out = run(25_000, &["--all", "--jsonl"]);
+    let pages: Vec<Value> =
+        String::from_utf8(out.stdout).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert!(pages.len() > 2, "{} pages", pages.len());
+    assert_eq!(page_meta(pages.last().unwrap())["payload_sha256"], hex(&Sha256::digest(&bytes)));
 }
 
 fn hex(bytes: &[u8]) -> String {

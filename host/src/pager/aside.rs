@@ -1,3 +1,6 @@
+//! SHA-256 taken on another thread while a page is made: a chunk's own
+//! digest, and the result's running hash (see `Running`).
+//!
 //! A chunk's SHA-256 taken aside: a large chunk of a page that a program
 //! reads (the JSON form, whose metadata gives each chunk's SHA-256) is
 //! hashed on an idle thread of the call pool while the page's own thread goes on:
@@ -11,7 +14,8 @@
 //! digest is ready, the page's thread hashes the chunk itself, as it would
 //! without this (the digest is the same whichever thread took it).
 
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, OnceLock, mpsc};
+use std::time::{Duration, Instant};
 
 use crate::runtime::Job;
 use crate::sha256::Sha256;
@@ -45,6 +49,74 @@ impl Aside {
     }
 }
 
+/// The result's running SHA-256 while a page is filled. A large piece is
+/// hashed into it on an idle thread of the call pool while the page's own
+/// thread pulls the next piece (the guest's work, which does not need the
+/// hash); the page's thread takes the state back before it hashes another
+/// piece, and when the page ends. Pieces are hashed in their order, one at a
+/// time, so the state is the one hashing them here would give.
+pub struct Running {
+    here: Option<Sha256>,
+    /// The state, once the thread hashing a piece into it gives it back.
+    away: Option<mpsc::Receiver<Sha256>>,
+}
+
+/// How long the page's thread looks for the state to come back before it
+/// sleeps until it does: a piece aside takes about as long as the pull the
+/// page's thread does meanwhile.
+const LOOKS: Duration = Duration::from_micros(200);
+
+impl Running {
+    pub fn new(hasher: Sha256) -> Running {
+        Running { here: Some(hasher), away: None }
+    }
+
+    /// Hashes `bytes` after what came before: a copy on a thread `offer`
+    /// gives (a pool's idle one) when there are `ASIDE_MIN` or more, else here
+    /// (also when `offer` gives the job back). `None` when the state is lost:
+    /// the thread that had it ended without giving it back.
+    pub fn update(&mut self, bytes: &[u8], offer: impl FnOnce(Job) -> Result<(), Job>) -> Option<()> {
+        let mut hasher = self.take()?;
+        if bytes.len() < ASIDE_MIN {
+            hasher.update(bytes);
+            self.here = Some(hasher);
+            return Some(());
+        }
+        let (tx, rx) = mpsc::sync_channel(1);
+        let bytes = bytes.to_vec();
+        let job: Job = Box::new(move || {
+            hasher.update(&bytes);
+            let _ = tx.send(hasher);
+        });
+        if let Err(job) = offer(job) {
+            job();
+        }
+        self.away = Some(rx);
+        Some(())
+    }
+
+    /// The state with every piece hashed into it; `None` when it was lost.
+    pub fn finish(mut self) -> Option<Sha256> {
+        self.take()
+    }
+
+    fn take(&mut self) -> Option<Sha256> {
+        if let Some(hasher) = self.here.take() {
+            return Some(hasher);
+        }
+        let away = self.away.take()?;
+        let until = Instant::now() + LOOKS;
+        loop {
+            match away.try_recv() {
+                Ok(hasher) => return Some(hasher),
+                Err(mpsc::TryRecvError::Empty) if Instant::now() < until => std::hint::spin_loop(),
+                Err(mpsc::TryRecvError::Empty) => return away.recv().ok(),
+                Err(mpsc::TryRecvError::Disconnected) => return None,
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Mutex;
@@ -74,5 +146,39 @@ mod tests {
         assert_eq!(late.ready(), Some(Sha256::hex(&bytes).as_str()), "had once it comes");
         // A pool with no thread idle gives the job back: nothing to wait for.
         assert!(Aside::start(&bytes, Err).is_none());
+    }
+
+    /// `pieces` hashed through a `Running` whose pool is `offer`.
+    fn running(pieces: &[Vec<u8>], offer: impl Fn(Job) -> Result<(), Job>) -> Option<[u8; 32]> {
+        let mut running = Running::new(Sha256::new());
+        for piece in pieces {
+            running.update(piece, &offer)?;
+        }
+        running.finish().map(Sha256::finalize)
+    }
+
+    #[test]
+    fn the_running_hash_is_the_pieces_in_order_whichever_thread_hashed_them_and_a_lost_state_is_said() {
+        let pieces = vec![vec![1u8; ASIDE_MIN], b"small".to_vec(), vec![2u8; ASIDE_MIN * 2 + 1], vec![3u8; 9]];
+        let whole = Sha256::digest(&pieces.concat());
+        // A pool that runs each job on a thread of its own, later than asked.
+        let threads = Mutex::new(Vec::new());
+        let later = |job: Job| {
+            threads.lock().unwrap().push(std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(5));
+                job()
+            }));
+            Ok(())
+        };
+        assert_eq!(running(&pieces, later), Some(whole));
+        assert_eq!(threads.lock().unwrap().len(), 2, "the two large pieces went aside");
+        // A pool that gives every job back: all hashed here.
+        assert_eq!(running(&pieces, Err), Some(whole));
+        // A pool that drops a job without running it: the state is lost, and said.
+        let dropped = |job: Job| {
+            drop(job);
+            Ok(())
+        };
+        assert_eq!(running(&pieces, dropped), None);
     }
 }
