@@ -4,11 +4,12 @@
 //! session then serves a healthy `read` and a benign call of the same tool, and
 //! serves healthy calls while a hostile one runs.
 
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::support::{Fixture, Server, next_cursor, payload};
+use crate::support::{Fixture, Server, cordon_bin, next_cursor, payload};
 
 const HOSTILE: &str = env!("CORDON_HOSTILE_COMPONENT");
 
@@ -142,6 +143,32 @@ fn a_tool_blocked_in_a_host_call_is_answered_by_the_host_timeout() {
     let cases = ["open", "next", "info"]
         .map(|place| (json!({"behaviour": "sleep-in-host", "in": place}), Fired::Timeout { in_host: true }));
     run_cases(&mut server, &cases);
+}
+
+#[test]
+fn a_page_of_call_all_blocked_in_a_host_call_is_recorded_and_said_as_the_timeout() {
+    let fx = fixture();
+    let audit = fx.dir.path().join("audit.log");
+    let started = Instant::now();
+    let out = Command::new(cordon_bin())
+        .args(["call", "hostile", "--all", "--root"])
+        .arg(fx.root())
+        .args(["--component", HOSTILE, "--timeout-secs", WALL_TIME_SECS, "--audit-log"])
+        .arg(&audit)
+        .args(["--json", r#"{"behaviour": "sleep-in-host", "in": "next"}"#])
+        .output()
+        .unwrap();
+    assert!(started.elapsed() < HANG_GUARD, "took {:?}", started.elapsed());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "the tool's failure: {said}");
+    assert!(said.contains("blocked in a host call"), "{said}");
+    let trail = std::fs::read_to_string(&audit).unwrap();
+    let record = trail
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .find(|record| record["tool"]["name"] == "hostile")
+        .unwrap_or_else(|| panic!("the call is in the trail: {trail}"));
+    assert_eq!(record["outcome"], json!({"tool_error": "timeout", "limit": "wall_time"}), "{record}");
 }
 
 #[test]

@@ -76,12 +76,10 @@ impl Running {
     /// (also when `offer` gives the job back). `None` when the state is lost:
     /// the thread that had it ended without giving it back.
     pub fn update(&mut self, bytes: &[u8], offer: impl FnOnce(Job) -> Result<(), Job>) -> Option<()> {
-        let mut hasher = self.take()?;
         if bytes.len() < ASIDE_MIN {
-            hasher.update(bytes);
-            self.here = Some(hasher);
-            return Some(());
+            return self.update_here(bytes);
         }
+        let mut hasher = self.take()?;
         let (tx, rx) = mpsc::sync_channel(1);
         let bytes = bytes.to_vec();
         let job: Job = Box::new(move || {
@@ -92,6 +90,14 @@ impl Running {
             job();
         }
         self.away = Some(rx);
+        Some(())
+    }
+
+    /// Hashes `bytes` after what came before, here.
+    pub fn update_here(&mut self, bytes: &[u8]) -> Option<()> {
+        let mut hasher = self.take()?;
+        hasher.update(bytes);
+        self.here = Some(hasher);
         Some(())
     }
 

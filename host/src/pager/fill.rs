@@ -10,7 +10,7 @@ use super::page::{Builder, Ended, Piece};
 use super::pieces::{Next, next_piece};
 use super::start::Start;
 use super::{PageError, PageRequest, Pager};
-use crate::runtime::{CallFailure, HostFault, Job};
+use crate::runtime::{CallFailure, HostFault};
 use crate::tool::{Budget, Payload};
 
 /// Pieces taken from those kept between pages before the page's clock is
@@ -124,7 +124,17 @@ impl Pager {
                     }
                 }
             }
-            running.update(piece.bytes(), |job| self.hash_running_aside(request, job)).ok_or(LOST)?;
+            // A program following cursors in this process (`cordon call
+            // --all`) has no client of its own to leave a core to: its large
+            // pieces are hashed aside while the next is pulled. A session's
+            // page hashes them itself: its client parses pages on the other
+            // core (over MCP stdio at the largest page, 180 MB/s with them
+            // aside against 292–310 without, same session).
+            let hashed = match request.for_model {
+                true => running.update_here(piece.bytes()),
+                false => running.update(piece.bytes(), |job| self.runtime.offer(job)),
+            };
+            hashed.ok_or(LOST)?;
             delivered += piece.bytes().len() as u64;
             signal.host_report(delivered, Some(u64::from(budget.bytes)), Some("bytes of this page"));
             start.position = Some(piece.take_resume());
@@ -142,20 +152,6 @@ impl Pager {
             tracing::debug!(tool = %request.tool.manifest.name, page = start.index, elapsed = ?clock.elapsed(), "page ended on time");
         }
         Ok(Filled { start, builder, ended, tally })
-    }
-
-    /// Hashes a large piece into the result's running hash on an idle
-    /// thread of the call pool while the page pulls the next piece, for a
-    /// program following cursors in this process (`cordon call --all`),
-    /// which has no client of its own to leave a core to. A session's page
-    /// hashes it itself: its client parses pages on the other core (over
-    /// MCP stdio at the largest page, 180 MB/s with this against 292–310
-    /// without, same session).
-    fn hash_running_aside(&self, request: &PageRequest, job: Job) -> Result<(), Job> {
-        match request.for_model {
-            true => Err(job),
-            false => self.runtime.offer(job),
-        }
     }
 
     /// Starts hashing a large text or bytes chunk of a page that a program

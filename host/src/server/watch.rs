@@ -84,6 +84,14 @@ pub enum Waited<T> {
     Abandoned(Box<Abandoned>),
 }
 
+/// What a look at a call's watch found.
+enum Look {
+    /// The call is due: given up on, or already answering (`None`).
+    Due(Option<Box<Abandoned>>),
+    /// Not due: look again after this long.
+    Nap(Duration),
+}
+
 /// A call its caller gave up on, and why.
 pub struct Abandoned {
     due: Due,
@@ -132,29 +140,45 @@ impl Watch {
     /// not started) is not given up on.
     pub async fn wait<T>(&self, mut answer: oneshot::Receiver<T>, signal: &CallSignal) -> Waited<T> {
         loop {
-            let cancelled_at = signal.cancelled_at();
-            let give_up = self.lock().due.as_ref().map(|due| {
-                let from = cancelled_at.map_or(due.deadline, |at| at.min(due.deadline));
-                from + due.grace
-            });
-            let now = Instant::now();
-            // Not armed yet, or not due: woken now and then to see a
-            // cancellation, which has no wake-up of its own.
-            let nap = match give_up {
-                Some(at) if at <= now => {
-                    return match self.abandon(cancelled_at.is_some()) {
-                        Some(abandoned) => Waited::Abandoned(Box::new(abandoned)),
-                        // The call's thread finished as the wait ended: its answer is on the way.
-                        None => Waited::Answered(answer.await),
-                    };
-                }
-                Some(at) => (at - now).min(CANCEL_POLL),
-                None => CANCEL_POLL,
+            let nap = match self.look(signal) {
+                Look::Due(Some(abandoned)) => return Waited::Abandoned(abandoned),
+                // The call's thread finished as the wait ended: its answer is on the way.
+                Look::Due(None) => return Waited::Answered(answer.await),
+                Look::Nap(nap) => nap,
             };
             tokio::select! {
                 answered = &mut answer => return Waited::Answered(answered),
                 () = tokio::time::sleep(nap) => {}
             }
+        }
+    }
+
+    /// For a caller that looks now and then instead of awaiting the answer:
+    /// the call given up on when it is due (the caller then answers it with
+    /// `Server::answer_abandoned`), else how long to wait before looking again.
+    pub fn give_up_if_due(&self, signal: &CallSignal) -> Result<Box<Abandoned>, Duration> {
+        match self.look(signal) {
+            Look::Due(Some(abandoned)) => Ok(abandoned),
+            Look::Due(None) => Err(CANCEL_POLL),
+            Look::Nap(nap) => Err(nap),
+        }
+    }
+
+    /// Gives the call up if it is due: at the deadline plus the grace, or at
+    /// the cancellation plus the grace, once armed. Not armed yet, or not
+    /// due: a nap, woken now and then to see a cancellation, which has no
+    /// wake-up of its own.
+    fn look(&self, signal: &CallSignal) -> Look {
+        let cancelled_at = signal.cancelled_at();
+        let give_up = self.lock().due.as_ref().map(|due| {
+            let from = cancelled_at.map_or(due.deadline, |at| at.min(due.deadline));
+            from + due.grace
+        });
+        let now = Instant::now();
+        match give_up {
+            Some(at) if at <= now => Look::Due(self.abandon(cancelled_at.is_some()).map(Box::new)),
+            Some(at) => Look::Nap((at - now).min(CANCEL_POLL)),
+            None => Look::Nap(CANCEL_POLL),
         }
     }
 
