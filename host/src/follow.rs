@@ -31,7 +31,9 @@ const LOOKS_EVERY: Duration = Duration::from_millis(50);
 /// thread of its own looks at the page in progress now and then (not once a
 /// page), and one still running at its deadline plus the host grace (a guest
 /// blocked in a host call) is recorded and said as the timeout, and the
-/// process exits with it, leaving the blocked guest behind.
+/// process exits with it, leaving the blocked guest behind: the pages before
+/// it are on stdout (each is flushed before the next runs), and the server's
+/// own uploads directory is removed first.
 struct Keeper {
     page: Arc<Mutex<Option<Arc<Kept>>>>,
 }
@@ -63,7 +65,9 @@ impl Kept {
 impl Keeper {
     fn start(server: &Arc<Server>) -> std::io::Result<Keeper> {
         let page = Arc::new(Mutex::new(None::<Arc<Kept>>));
-        let (looked, server) = (Arc::clone(&page), Arc::clone(server));
+        // Not a strong reference: the server is dropped (its uploads
+        // directory removed) when `follow` is done, the keeper still running.
+        let (looked, server) = (Arc::clone(&page), Arc::downgrade(server));
         let keep = move || {
             loop {
                 let nap = match lock(&looked).as_ref() {
@@ -71,7 +75,9 @@ impl Keeper {
                     Some(kept) => match kept.watch.give_up_if_due(&kept.signal) {
                         Err(nap) => nap,
                         Ok(abandoned) => {
+                            let Some(server) = server.upgrade() else { return };
                             let answer = server.answer_abandoned(&kept.request(), abandoned);
+                            server.before_exit();
                             std::process::exit(said(answer).unwrap_or(2).into());
                         }
                     },
@@ -168,11 +174,14 @@ pub fn follow(server: &Arc<Server>, tool: &str, mut arguments: Value, jsonl: boo
                 }
             }
         }
+        // Each page's bytes out before the next page runs: a keeper that
+        // ends the process on it cannot flush this thread's stdout (stdout
+        // writes up to a line end at once; only a page's last part line waits).
+        out.flush()?;
         match next {
             Some(next) => arguments = next,
             None => break,
         }
     }
-    out.flush()?;
     Ok(ExitCode::SUCCESS)
 }

@@ -149,8 +149,10 @@ fn a_tool_blocked_in_a_host_call_is_answered_by_the_host_timeout() {
 fn a_page_of_call_all_blocked_in_a_host_call_is_recorded_and_said_as_the_timeout() {
     let fx = fixture();
     let audit = fx.dir.path().join("audit.log");
+    let temp = tempfile::tempdir().unwrap();
     let started = Instant::now();
     let out = Command::new(cordon_bin())
+        .env("TMPDIR", temp.path())
         .args(["call", "hostile", "--all", "--root"])
         .arg(fx.root())
         .args(["--component", HOSTILE, "--timeout-secs", WALL_TIME_SECS, "--audit-log"])
@@ -169,6 +171,9 @@ fn a_page_of_call_all_blocked_in_a_host_call_is_recorded_and_said_as_the_timeout
         .find(|record| record["tool"]["name"] == "hostile")
         .unwrap_or_else(|| panic!("the call is in the trail: {trail}"));
     assert_eq!(record["outcome"], json!({"tool_error": "timeout", "limit": "wall_time"}), "{record}");
+    // The process ended with the guest still blocked, its uploads directory removed first.
+    let left = std::fs::read_dir(temp.path()).unwrap().count();
+    assert_eq!(left, 0, "nothing left in the temporary directory");
 }
 
 #[test]

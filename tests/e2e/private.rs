@@ -154,6 +154,23 @@ fn uploads_dirs(temp: &Path) -> Vec<String> {
     names
 }
 
+#[test]
+fn cordon_call_all_without_a_state_directory_leaves_no_uploads_directory() {
+    let fx = Fixture::new();
+    fx.write("a.txt", "alpha\n");
+    let temp = tempfile::tempdir().unwrap();
+    let out = Command::new(cordon_bin())
+        .env("TMPDIR", temp.path())
+        .args(["call", "read", "--all", "--no-cache", "--root"])
+        .arg(fx.root())
+        .args(["--json", r#"{"path": "a.txt"}"#])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.stdout, b"alpha\n");
+    assert_eq!(uploads_dirs(temp.path()), Vec::<String>::new(), "removed when the call is done");
+}
+
 /// A server without a state directory that has started an upload.
 fn uploading_without_state(root: &Path, temp: &Path) -> Server {
     let mut command = Command::new(cordon_bin());

@@ -61,8 +61,8 @@ pub struct Running {
     away: Option<mpsc::Receiver<Sha256>>,
 }
 
-/// How long the page's thread looks for the state to come back before it
-/// sleeps until it does: a piece aside takes about as long as the pull the
+/// How long the page's thread looks for the state to come back (yielding
+/// its processor between looks) before it sleeps until it does: a piece aside takes about as long as the pull the
 /// page's thread does meanwhile.
 const LOOKS: Duration = Duration::from_micros(200);
 
@@ -115,7 +115,7 @@ impl Running {
         loop {
             match away.try_recv() {
                 Ok(hasher) => return Some(hasher),
-                Err(mpsc::TryRecvError::Empty) if Instant::now() < until => std::hint::spin_loop(),
+                Err(mpsc::TryRecvError::Empty) if Instant::now() < until => std::thread::yield_now(),
                 Err(mpsc::TryRecvError::Empty) => return away.recv().ok(),
                 Err(mpsc::TryRecvError::Disconnected) => return None,
             }

@@ -124,15 +124,15 @@ impl Pager {
                     }
                 }
             }
-            // A program following cursors in this process (`cordon call
-            // --all`) has no client of its own to leave a core to: its large
-            // pieces are hashed aside while the next is pulled. A session's
-            // page hashes them itself: its client parses pages on the other
-            // core (over MCP stdio at the largest page, 180 MB/s with them
-            // aside against 292–310 without, same session).
-            let hashed = match request.for_model {
-                true => running.update_here(piece.bytes()),
-                false => running.update(piece.bytes(), |job| self.runtime.offer(job)),
+            // Pages read in this process (`cordon call`) have no client
+            // beside them to leave a core to: their large pieces are hashed
+            // aside while the next is pulled. A session's page hashes them
+            // itself: its client parses pages on the other core (over MCP
+            // stdio at the largest page, 180 MB/s with them aside against
+            // 292–310 without, same session).
+            let hashed = match request.in_process {
+                false => running.update_here(piece.bytes()),
+                true => running.update(piece.bytes(), |job| self.runtime.offer(job)),
             };
             hashed.ok_or(LOST)?;
             delivered += piece.bytes().len() as u64;

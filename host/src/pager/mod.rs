@@ -66,6 +66,9 @@ pub struct PageRequest {
     pub args: Value,
     pub paging: Paging,
     pub for_model: bool,
+    /// The pages are read in this process (`cordon call`): no client
+    /// process beside it parses them on another core.
+    pub in_process: bool,
     /// The id of the principal asking (`auth::Principal::id`): a result is
     /// continued only by whoever started it.
     pub owner: String,

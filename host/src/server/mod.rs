@@ -444,6 +444,7 @@ impl Server {
             args: Value::Object(args),
             paging,
             for_model: request.for_model,
+            in_process: request.caller.who.transport == "cli",
             owner: request.caller.owner.clone(),
         };
         let _in_flight = self.arm_watch(request, watch::Arming { deadline, started, seen, in_flight });

@@ -234,6 +234,13 @@ impl Server {
         self.record(request, due.seen, Ok(Answer::Failed(failure.into())), due.started)
     }
 
+    /// What a process does before it exits with a call it gave up on still
+    /// running (`cordon call`, whose keeper ends the process): its own
+    /// uploads directory is removed, as when a server stops.
+    pub fn before_exit(&self) {
+        self.uploads.close();
+    }
+
     /// Arms `request`'s watch, if its caller keeps one, before the guest
     /// work that may not return in time; the call's slot among the calls in
     /// flight goes with it (else it is given back to be held here), and what
