@@ -437,12 +437,11 @@ impl Server {
         let ledger = Arc::clone(&net.ledger);
         seen.network = Some(Arc::clone(&ledger));
         let ctx = CallContext { grants, env, net, judge, signal: Arc::clone(request.signal), deadline };
-        let paging = request.client.fit(host.paging);
         let asked = PageRequest {
             ctx,
             tool: Arc::clone(&tool),
             args: Value::Object(args),
-            paging,
+            paging: request.client.fit(host.paging),
             for_model: request.for_model,
             in_process: request.caller.who.transport == "cli",
             owner: request.caller.owner.clone(),
