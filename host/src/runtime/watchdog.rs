@@ -12,10 +12,10 @@
 //! tool that always blocks cannot hold every instance slot of the pool.
 //!
 //! A caller that keeps the host timeout itself (a session, which awaits the
-//! call's thread with a timer and answers in its place: `server::watch`)
-//! runs the call on a worker of this pool with `kept_above`: the guest work
-//! then runs on that same thread, one handoff to a thread and back fewer a
-//! call, and the count of calls left stuck is kept with `hold` and `release`.
+//! call's thread with a timer and answers in its place: `server::watch`; or
+//! `cordon call --all`'s keeper) runs the call with `kept_above`: the guest
+//! work then runs on that same thread, one handoff to a thread and back fewer
+//! a call, and the count of calls left stuck is kept with `hold` and `release`.
 //!
 //! Threads are reused (spawning one costs ~30 µs, a handoff to an idle one
 //! ~3 µs): a worker that finishes a call waits for the next one, up to
@@ -33,8 +33,7 @@
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -51,9 +50,8 @@ const CANCEL_POLL: Duration = Duration::from_millis(50);
 const MAX_IDLE_WORKERS: usize = 16;
 
 /// How long a worker that finished a call looks for the next one before it
-/// sleeps: a client making small calls one after another, or paging a file
-/// with `cordon call --all`, asks again about this soon (100 µs was too short
-/// for one MCP client's small reads over stdio).
+/// sleeps: a client making small calls one after another asks again about
+/// this soon (100 µs was too short for one MCP client's small reads over stdio).
 const WORKER_LOOKS: Duration = Duration::from_micros(300);
 
 /// How long a caller looks for its call's result before it sleeps: most
@@ -199,31 +197,28 @@ impl Workers {
     fn execute(self: &Arc<Self>, job: Job) -> std::io::Result<bool> {
         match self.idle_one(job) {
             Ok(looking) => Ok(looking),
-            Err(job) => self.start(job).map(|()| false),
+            Err(job) => self.start(job).map(|()| false).map_err(|(e, _)| e),
         }
     }
 
     /// Runs `job` on an idle worker, or on a new one while fewer than `room`
-    /// are running; else gives it back. A job whose new worker cannot be
-    /// started is dropped.
+    /// are running; else (also when no thread can be started) gives it back.
     fn offer(self: &Arc<Self>, job: Job, room: usize) -> Result<(), Job> {
         match self.idle_one(job) {
             Ok(_) => Ok(()),
             Err(job) if self.live.load(Ordering::Acquire) >= room => Err(job),
-            Err(job) => {
-                let _ = self.start(job).inspect_err(|e| tracing::debug!("no worker for work offered: {e}"));
-                Ok(())
-            }
+            Err(job) => self.start(job).map_err(|(e, job)| {
+                tracing::debug!("no worker for work offered: {e}");
+                job
+            }),
         }
     }
 
-    /// Starts a worker with `job` as its first.
-    fn start(self: &Arc<Self>, job: Job) -> std::io::Result<()> {
+    /// Starts a worker with `job` as its first; else gives it back with the error.
+    fn start(self: &Arc<Self>, job: Job) -> Result<(), (std::io::Error, Job)> {
         let (inbox, mine) = mpsc::channel::<Ticket>();
         let looking = Arc::new(AtomicBool::new(false));
         let home = Home { inbox, looking: Arc::clone(&looking) };
-        home.inbox.send(Ticket { job, home: home.clone() }).expect("the receiver is here");
-        drop(home);
         let workers = Arc::downgrade(self);
         self.live.fetch_add(1, Ordering::AcqRel);
         let live = Live(workers.clone());
@@ -241,7 +236,12 @@ impl Workers {
             }
         });
         // A thread not started drops its closure, and its count with it.
-        started.map(|_| ())
+        if let Err(e) = started {
+            return Err((e, job));
+        }
+        // The new worker waits for its first job: its receiver is there.
+        home.inbox.send(Ticket { job, home: home.clone() }).expect("the new worker waits");
+        Ok(())
     }
 
     /// Runs `job` on an idle worker if there is one (saying whether it was
