@@ -7,9 +7,8 @@ for every span of every `POST /v1/traces` (protobuf, gzip or not) prints one
 JSON line: trace and span ids in hex, the parent's, name, kind, status,
 attributes, links and the resource's attributes; after an export's spans,
 `{"exported": N}`, so a reader can tell a whole export from one it has only
-begun to read. Anything else it is sent is
-answered 404 (an unknown path) or 400 (a body that does not parse), and said
-on stdout as `{"refused": ...}`.
+begun to read. Anything else it is sent is answered 404 (an unknown path) or
+400 (a body that does not parse), and said on stdout as `{"refused": ...}`.
 """
 
 import gzip

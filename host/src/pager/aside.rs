@@ -15,9 +15,9 @@
 //! without this (the digest is the same whichever thread took it).
 
 use std::sync::{Arc, OnceLock, mpsc};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crate::runtime::Job;
+use crate::runtime::{Job, look_for};
 use crate::sha256::Sha256;
 
 /// Chunks smaller than this are hashed by the page's own thread when it is
@@ -61,9 +61,9 @@ pub struct Running {
     away: Option<mpsc::Receiver<Sha256>>,
 }
 
-/// How long the page's thread looks for the state to come back (yielding
-/// its processor between looks) before it sleeps until it does: a piece aside takes about as long as the pull the
-/// page's thread does meanwhile.
+/// How long the page's thread looks for the state to come back
+/// (`runtime::look_for`) before it sleeps until it does: a piece aside takes
+/// about as long as the pull the page's thread does meanwhile.
 const LOOKS: Duration = Duration::from_micros(200);
 
 impl Running {
@@ -111,14 +111,10 @@ impl Running {
             return Some(hasher);
         }
         let away = self.away.take()?;
-        let until = Instant::now() + LOOKS;
-        loop {
-            match away.try_recv() {
-                Ok(hasher) => return Some(hasher),
-                Err(mpsc::TryRecvError::Empty) if Instant::now() < until => std::thread::yield_now(),
-                Err(mpsc::TryRecvError::Empty) => return away.recv().ok(),
-                Err(mpsc::TryRecvError::Disconnected) => return None,
-            }
+        match look_for(LOOKS, &away) {
+            Ok(hasher) => Some(hasher),
+            Err(mpsc::TryRecvError::Empty) => away.recv().ok(),
+            Err(mpsc::TryRecvError::Disconnected) => None,
         }
     }
 }

@@ -157,8 +157,8 @@ impl Pager {
     /// Starts hashing a large text or bytes chunk of a page that a program
     /// reads through a session (the JSON form, whose metadata gives each
     /// chunk's SHA-256) on an idle thread of the call pool (see `aside`); the
-    /// page is then made while it is hashed. `cordon call` never renders those
-    /// digests, and a model's text form shows none.
+    /// page is then made while it is hashed. A model's text form shows no
+    /// digests; `cordon call --all` hashes its running hash aside instead.
     fn hash_aside(&self, request: &PageRequest, start: &Start, piece: &Piece) -> Option<Aside> {
         let Piece::Chunk(chunk) = piece else { return None };
         let (Payload::Text(_) | Payload::Bytes(_)) = &chunk.payload else { return None };

@@ -206,7 +206,8 @@ mod tests {
         let version = env!("CORDON_WASMTIME_VERSION");
         assert_ne!(engine::key(&other, version), cache.engine_key(), "other settings, another key");
         assert_eq!(engine::key(&running, version), cache.engine_key());
-        let code = |precompiled| Code { bytes: EMPTY_COMPONENT, digest: "empty", sockets: Sockets::Refuse, precompiled };
+        let code =
+            |precompiled| Code { bytes: EMPTY_COMPONENT, digest: "empty", sockets: Sockets::Refuse, precompiled };
 
         let ours = leaked(running.precompile_component(EMPTY_COMPONENT).unwrap(), cache.engine_key().into());
         assert_eq!(cache.load(&running, &code(Some(ours))).unwrap().1, Outcome::Precompiled);

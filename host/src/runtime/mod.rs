@@ -36,7 +36,7 @@ pub use pool::{Capacity, CapacityError};
 pub use shards::{Opening, Range, Shardable, SplitAt};
 pub use signal::{CallSignal, PROGRESS_INTERVAL, ProgressSink};
 pub use slots::{Reclaim, Slot, Slots};
-pub use watchdog::{Job, MAX_STUCK_PER_TOOL, kept_above};
+pub use watchdog::{Job, MAX_STUCK_PER_TOOL, kept_above, look_for};
 
 use crate::policy::Judge;
 use bindings::CordonToolPre;

@@ -65,7 +65,7 @@ const CLAIMED_LOOKS: Duration = Duration::from_millis(10);
 /// What comes on `rx` within `within`, looked for again after each yield of
 /// the processor: `Empty` when the time is up, `Disconnected` at once when
 /// nothing more can come.
-fn look_for<T>(within: Duration, rx: &mpsc::Receiver<T>) -> Result<T, mpsc::TryRecvError> {
+pub fn look_for<T>(within: Duration, rx: &mpsc::Receiver<T>) -> Result<T, mpsc::TryRecvError> {
     let until = Instant::now() + within;
     loop {
         match rx.try_recv() {
