@@ -16,6 +16,7 @@ use super::bindings::cordon::tool::scan::{Entry, EntryKind, Host};
 use super::bindings::{WitError, WitErrorCode};
 use super::call::CallState;
 use super::host_files::io_error;
+use super::listing;
 use crate::policy::Judge;
 
 impl Host for CallState {
@@ -38,36 +39,14 @@ impl Host for CallState {
                 message: format!("`{path}` is denied by the server's rule `{rule}`"),
             });
         }
-        let opened;
-        let dir = self.root(root, &path)?;
-        let dir = match rel.as_str() {
-            "." => dir,
-            rel => {
-                let opened_dir = if follow { dir.open_dir(rel) } else { dir.open_dir_nofollow(rel) };
-                opened = opened_dir.map_err(|e| io_error(&path, &e))?;
-                &opened
-            }
-        };
         let mut entries = Vec::new();
-        for entry in dir.entries().map_err(|e| io_error(&path, &e))? {
-            let entry = entry.map_err(|e| io_error(&path, &e))?;
-            let Ok(name) = entry.file_name().into_string() else { continue };
-            let file_type = entry.file_type().map_err(|e| io_error(&path, &e))?;
-            let kind = if file_type.is_file() {
-                EntryKind::File
-            } else if file_type.is_dir() {
-                EntryKind::Directory
-            } else if file_type.is_symlink() {
-                EntryKind::Symlink
-            } else {
-                EntryKind::Other
-            };
+        let mut keep = |name: String, kind: EntryKind| {
             let denied = |deny: &Judge| {
                 deny.check(&Path::new(&path).join(&name), false).is_some()
                     || real.as_ref().is_some_and(|real| deny.denied_relative(&real.join(&name)).is_some())
             };
             if rules && denied(&deny) {
-                continue;
+                return Ok(());
             }
             if entries.len() == max as usize {
                 return Err(WitError {
@@ -76,6 +55,34 @@ impl Host for CallState {
                 });
             }
             entries.push(Entry { name, kind });
+            Ok(())
+        };
+        let root_dir = self.root(root, &path)?;
+        match listing::open(root_dir, &rel, follow) {
+            Some(fd) => listing::read(&fd, &mut keep).map_err(|failed| match failed {
+                listing::Failed::Io(e) => io_error(&path, &e),
+                listing::Failed::Kept(e) => e,
+            })?,
+            // Refused by the one-call open (a symlink not followed, a path
+            // that leaves the root, no `openat2`): cap-std's open says why,
+            // with the error it always gave.
+            None => {
+                let opened;
+                let dir = match rel.as_str() {
+                    "." => root_dir,
+                    rel => {
+                        let opened_dir = if follow { root_dir.open_dir(rel) } else { root_dir.open_dir_nofollow(rel) };
+                        opened = opened_dir.map_err(|e| io_error(&path, &e))?;
+                        &opened
+                    }
+                };
+                for entry in dir.entries().map_err(|e| io_error(&path, &e))? {
+                    let entry = entry.map_err(|e| io_error(&path, &e))?;
+                    let Ok(name) = entry.file_name().into_string() else { continue };
+                    let file_type = entry.file_type().map_err(|e| io_error(&path, &e))?;
+                    keep(name, listing::kind_of(&file_type))?;
+                }
+            }
         }
         entries.sort_unstable_by(|a, b| a.name.cmp(&b.name));
         Ok(entries)

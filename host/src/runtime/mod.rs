@@ -11,6 +11,7 @@ mod host_files;
 mod host_policy;
 mod host_scan;
 mod limits;
+mod listing;
 mod memory;
 mod outbound;
 mod pool;
