@@ -261,3 +261,48 @@ fn a_shard_names_the_lines_over_its_share_of_the_calls_memory_and_the_call_goes_
     no_shard_left(four.pid(), Duration::from_secs(5));
     read_small(&mut four, 2);
 }
+
+#[test]
+fn a_shard_ahead_that_ends_makes_room_for_the_next_while_the_head_still_runs() {
+    // Units in path order: one 48 MiB file and seven empty ones, then 56
+    // small ones. Two shards at once split the walk into eight runs of about
+    // eight units: the first holds the large file, the others small files.
+    let fx = Fixture::new();
+    let line = "alpha beta gamma delta epsilon zeta theta lambda sigma omega\n";
+    for dir in ["a", "b"] {
+        std::fs::create_dir_all(fx.root().join(dir)).unwrap();
+    }
+    fx.write("a/0-large.txt", line.repeat((48 << 20) / line.len()));
+    for i in 1..8 {
+        fx.write(&format!("a/{i}-empty.txt"), "");
+    }
+    for i in 0..56 {
+        fx.write(&format!("b/small-{i:02}.txt"), line);
+    }
+    let out = Command::new(cordon_bin())
+        .args(["call", "grep", "--all", "--shards", "2", "--root"])
+        .arg(fx.root())
+        .arg("--state-dir")
+        .arg(shared_state_dir())
+        .args(["--json", r#"{"pattern":"absent-needle"}"#])
+        .env("RUST_LOG", "cordon::pager=debug")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let log = String::from_utf8_lossy(&out.stderr);
+    let started: Vec<(u32, u32)> = log
+        .lines()
+        .filter(|l| l.contains("a shard runs ahead"))
+        .filter_map(|l| {
+            let field = |name: &str| l.split(&format!("{name}=")).nth(1)?.split_whitespace().next()?.parse().ok();
+            Some((field("shard")?, field("head")?))
+        })
+        .collect();
+    assert!(started.len() >= 2, "shards ran ahead: {started:?}\n{log}");
+    // The first shard ahead starts with the head; the next one starts when it
+    // ends, while the head is still searching the large file.
+    assert!(
+        started.iter().any(|&(shard, head)| shard >= 2 && head == 0),
+        "no shard past the first ran ahead while the head ran: {started:?}"
+    );
+}

@@ -9,6 +9,7 @@
 //! and how it ended, if it did.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -17,9 +18,11 @@ use super::totals::Final;
 use crate::runtime::{CallContext, CallFailure, CallSignal, LiveCall};
 use crate::tool::{Budget, Chunk};
 
-/// Bytes the shards ahead of one stream buffer together, at most (each shard
-/// its share; one chunk more may take it over), each chunk counted with its
-/// position and `CHUNK_OVERHEAD`: what a parked stream may hold, whatever the
+/// Bytes the shards running ahead of one stream buffer together, at most
+/// (each shard its share; one chunk more may take it over), each chunk
+/// counted with its position and `CHUNK_OVERHEAD`; shards that ended keep
+/// theirs, and new ones start only while those hold less than this (see
+/// `Sharded::fill`): a parked stream holds at most twice this, whatever the
 /// number of shards.
 pub const STREAM_AHEAD_BYTES: usize = 4 << 20;
 /// What a buffered chunk costs besides its payload and position.
@@ -86,6 +89,9 @@ struct State {
 struct Shared {
     state: Mutex<State>,
     changed: Condvar,
+    /// Counted up when the shard ends: shared by a stream's shards, so that
+    /// the pager sees at its next chunk that a shard's thread is free.
+    ends: Arc<AtomicUsize>,
 }
 
 impl Shared {
@@ -114,8 +120,13 @@ pub struct Ahead {
 
 impl Ahead {
     /// The shard `index`, spanning `[start, end)`, not running yet, buffering
-    /// at most `max_bytes`.
-    pub fn new(index: usize, start: Option<String>, end: Option<String>, max_bytes: usize) -> Ahead {
+    /// at most `max_bytes`; `ends` is counted up when it ends.
+    pub fn new(
+        index: usize,
+        (start, end): (Option<String>, Option<String>),
+        max_bytes: usize,
+        ends: Arc<AtomicUsize>,
+    ) -> Ahead {
         let state = State {
             mode: Mode::Pause,
             ctx: None,
@@ -129,7 +140,15 @@ impl Ahead {
             ended: None,
             handed: None,
         };
-        Ahead { index, start, end, shared: Arc::new(Shared { state: Mutex::new(state), changed: Condvar::new() }) }
+        let shared = Arc::new(Shared { state: Mutex::new(state), changed: Condvar::new(), ends });
+        Ahead { index, start, end, shared }
+    }
+
+    /// Whether the shard has ended (pulled to its end, or failed) and its
+    /// thread has given its instance back.
+    pub fn has_ended(&self) -> bool {
+        let state = self.shared.lock();
+        state.ended.is_some() && !state.running
     }
 
     /// Runs the shard ahead for the request `ctx` at `budget`, on a thread of
@@ -298,11 +317,15 @@ impl Worker {
                 }
             }
         }
-        // The instance goes back before the thread says it is done.
+        // The instance goes back before the thread says it is done, so that
+        // a shard started in its place finds it free.
         drop(call);
         let mut state = self.shared.lock();
         if state.generation == self.generation {
             state.running = false;
+            if state.ended.is_some() {
+                self.shared.ends.fetch_add(1, Ordering::Release);
+            }
         }
         drop(state);
         self.shared.changed.notify_all();
@@ -369,7 +392,7 @@ mod tests {
 
     #[test]
     fn a_shard_not_yet_run_is_handed_over_empty_from_its_start() {
-        let ahead = Ahead::new(3, Some("b2".into()), Some("b3".into()), STREAM_AHEAD_BYTES);
+        let ahead = Ahead::new(3, (Some("b2".into()), Some("b3".into())), STREAM_AHEAD_BYTES, Arc::default());
         let ctx = CallContext {
             grants: Vec::new(),
             env: Default::default(),

@@ -3,9 +3,11 @@
 //!
 //! The head shard is pulled by the pager itself, in an instance of its own;
 //! up to `shards - 1` shards after it run ahead on threads of their own into
-//! bounded buffers (`ahead`). When the head ends, the next shard is taken over
-//! (its buffer, then its live call) and becomes the head, and one more starts
-//! running ahead. A buffered chunk pulled at a larger budget than the page's is
+//! bounded buffers (`ahead`). A shard ahead that ends makes room for the next
+//! one, while what the ended ones buffered stays under `STREAM_AHEAD_BYTES`:
+//! shards of uneven sizes keep every thread busy. When the head ends, the
+//! next shard is taken over (its buffer, then its live call) and becomes the
+//! head, and one more starts running ahead. A buffered chunk pulled at a larger budget than the page's is
 //! not given: the shard is reopened where the pager stands and pulled again at
 //! the page's budget. Each shard's `info` and totals count its own range; the
 //! call's are the head's raised by the earlier shards' (`totals`).
@@ -17,6 +19,7 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::ahead::{Ahead, OpenRange, STREAM_AHEAD_BYTES};
 use super::cursor::Shard;
@@ -72,6 +75,10 @@ pub struct Sharded {
     ahead: VecDeque<Ahead>,
     /// The request being served, and the page's budget (unset while parked).
     armed: Option<(CallContext, Budget)>,
+    /// How many shards ahead have ended, counted by their threads, and how
+    /// many of those `fill` has seen.
+    ends: Arc<AtomicUsize>,
+    ends_seen: usize,
 }
 
 impl Sharded {
@@ -79,7 +86,7 @@ impl Sharded {
         let mut bases = vec![None; plan.starts.len()];
         bases[0] = Some(plan.base.clone());
         let head = Head::fresh(0, plan.starts[0].clone());
-        Sharded { plan, bases, head, ahead: VecDeque::new(), armed: None }
+        Sharded { plan, bases, head, ahead: VecDeque::new(), armed: None, ends: Arc::default(), ends_seen: 0 }
     }
 
     pub fn grants(&self) -> &[Grant] {
@@ -115,22 +122,41 @@ impl Sharded {
         self.armed = None;
     }
 
-    /// Starts the shards after the head, up to `running` in all, ahead.
+    /// Runs shards after the head ahead, `running` in all with the head: the
+    /// first that have not ended, then new ones, while the shards that ended
+    /// hold less than `STREAM_AHEAD_BYTES` (so at most twice that is held).
     fn fill(&mut self) {
+        self.ends_seen = self.ends.load(Ordering::Acquire);
         let Some((ctx, budget)) = &self.armed else { return };
-        let last = (self.head.index + self.plan.running.max(1) - 1).min(self.plan.starts.len() - 1);
-        let mut next = self.ahead.back().map_or(self.head.index + 1, |a| a.index + 1);
-        while next <= last {
-            let (start, end) = (self.plan.starts[next].clone(), self.plan.ends[next].clone());
-            self.ahead.push_back(Ahead::new(next, start, end, self.ahead_bytes()));
-            next += 1;
-        }
+        let room = self.plan.running.max(1) - 1;
+        let mut busy = 0;
         for ahead in &self.ahead {
-            match ahead.index <= last {
-                true => ahead.resume(ctx, *budget, &self.plan.open),
+            if ahead.has_ended() {
+                continue;
+            }
+            match busy < room {
+                true => {
+                    ahead.resume(ctx, *budget, &self.plan.open);
+                    busy += 1;
+                }
                 // After a rewind, shards past the running ones wait their turn.
                 false => ahead.pause(),
             }
+        }
+        let mut next = self.ahead.back().map_or(self.head.index + 1, |a| a.index + 1);
+        let window = self.head.index + room;
+        while next < self.plan.starts.len() && busy < room {
+            let held: usize = self.ahead.iter().map(Ahead::held_bytes).sum();
+            if next > window && held >= STREAM_AHEAD_BYTES {
+                break;
+            }
+            let range = (self.plan.starts[next].clone(), self.plan.ends[next].clone());
+            tracing::debug!(shard = next, head = self.head.index, "a shard runs ahead");
+            let ahead = Ahead::new(next, range, self.ahead_bytes(), Arc::clone(&self.ends));
+            ahead.resume(ctx, *budget, &self.plan.open);
+            self.ahead.push_back(ahead);
+            busy += 1;
+            next += 1;
         }
     }
 
@@ -148,6 +174,10 @@ impl Sharded {
     /// The next chunk within `budget`, in order, its position `INDEX:RESUME`;
     /// `None` at the end of the last shard.
     pub fn next(&mut self, budget: Budget) -> Result<Option<Chunk>, CallFailure> {
+        // A shard ahead ended since: its thread runs the next one.
+        if self.ends.load(Ordering::Acquire) != self.ends_seen {
+            self.fill();
+        }
         loop {
             if let Some(mut chunk) = self.pull_head(budget)? {
                 chunk.resume = format!("{}:{}", self.head.index, chunk.resume);
@@ -294,7 +324,7 @@ impl Sharded {
         self.head = Head::fresh(index, at);
         for shard in (index + 1..=head).rev() {
             let (start, end) = (self.plan.starts[shard].clone(), self.plan.ends[shard].clone());
-            self.ahead.push_front(Ahead::new(shard, start, end, self.ahead_bytes()));
+            self.ahead.push_front(Ahead::new(shard, (start, end), self.ahead_bytes(), Arc::clone(&self.ends)));
         }
         self.fill();
     }
