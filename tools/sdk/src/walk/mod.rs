@@ -319,13 +319,14 @@ impl Walk {
 /// The most directories [`boundaries`] reads.
 const SPLIT_READS: usize = 4096;
 
-/// Where to cut the walk of `start` after `from` into `count` shards of about
-/// equal size: up to `count - 1` paths in path order, each after `from`, at
-/// which the next shard begins (the first shard runs from `from`). The walk's
-/// entries are expanded level by level into about `8 × count` units (files and
-/// directories, hidden ones left out unless `hidden`), which are cut into runs
-/// of equal length. Cheap: a few directory reads, not a scan; the cuts need not
-/// be entries the filters keep, only places in path order.
+/// Where to cut the walk of `start` after `from` into `count` shards: up to
+/// `count - 1` paths in path order, each after `from`, at which the next
+/// shard begins (the first shard runs from `from`). The walk's entries are
+/// expanded level by level into about `8 × count` units (files and
+/// directories, hidden ones left out unless `hidden`), which are cut into
+/// runs that shrink from the first to the last (see `shrinking_cuts`).
+/// Cheap: a few directory reads, not a scan; the cuts need not be entries
+/// the filters keep, only places in path order.
 pub fn boundaries(start: &Path, from: Option<&Path>, count: u32, hidden: bool) -> Vec<PathBuf> {
     if count < 2 {
         return Vec::new();
@@ -368,13 +369,26 @@ pub fn boundaries(start: &Path, from: Option<&Path>, count: u32, hidden: bool) -
     }
     units.retain(|(p, _)| from.is_none_or(|f| p.as_path() > f));
     let n = units.len();
-    let mut cuts: Vec<PathBuf> = (1..count as usize)
-        .map(|i| i * n / count as usize)
-        .filter(|&i| i > 0 && i < n)
-        .map(|i| units[i].0.clone())
-        .collect();
+    let mut cuts: Vec<PathBuf> =
+        shrinking_cuts(n, count as usize).into_iter().filter(|&i| i > 0 && i < n).map(|i| units[i].0.clone()).collect();
     cuts.dedup();
     cuts
+}
+
+/// Where to cut `n` units into `count` runs that shrink one step each:
+/// the `i`-th run (from 0) holds about `count - i` parts of `count × (count
+/// + 1) / 2`. Shards run ahead in order and the last one running is the one
+/// nothing can help with, so the last runs are the short ones: with eight
+/// shards the last holds a thirty-sixth of the units, not an eighth.
+fn shrinking_cuts(n: usize, count: usize) -> Vec<usize> {
+    let parts = count * (count + 1) / 2;
+    let mut before = 0;
+    (0..count.saturating_sub(1))
+        .map(|i| {
+            before += count - i;
+            before * n / parts
+        })
+        .collect()
 }
 
 #[cfg(test)]

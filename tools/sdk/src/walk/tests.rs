@@ -142,6 +142,14 @@ fn positions_skip_what_sorts_before_and_end_before_the_boundary() {
 }
 
 #[test]
+fn runs_shrink_from_the_first_to_the_last() {
+    assert_eq!(super::shrinking_cuts(36, 8), [8, 15, 21, 26, 30, 33, 35]);
+    assert_eq!(super::shrinking_cuts(3, 2), [2]);
+    assert!(super::shrinking_cuts(10, 1).is_empty());
+    assert!(super::shrinking_cuts(0, 4).iter().all(|&c| c == 0), "nothing to cut: every cut is dropped");
+}
+
+#[test]
 fn boundaries_cut_after_the_start_in_path_order() {
     let fx = Fixture::new("cuts");
     let root = &fx.0;
