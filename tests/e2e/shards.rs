@@ -264,17 +264,18 @@ fn a_shard_names_the_lines_over_its_share_of_the_calls_memory_and_the_call_goes_
 
 #[test]
 fn a_shard_ahead_that_ends_makes_room_for_the_next_while_the_head_still_runs() {
-    // Units in path order: one 48 MiB file and seven empty ones, then 56
-    // small ones. Two shards at once split the walk into eight runs of about
-    // eight units: the first holds the large file, the others small files.
+    // Units in path order: eight links to one 16 MiB file, then 56 small
+    // files. Two shards at once split the walk into eight runs that shrink
+    // from the first to the last: the first holds the 128 MiB of the links,
+    // the ones after it small files only.
     let fx = Fixture::new();
     let line = "alpha beta gamma delta epsilon zeta theta lambda sigma omega\n";
     for dir in ["a", "b"] {
         std::fs::create_dir_all(fx.root().join(dir)).unwrap();
     }
-    fx.write("a/0-large.txt", line.repeat((48 << 20) / line.len()));
+    let large = fx.write("a/0-large.txt", line.repeat((16 << 20) / line.len()));
     for i in 1..8 {
-        fx.write(&format!("a/{i}-empty.txt"), "");
+        std::fs::hard_link(&large, fx.root().join(format!("a/{i}-large.txt"))).unwrap();
     }
     for i in 0..56 {
         fx.write(&format!("b/small-{i:02}.txt"), line);

@@ -22,8 +22,9 @@ use crate::tool::{Budget, Chunk};
 /// (each shard its share; one chunk more may take it over), each chunk
 /// counted with its position and `CHUNK_OVERHEAD`; shards that ended keep
 /// theirs, and new ones start only while those hold less than this (see
-/// `Sharded::fill`): a parked stream holds at most twice this, whatever the
-/// number of shards.
+/// `Sharded::fill`): the shards ahead of a parked stream hold at most twice
+/// this, whatever the number of shards (its head may hold a share more,
+/// taken over from one of them).
 pub const STREAM_AHEAD_BYTES: usize = 4 << 20;
 /// What a buffered chunk costs besides its payload and position.
 const CHUNK_OVERHEAD: usize = 96;

@@ -4,13 +4,14 @@
 //! The head shard is pulled by the pager itself, in an instance of its own;
 //! up to `shards - 1` shards after it run ahead on threads of their own into
 //! bounded buffers (`ahead`). A shard ahead that ends makes room for the next
-//! one, while what the ended ones buffered stays under `STREAM_AHEAD_BYTES`:
-//! shards of uneven sizes keep every thread busy. When the head ends, the
-//! next shard is taken over (its buffer, then its live call) and becomes the
-//! head, and one more starts running ahead. A buffered chunk pulled at a larger budget than the page's is
-//! not given: the shard is reopened where the pager stands and pulled again at
-//! the page's budget. Each shard's `info` and totals count its own range; the
-//! call's are the head's raised by the earlier shards' (`totals`).
+//! one (started when the head gives its next chunk), while what the ended
+//! ones buffered stays under `STREAM_AHEAD_BYTES`: shards of uneven sizes
+//! keep the threads busy. When the head ends, the next shard is taken over
+//! (its buffer, then its live call) and becomes the head, and one more starts
+//! running ahead. A buffered chunk pulled at a larger budget than the page's
+//! is not given: the shard is reopened where the pager stands and pulled
+//! again at the page's budget. Each shard's `info` and totals count its own
+//! range; the call's are the head's raised by the earlier shards' (`totals`).
 //!
 //! Positions: a chunk's `resume` is the shard's own, valid only with the
 //! shard's end, so the stream gives positions as `INDEX:RESUME` (the shard's

@@ -14,9 +14,11 @@
 use std::io;
 use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use cap_std::fs::{Dir, FileType};
 use rustix::fs::{AtFlags, FileType as RawType, Mode, OFlags, RawDir, ResolveFlags};
+use rustix::io::Errno;
 
 use super::bindings::WitError;
 use super::bindings::cordon::tool::scan::EntryKind;
@@ -28,13 +30,27 @@ const BUFFER: usize = 32 << 10;
 /// `rel` (`.` for `dir` itself) opened for reading beneath `dir`, or `None`
 /// when the one-call open refuses it (see the module's note).
 pub(super) fn open(dir: &Dir, rel: &str, follow: bool) -> Option<OwnedFd> {
+    if NO_OPENAT2.load(Ordering::Relaxed) {
+        return None;
+    }
     let mut flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
     if !follow {
         flags |= OFlags::NOFOLLOW;
     }
     let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
-    rustix::fs::openat2(dir, rel, flags, Mode::empty(), resolve).ok()
+    match rustix::fs::openat2(dir, rel, flags, Mode::empty(), resolve) {
+        Ok(fd) => Some(fd),
+        // No `openat2` here (an old kernel, a seccomp filter): not asked again.
+        Err(Errno::NOSYS | Errno::PERM) => {
+            NO_OPENAT2.store(true, Ordering::Relaxed);
+            None
+        }
+        Err(_) => None,
+    }
 }
+
+/// Set once `openat2` is found missing: every directory is then opened by cap-std.
+static NO_OPENAT2: AtomicBool = AtomicBool::new(false);
 
 /// Gives `keep` each entry of the open directory `fd` but `.` and `..`, with
 /// its kind, in the order the directory gives them; a name that is not
@@ -47,7 +63,12 @@ pub(super) fn read(
     let mut buffer = vec![MaybeUninit::<u8>::uninit(); BUFFER];
     let mut entries = RawDir::new(fd.as_fd(), &mut buffer);
     while let Some(entry) = entries.next() {
-        let entry = entry.map_err(|e| Failed::Io(e.into()))?;
+        let entry = match entry {
+            // The directory was removed while it was read: its end, as
+            // cap-std's listing (rustix's `Dir`) takes it.
+            Err(Errno::NOENT) => break,
+            entry => entry.map_err(|e| Failed::Io(e.into()))?,
+        };
         let bytes = entry.file_name().to_bytes();
         if bytes == b"." || bytes == b".." {
             continue;

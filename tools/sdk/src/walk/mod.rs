@@ -381,12 +381,15 @@ pub fn boundaries(start: &Path, from: Option<&Path>, count: u32, hidden: bool) -
 /// nothing can help with, so the last runs are the short ones: with eight
 /// shards the last holds a thirty-sixth of the units, not an eighth.
 fn shrinking_cuts(n: usize, count: usize) -> Vec<usize> {
+    // In 64 bits: a guest's `usize` is 32, and `before * n` passes that at
+    // a few hundred thousand units.
+    let (n, count) = (n as u64, count as u64);
     let parts = count * (count + 1) / 2;
     let mut before = 0;
     (0..count.saturating_sub(1))
         .map(|i| {
             before += count - i;
-            before * n / parts
+            usize::try_from(before * n / parts).unwrap_or(usize::MAX)
         })
         .collect()
 }

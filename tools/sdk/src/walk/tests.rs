@@ -147,6 +147,9 @@ fn runs_shrink_from_the_first_to_the_last() {
     assert_eq!(super::shrinking_cuts(3, 2), [2]);
     assert!(super::shrinking_cuts(10, 1).is_empty());
     assert!(super::shrinking_cuts(0, 4).iter().all(|&c| c == 0), "nothing to cut: every cut is dropped");
+    let many = super::shrinking_cuts(4 << 20, 128);
+    assert!(many.windows(2).all(|w| w[0] <= w[1]) && many.iter().all(|&c| c < 4 << 20), "no overflow: {many:?}");
+    assert_eq!(many[0], (128u64 * (4 << 20) / (128 * 129 / 2)) as usize);
 }
 
 #[test]
