@@ -89,6 +89,30 @@ impl Host for CallState {
     }
 }
 
+/// The first `max + 1` bytes of the regular file `file` (one more than asked
+/// tells whether it goes on), in one `read` when the file holds what its
+/// size (`len`, from its `fstat`) says: a read that gives exactly that, less
+/// than asked, is at the end. Otherwise (the file grew or shrank meanwhile,
+/// a filesystem that reads short) it reads on until the end or `max + 1`,
+/// as `read_to_end` does; where `read_to_end` always reads once more to see
+/// the end, a small file here costs one `read`, not two.
+fn head_of(file: &cap_std::fs::File, len: u64, max: usize) -> std::io::Result<Vec<u8>> {
+    let want = usize::try_from(len).unwrap_or(usize::MAX).min(max) + 1;
+    let mut bytes = Vec::with_capacity(want);
+    loop {
+        match rustix::io::read(file, rustix::buffer::spare_capacity(&mut bytes)) {
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
+            Ok(_) => break,
+        }
+    }
+    let at_end = bytes.len() < want && bytes.len() as u64 == len;
+    if !at_end && bytes.len() <= max {
+        Read::take(file, (max + 1 - bytes.len()) as u64).read_to_end(&mut bytes)?;
+    }
+    Ok(bytes)
+}
+
 /// The most entries `read-dir` lists, whatever the tool asks.
 const MAX_LISTED: u32 = 1 << 20;
 
@@ -110,16 +134,15 @@ impl CallState {
         // Non-blocking: a FIFO put where a file was must not hold the call in `open`.
         options.read(true).follow(follow).custom_flags(libc::O_NONBLOCK);
         let file = self.root(root, path)?.open_with(&rel, &options).map_err(|e| io_error(path, &e))?;
-        if !file.metadata().map_err(|e| io_error(path, &e))?.is_file() {
+        let meta = file.metadata().map_err(|e| io_error(path, &e))?;
+        if !meta.is_file() {
             return Err(WitError {
                 code: WitErrorCode::Unsupported,
                 message: format!("`{path}` is not a regular file"),
             });
         }
         let max = max.min(MAX_HEAD) as usize;
-        // One byte more than asked tells whether the file goes on.
-        let mut bytes = Vec::with_capacity((max + 1).min(64 << 10));
-        file.take(max as u64 + 1).read_to_end(&mut bytes).map_err(|e| io_error(path, &e))?;
+        let mut bytes = head_of(&file, meta.len(), max).map_err(|e| io_error(path, &e))?;
         let whole = bytes.len() <= max;
         bytes.truncate(max);
         Ok((bytes, whole))
@@ -253,6 +276,26 @@ mod tests {
             assert!(!message.contains("canary"), "{path}: {message}");
             assert_ne!(code, WitErrorCode::TooLarge);
         }
+    }
+
+    #[test]
+    fn a_head_is_read_whole_when_the_file_is_not_the_size_its_stat_said() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("ten.txt"), "0123456789").unwrap();
+        std::fs::write(dir.path().join("empty.txt"), "").unwrap();
+        let root = Dir::open_ambient_dir(dir.path(), cap_std::ambient_authority()).unwrap();
+        let ten = root.open("ten.txt").unwrap();
+        let head = |file: &cap_std::fs::File, len: u64, max: usize| {
+            use std::io::{Seek, SeekFrom};
+            (&mut &*file).seek(SeekFrom::Start(0)).unwrap();
+            head_of(file, len, max).unwrap()
+        };
+        assert_eq!(head(&ten, 10, 64), b"0123456789", "as its size said: one read");
+        assert_eq!(head(&ten, 5, 64), b"0123456789", "grown since its stat: read on to the end");
+        assert_eq!(head(&ten, 20, 64), b"0123456789", "shrunk since: the end is read");
+        assert_eq!(head(&ten, 10, 4), b"01234", "one byte past `max` says there is more");
+        assert_eq!(head(&ten, 3, 4), b"01234", "grown past `max`");
+        assert_eq!(head(&root.open("empty.txt").unwrap(), 0, 64), b"");
     }
 
     fn read_head(base: &str, path: &str, max: u32) -> Result<(Vec<u8>, bool), WitErrorCode> {
