@@ -75,21 +75,13 @@ pub(super) fn read(
         }
         let Ok(name) = std::str::from_utf8(bytes) else { continue };
         let kind = match entry.file_type() {
-            RawType::RegularFile => EntryKind::File,
-            RawType::Directory => EntryKind::Directory,
-            RawType::Symlink => EntryKind::Symlink,
             // A filesystem that does not say the type in the listing: asked
             // of the entry itself, as cap-std's `file_type` asks it.
             RawType::Unknown => {
                 let stat = rustix::fs::statat(fd, name, AtFlags::SYMLINK_NOFOLLOW).map_err(|e| Failed::Io(e.into()))?;
-                match RawType::from_raw_mode(stat.st_mode) {
-                    RawType::RegularFile => EntryKind::File,
-                    RawType::Directory => EntryKind::Directory,
-                    RawType::Symlink => EntryKind::Symlink,
-                    _ => EntryKind::Other,
-                }
+                raw_kind(RawType::from_raw_mode(stat.st_mode))
             }
-            _ => EntryKind::Other,
+            listed => raw_kind(listed),
         };
         keep(name.to_owned(), kind).map_err(Failed::Kept)?;
     }
@@ -102,6 +94,16 @@ pub(super) enum Failed {
     Io(io::Error),
     /// `keep` refused an entry.
     Kept(WitError),
+}
+
+/// The contract's kind of an entry of type `t`.
+fn raw_kind(t: RawType) -> EntryKind {
+    match t {
+        RawType::RegularFile => EntryKind::File,
+        RawType::Directory => EntryKind::Directory,
+        RawType::Symlink => EntryKind::Symlink,
+        _ => EntryKind::Other,
+    }
 }
 
 /// The contract's kind of an entry cap-std listed.

@@ -376,10 +376,11 @@ pub fn boundaries(start: &Path, from: Option<&Path>, count: u32, hidden: bool) -
 }
 
 /// Where to cut `n` units into `count` runs that shrink one step each:
-/// the `i`-th run (from 0) holds about `count - i` parts of `count × (count
-/// + 1) / 2`. Shards run ahead in order and the last one running is the one
-/// nothing can help with, so the last runs are the short ones: with eight
-/// shards the last holds a thirty-sixth of the units, not an eighth.
+/// the `i`-th run (from 0) holds about `count - i` parts of
+/// `count × (count + 1) / 2`. Shards run ahead in order and the last one
+/// running is the one nothing can help with, so the last runs are the short
+/// ones: with eight shards the last holds a thirty-sixth of the units, not an
+/// eighth.
 fn shrinking_cuts(n: usize, count: usize) -> Vec<usize> {
     // In 64 bits: a guest's `usize` is 32, and `before * n` passes that at
     // a few hundred thousand units.
