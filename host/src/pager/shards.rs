@@ -124,8 +124,9 @@ impl Sharded {
     }
 
     /// Runs shards after the head ahead, `running` in all with the head: the
-    /// first that have not ended, then new ones, while the shards that ended
-    /// hold less than `STREAM_AHEAD_BYTES` (so at most twice that is held).
+    /// first that have not ended, then new ones past the head's window only
+    /// while the shards ahead hold less than `STREAM_AHEAD_BYTES` (so at most
+    /// twice that is held).
     fn fill(&mut self) {
         self.ends_seen = self.ends.load(Ordering::Acquire);
         let Some((ctx, budget)) = &self.armed else { return };
@@ -146,8 +147,9 @@ impl Sharded {
         }
         let mut next = self.ahead.back().map_or(self.head.index + 1, |a| a.index + 1);
         let window = self.head.index + room;
+        // A shard started here holds nothing yet: what is held is counted once.
+        let held: usize = self.ahead.iter().map(Ahead::held_bytes).sum();
         while next < self.plan.starts.len() && busy < room {
-            let held: usize = self.ahead.iter().map(Ahead::held_bytes).sum();
             if next > window && held >= STREAM_AHEAD_BYTES {
                 break;
             }

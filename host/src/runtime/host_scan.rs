@@ -9,7 +9,7 @@ use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
 
-use cap_fs_ext::{DirExt, FollowSymlinks, OpenOptionsFollowExt};
+use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt};
 use cap_std::fs::{Dir, OpenOptionsExt};
 
 use super::bindings::cordon::tool::scan::{Entry, EntryKind, Host};
@@ -57,33 +57,11 @@ impl Host for CallState {
             entries.push(Entry { name, kind });
             Ok(())
         };
-        let root_dir = self.root(root, &path)?;
-        match listing::open(root_dir, &rel, follow) {
-            Some(fd) => listing::read(&fd, &mut keep).map_err(|failed| match failed {
-                listing::Failed::Io(e) => io_error(&path, &e),
-                listing::Failed::Kept(e) => e,
-            })?,
-            // Refused by the one-call open (a symlink not followed, a path
-            // that leaves the root, no `openat2`): cap-std's open says why,
-            // with the error it always gave.
-            None => {
-                let opened;
-                let dir = match rel.as_str() {
-                    "." => root_dir,
-                    rel => {
-                        let opened_dir = if follow { root_dir.open_dir(rel) } else { root_dir.open_dir_nofollow(rel) };
-                        opened = opened_dir.map_err(|e| io_error(&path, &e))?;
-                        &opened
-                    }
-                };
-                for entry in dir.entries().map_err(|e| io_error(&path, &e))? {
-                    let entry = entry.map_err(|e| io_error(&path, &e))?;
-                    let Ok(name) = entry.file_name().into_string() else { continue };
-                    let file_type = entry.file_type().map_err(|e| io_error(&path, &e))?;
-                    keep(name, listing::kind_of(&file_type))?;
-                }
-            }
-        }
+        let dir = self.root(root, &path)?;
+        listing::list(dir, &rel, follow, &mut keep).map_err(|failed| match failed {
+            listing::Failed::Io(e) => io_error(&path, &e),
+            listing::Failed::Kept(e) => e,
+        })?;
         entries.sort_unstable_by(|a, b| a.name.cmp(&b.name));
         Ok(entries)
     }

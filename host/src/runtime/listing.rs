@@ -16,6 +16,7 @@ use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use cap_fs_ext::DirExt;
 use cap_std::fs::{Dir, FileType};
 use rustix::fs::{AtFlags, FileType as RawType, Mode, OFlags, RawDir, ResolveFlags};
 use rustix::io::Errno;
@@ -27,9 +28,39 @@ use super::bindings::cordon::tool::scan::EntryKind;
 /// in one call (the next call says the end).
 const BUFFER: usize = 32 << 10;
 
+/// Gives `keep` each entry of `rel` (`.` for `dir` itself) beneath `dir`, in
+/// the order the directory gives them, but `.`, `..` and names that are not
+/// UTF-8; the directory read in four system calls, or by cap-std when the
+/// one-call open refuses it. Stops at `keep`'s first error.
+pub(super) fn list(
+    dir: &Dir,
+    rel: &str,
+    follow: bool,
+    keep: &mut impl FnMut(String, EntryKind) -> Result<(), WitError>,
+) -> Result<(), Failed> {
+    if let Some(fd) = open(dir, rel, follow) {
+        return read(&fd, keep);
+    }
+    let opened;
+    let dir = match rel {
+        "." => dir,
+        rel => {
+            opened = if follow { dir.open_dir(rel) } else { dir.open_dir_nofollow(rel) }.map_err(Failed::Io)?;
+            &opened
+        }
+    };
+    for entry in dir.entries().map_err(Failed::Io)? {
+        let entry = entry.map_err(Failed::Io)?;
+        let Ok(name) = entry.file_name().into_string() else { continue };
+        let kind = kind_of(&entry.file_type().map_err(Failed::Io)?);
+        keep(name, kind).map_err(Failed::Kept)?;
+    }
+    Ok(())
+}
+
 /// `rel` (`.` for `dir` itself) opened for reading beneath `dir`, or `None`
 /// when the one-call open refuses it (see the module's note).
-pub(super) fn open(dir: &Dir, rel: &str, follow: bool) -> Option<OwnedFd> {
+fn open(dir: &Dir, rel: &str, follow: bool) -> Option<OwnedFd> {
     if NO_OPENAT2.load(Ordering::Relaxed) {
         return None;
     }
@@ -56,10 +87,7 @@ static NO_OPENAT2: AtomicBool = AtomicBool::new(false);
 /// its kind, in the order the directory gives them; a name that is not
 /// UTF-8 is left out, as cap-std's listing left it out. Stops at `keep`'s
 /// first error.
-pub(super) fn read(
-    fd: &OwnedFd,
-    keep: &mut impl FnMut(String, EntryKind) -> Result<(), WitError>,
-) -> Result<(), Failed> {
+fn read(fd: &OwnedFd, keep: &mut impl FnMut(String, EntryKind) -> Result<(), WitError>) -> Result<(), Failed> {
     let mut buffer = vec![MaybeUninit::<u8>::uninit(); BUFFER];
     let mut entries = RawDir::new(fd.as_fd(), &mut buffer);
     while let Some(entry) = entries.next() {
@@ -107,7 +135,7 @@ fn raw_kind(t: RawType) -> EntryKind {
 }
 
 /// The contract's kind of an entry cap-std listed.
-pub(super) fn kind_of(file_type: &FileType) -> EntryKind {
+fn kind_of(file_type: &FileType) -> EntryKind {
     if file_type.is_file() {
         EntryKind::File
     } else if file_type.is_dir() {
