@@ -178,14 +178,16 @@ impl Args {
         builder.build(&self.pattern).map_err(|e| invalid(format!("invalid regex `{}`: {e}", self.pattern)))
     }
 
-    /// The searcher: line numbers on, `\n` line terminators, no BOM sniffing or
-    /// transcoding (so byte offsets are the file's), binary data handled by
-    /// the caller, context only for content output, and at most `heap` held.
+    /// The searcher: `\n` line terminators, no BOM sniffing or transcoding
+    /// (so byte offsets are the file's), binary data handled by the caller,
+    /// line numbers and context only for content output (a count or a list
+    /// of files needs no line counted, as `rg -c` and `rg -l` count none),
+    /// and at most `heap` held.
     pub fn searcher(&self, heap: HeapLimit) -> Searcher {
         let content = self.output_mode == OutputMode::Content;
         SearcherBuilder::new()
             .line_terminator(LineTerminator::byte(b'\n'))
-            .line_number(true)
+            .line_number(content)
             .multi_line(self.multiline)
             .binary_detection(BinaryDetection::none())
             .bom_sniffing(false)

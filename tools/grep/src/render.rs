@@ -2,6 +2,8 @@
 //! `serde_json::Value` per line: lines are searched by the million.
 
 use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::rc::Rc;
 
 use grep_matcher::Matcher;
 use grep_regex::RegexMatcher;
@@ -34,6 +36,39 @@ pub fn push_str(out: &mut String, s: &str) {
     }
     out.push_str(&s[start..]);
     out.push('"');
+}
+
+/// A file's path, with how positions show it and items' JSON holds it,
+/// made when first asked for: most files a search reads hold no match and
+/// need neither.
+pub struct Shown {
+    pub path: PathBuf,
+    made: Option<(Rc<str>, String)>,
+}
+
+impl Shown {
+    pub fn new(path: PathBuf) -> Shown {
+        Shown { path, made: None }
+    }
+
+    /// The path as positions show it.
+    pub fn text(&mut self) -> Rc<str> {
+        self.made().0.clone()
+    }
+
+    /// The path as a JSON string literal.
+    pub fn json(&mut self) -> &str {
+        &self.made().1
+    }
+
+    fn made(&mut self) -> &(Rc<str>, String) {
+        self.made.get_or_insert_with(|| {
+            let text: Rc<str> = self.path.to_string_lossy().into();
+            let mut json = String::with_capacity(text.len() + 2);
+            push_str(&mut json, &text);
+            (text, json)
+        })
+    }
 }
 
 /// The item naming what was left out, and why: `{"path":…,"<key>":"why"}`

@@ -61,8 +61,8 @@ struct Open {
 /// Collects one search run's items.
 pub struct Collector<'a> {
     settings: &'a Settings<'a>,
-    /// The file's path as a JSON string literal.
-    path_json: &'a str,
+    /// The file's path, for its items.
+    name: &'a mut render::Shown,
     /// Added to the searcher's line numbers and byte offsets: the search
     /// started at this line (minus one) and byte.
     line_base: u64,
@@ -84,14 +84,14 @@ impl<'a> Collector<'a> {
     /// A sink for a search that starts at line `line_base + 1`, byte `byte_base`.
     pub fn new(
         settings: &'a Settings<'a>,
-        path_json: &'a str,
+        name: &'a mut render::Shown,
         line_base: u64,
         byte_base: u64,
         out: &'a mut VecDeque<Queued>,
     ) -> Collector<'a> {
         Collector {
             settings,
-            path_json,
+            name,
             line_base,
             byte_base,
             out,
@@ -150,9 +150,10 @@ impl<'a> Collector<'a> {
         render::submatches(s.matcher, mat.buffer(), mat.bytes_range_in_buffer(), s.multiline, &mut self.scratch);
         let lines = mat.lines().count().max(1) as u64;
 
-        let mut json = String::with_capacity(shown + self.path_json.len() + 96);
+        let path_json = self.name.json();
+        let mut json = String::with_capacity(shown + path_json.len() + 96);
         json.push_str("{\"path\":");
-        json.push_str(self.path_json);
+        json.push_str(path_json);
         render::push_num(&mut json, "line", line);
         if lines > 1 {
             render::push_num(&mut json, "end_line", line + lines - 1);

@@ -32,7 +32,7 @@ use grep_searcher::Searcher;
 
 use crate::args::{HeapLimit, OutputMode};
 use crate::guard::{Guard, HEAD};
-use crate::render;
+use crate::render::{self, Shown};
 use crate::sink::{Collector, Queued, Settings};
 use crate::walk::{Next, Walker};
 
@@ -156,10 +156,7 @@ pub struct Plan {
 
 /// The file being searched.
 struct Current {
-    path: PathBuf,
-    /// The path as shown in positions.
-    shown: Rc<str>,
-    path_json: String,
+    name: Shown,
     /// The file's first bytes, read in one host call (empty: not read).
     head: Vec<u8>,
     /// Whether `head` is the whole file.
@@ -299,13 +296,8 @@ impl GrepSource {
             if !resumed {
                 self.counts.files_searched += 1;
             }
-            let shown: Rc<str> = path.to_string_lossy().into();
-            let mut path_json = String::new();
-            render::push_str(&mut path_json, &shown);
             self.current = Some(Current {
-                path,
-                shown,
-                path_json,
+                name: Shown::new(path),
                 head,
                 whole,
                 file,
@@ -376,20 +368,21 @@ impl GrepSource {
     }
 
     /// Searches on in the current file: queues the next batch of items, or
-    /// finishes the file. Reports the bytes searched either way.
-    fn search_current(&mut self) -> Result<(), Error> {
+    /// finishes the file and returns its name. Reports the bytes searched
+    /// either way.
+    fn search_current(&mut self) -> Result<Option<Shown>, Error> {
         let mut cur = self.current.take().expect("a file being searched");
         if cur.check_resume {
             cur.check_resume = false;
             if let Some(file) = &mut cur.file {
-                check_line_start(file, cur.byte, &cur.path)?;
+                check_line_start(file, cur.byte, &cur.name.path)?;
             }
         }
         let check = !self.plan.binary;
         if cur.byte == 0 && check && memchr::memchr(0, &cur.head).is_some() {
             self.counts.binary_files += 1;
             self.scanned.add(1, cur.head.len() as u64);
-            return Ok(());
+            return Ok(Some(cur.name));
         }
         // What lies in `head` from the byte searched on, then the rest of the file.
         let from = (cur.byte as usize).min(cur.head.len());
@@ -397,7 +390,7 @@ impl GrepSource {
         let rest = match (cur.whole, &mut cur.file) {
             (true, _) => Ok(None),
             (false, Some(file)) => file.seek(SeekFrom::Start(rest_at)).map(|_| cur.file.as_mut()),
-            (false, None) => File::open(&cur.path)
+            (false, None) => File::open(&cur.name.path)
                 .and_then(|mut file| file.seek(SeekFrom::Start(rest_at)).map(|_| file))
                 .map(|file| Some(cur.file.insert(file))),
         };
@@ -406,8 +399,8 @@ impl GrepSource {
             Err(e) => {
                 self.counts.errors += 1;
                 self.scanned.add(1, 0);
-                self.not_searched(&cur.shown, &format!("it could not be read: {e}"));
-                return Ok(());
+                self.not_searched(&cur.name.text(), &format!("it could not be read: {e}"));
+                return Ok(Some(cur.name));
             }
         };
         let settings = Settings {
@@ -422,7 +415,7 @@ impl GrepSource {
         };
         let mut out = VecDeque::new();
         let mut guard = Guard::new(Rest(rest), &cur.head[from..], check);
-        let mut sink = Collector::new(&settings, &cur.path_json, cur.line - 1, cur.byte, &mut out);
+        let mut sink = Collector::new(&settings, &mut cur.name, cur.line - 1, cur.byte, &mut out);
         let result = self.plan.searcher.search_reader(&self.plan.matcher, &mut guard, &mut sink);
         let (tripped, failed, served) = (guard.tripped(), guard.failed(), guard.served());
         let mut why = None;
@@ -443,7 +436,7 @@ impl GrepSource {
             OutputMode::Content => {}
             OutputMode::FilesWithMatches | OutputMode::Count if count > 0 => {
                 let mut json = String::from("{\"path\":");
-                json.push_str(&cur.path_json);
+                json.push_str(cur.name.json());
                 if self.plan.mode == OutputMode::Count {
                     render::push_num(&mut json, "count", count);
                 }
@@ -455,20 +448,20 @@ impl GrepSource {
         for item in out {
             let first = !cur.queued_any;
             cur.queued_any = true;
-            self.queue.push_back((item, first, cur.shown.clone()));
+            self.queue.push_back((item, first, cur.name.text()));
         }
         if let Some(why) = why {
-            self.not_searched(&cur.shown, &why);
+            self.not_searched(&cur.name.text(), &why);
         }
         if let Some((line, byte)) = paused {
             // The searcher read ahead of the pause; the next run rereads that.
             self.scanned.add(0, byte.saturating_sub(cur.byte));
             (cur.line, cur.byte) = (line, byte);
             self.current = Some(cur);
-        } else {
-            self.scanned.add(1, served);
+            return Ok(None);
         }
-        Ok(())
+        self.scanned.add(1, served);
+        Ok(Some(cur.name))
     }
 }
 
@@ -536,13 +529,16 @@ impl ItemSource for GrepSource {
                 let at = item.next.map_or(Where::End, |(line, byte)| Where::Line(line, byte));
                 return Ok(Some(Step::Item(item.json, encode(&self.counts, at, &path))));
             }
-            if let Some(current) = &self.current {
-                let (path, before) = (current.shown.clone(), self.scanned);
-                self.search_current()?;
+            if self.current.is_some() {
+                let before = self.scanned;
+                let finished = self.search_current()?;
                 let (files, bytes) = (self.scanned.files - before.files, self.scanned.bytes - before.bytes);
                 self.pace.add(files as u32, bytes);
-                if self.current.is_none() && self.queue.is_empty() && self.pace.due() {
-                    return Ok(Some(Step::Checkpoint(encode(&self.counts, Where::End, &path))));
+                if let Some(mut name) = finished
+                    && self.queue.is_empty()
+                    && self.pace.due()
+                {
+                    return Ok(Some(Step::Checkpoint(encode(&self.counts, Where::End, &name.text()))));
                 }
             } else {
                 match self.start_next_file()? {
