@@ -38,36 +38,34 @@ pub fn push_str(out: &mut String, s: &str) {
     out.push('"');
 }
 
-/// A file's path, with how positions show it and items' JSON holds it,
+/// A file's path, with how positions show it and items' JSON holds it, each
 /// made when first asked for: most files a search reads hold no match and
 /// need neither.
 pub struct Shown {
     pub path: PathBuf,
-    made: Option<(Rc<str>, String)>,
+    text: Option<Rc<str>>,
+    json: Option<String>,
 }
 
 impl Shown {
     pub fn new(path: PathBuf) -> Shown {
-        Shown { path, made: None }
+        Shown { path, text: None, json: None }
     }
 
     /// The path as positions show it.
     pub fn text(&mut self) -> Rc<str> {
-        self.made().0.clone()
+        self.text.get_or_insert_with(|| self.path.to_string_lossy().into()).clone()
     }
 
     /// The path as a JSON string literal.
     pub fn json(&mut self) -> &str {
-        &self.made().1
-    }
-
-    fn made(&mut self) -> &(Rc<str>, String) {
-        self.made.get_or_insert_with(|| {
-            let text: Rc<str> = self.path.to_string_lossy().into();
+        if self.json.is_none() {
+            let text = self.text();
             let mut json = String::with_capacity(text.len() + 2);
             push_str(&mut json, &text);
-            (text, json)
-        })
+            self.json = Some(json);
+        }
+        self.json.as_deref().expect("made above")
     }
 }
 

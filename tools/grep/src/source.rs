@@ -156,6 +156,7 @@ pub struct Plan {
 
 /// The file being searched.
 struct Current {
+    /// The file's path, and how items and positions show it.
     name: Shown,
     /// The file's first bytes, read in one host call (empty: not read).
     head: Vec<u8>,
@@ -418,7 +419,7 @@ impl GrepSource {
         let mut sink = Collector::new(&settings, &mut cur.name, cur.line - 1, cur.byte, &mut out);
         let result = self.plan.searcher.search_reader(&self.plan.matcher, &mut guard, &mut sink);
         let (tripped, failed, served) = (guard.tripped(), guard.failed(), guard.served());
-        let mut why = None;
+        let (mut why, stopped) = (None, result.is_err());
         if let Err(e) = result {
             sink.flush();
             if tripped {
@@ -431,7 +432,9 @@ impl GrepSource {
                 });
             }
         }
-        let (paused, count) = (sink.paused, sink.count);
+        // A search stopped by an error ends the file: the item `flush`
+        // completed is its last, even when it filled the batch.
+        let (paused, count) = (if stopped { None } else { sink.paused }, sink.count);
         match self.plan.mode {
             OutputMode::Content => {}
             OutputMode::FilesWithMatches | OutputMode::Count if count > 0 => {

@@ -7,7 +7,7 @@ use cordon_sdk::items::ItemStream;
 use serde_json::{Value, json};
 
 use super::{Tree, chunks};
-use crate::source::{Counts, Where};
+use crate::source::{Counts, Position, Where};
 use crate::{Grep, Tuning};
 
 /// A tree of a few files with many matches, CRLF lines, a file without a final
@@ -192,4 +192,56 @@ fn a_shard_from_a_boundary_the_filters_leave_out_checkpoints_before_any_file_is_
         let chunks = chunks(&mut shard, 1000);
         assert!(!chunks.is_empty() && chunks.iter().all(|(t, _, _)| t.is_empty()), "from {at}: {chunks:?}");
     }
+}
+
+#[test]
+fn a_count_names_each_file_once_at_its_end_and_checkpoints_between() {
+    let tree = Tree::new();
+    for i in 0..600 {
+        tree.write(&format!("d{}/f{i:04}.txt", i / 100), "hay\n");
+    }
+    let odd = "q\"u\\o\tx.rs";
+    tree.write(odd, "needle\nneedle\n");
+    tree.write("z/last.rs", "needle\n");
+    let args = json!({"pattern": "needle", "output_mode": "count"}).to_string();
+    let mut grep = Grep::open(&tree.roots(), &args, None).unwrap();
+    let all = chunks(&mut grep, 1000);
+    let items: Vec<Value> =
+        all.iter().filter(|(t, _, _)| !t.is_empty()).map(|(t, _, _)| serde_json::from_str(t).unwrap()).collect();
+    let expected = [json!({"path": tree.abs(odd), "count": 2}), json!({"path": tree.abs("z/last.rs"), "count": 1})];
+    assert_eq!(items, expected, "a name that JSON escapes is written as before");
+    let checkpoints = all.iter().filter(|(t, _, _)| t.is_empty()).count();
+    assert!(checkpoints >= 1, "600 files without a match make a checkpoint: {all:?}");
+    for (i, (item, resume, _)) in all.iter().enumerate() {
+        let position = Position::decode(resume.strip_prefix('b').unwrap()).unwrap();
+        assert_eq!(position.at, Where::End, "a count never stops inside a file: {resume}");
+        assert!(tree.root().join(&position.path).is_file(), "{resume} names a file searched");
+        if item.is_empty() {
+            let mut rest = Grep::open(&tree.roots(), &args, Some(resume)).unwrap();
+            assert_eq!(text(&chunks(&mut rest, 1000)), text(&all[i + 1..]), "{resume}");
+        }
+    }
+}
+
+#[test]
+fn a_binary_tail_that_stops_a_full_batch_ends_its_file_once() {
+    let tree = Tree::new();
+    // Past the head read in one call, so the NUL is found while searching.
+    let mut late = "hay\n".repeat(20_000).into_bytes();
+    late.extend_from_slice(b"needle\nhay\n\0\nneedle\n");
+    tree.write("late.bin", late);
+    tree.write("later.txt", "needle\n");
+    let args = json!({"pattern": "needle", "context_after": 3});
+    let mut grep = Grep::open_tuned(
+        &tree.roots(),
+        &args.to_string(),
+        (None, None),
+        Tuning { batch: Some(1), ..Tuning::default() },
+    )
+    .unwrap();
+    let all = chunks(&mut grep, 1000);
+    let items: Vec<Value> =
+        all.iter().filter(|(t, _, _)| !t.is_empty()).map(|(t, _, _)| serde_json::from_str(t).unwrap()).collect();
+    assert_eq!(items.len(), 2, "the match before the NUL, and the next file's: {items:?}");
+    assert_eq!(ItemStream::info(&grep)["binary_files"], 1, "the binary file is counted once");
 }
