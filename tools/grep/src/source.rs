@@ -415,10 +415,22 @@ impl GrepSource {
             max_bytes: self.plan.batch_bytes,
         };
         let mut out = VecDeque::new();
-        let mut guard = Guard::new(Rest(rest), &cur.head[from..], check);
+        let head = &cur.head[from..];
         let mut sink = Collector::new(&settings, &mut cur.name, cur.line - 1, cur.byte, &mut out);
-        let result = self.plan.searcher.search_reader(&self.plan.matcher, &mut guard, &mut sink);
-        let (tripped, failed, served) = (guard.tripped(), guard.failed(), guard.served());
+        let (result, tripped, failed, served) = match rest {
+            // The head is the whole file (its NUL bytes, if any, were looked
+            // for when it was read): searched where it lies, not copied
+            // through the searcher's buffer.
+            None => {
+                let result = self.plan.searcher.search_slice(&self.plan.matcher, head, &mut sink);
+                (result, false, false, head.len() as u64)
+            }
+            rest => {
+                let mut guard = Guard::new(Rest(rest), head, check);
+                let result = self.plan.searcher.search_reader(&self.plan.matcher, &mut guard, &mut sink);
+                (result, guard.tripped(), guard.failed(), guard.served())
+            }
+        };
         let (mut why, stopped) = (None, result.is_err());
         if let Err(e) = result {
             sink.flush();
