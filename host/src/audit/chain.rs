@@ -172,11 +172,7 @@ impl Chain {
     /// path is looked at without following a link: a log that is a link is
     /// reopened at each write, which is slower, not wrong.
     fn current<'a>(&self, open: &'a mut Option<Open>) -> std::io::Result<(&'a mut Open, Option<u64>)> {
-        let at_path = match self.dir.symlink_metadata(&self.name) {
-            Ok(meta) => Some((meta.ino(), meta.len())),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(e) => return Err(e),
-        };
+        let at_path = self.at_path()?;
         let kept = matches!((open.as_ref(), at_path), (Some(o), Some((ino, _))) if o.ino == ino);
         if !kept {
             let file = self.dir.open_with(&self.name, private::file_options().create(true).append(true).read(true))?;
@@ -184,6 +180,30 @@ impl Chain {
             *open = Some(Open { file, ino, end: 0, tail: None, oldest: 1 });
         }
         Ok((open.as_mut().expect("just opened"), at_path.filter(|_| kept).map(|(_, len)| len)))
+    }
+
+    /// The inode and size of the file at the path, not following a link
+    /// (`None`: no file there), from a `statx` that asks for those two only.
+    /// Asking for the file's times as well would mark them as read, and since
+    /// Linux 6.13 (multigrain timestamps) the next write would then take a
+    /// fine-grained time and dirty the log's inode: on every append, as every
+    /// append looks here first. Without `statx`, or where the filesystem does
+    /// not give both, the full `lstat` answers.
+    fn at_path(&self) -> std::io::Result<Option<(u64, u64)>> {
+        use rustix::fs::{AtFlags, StatxFlags};
+        let wanted = StatxFlags::INO | StatxFlags::SIZE;
+        match rustix::fs::statx(&self.dir, self.name.as_str(), AtFlags::SYMLINK_NOFOLLOW, wanted) {
+            Ok(found) if StatxFlags::from_bits_retain(found.stx_mask).contains(wanted) => {
+                return Ok(Some((found.stx_ino, found.stx_size)));
+            }
+            Err(rustix::io::Errno::NOENT) => return Ok(None),
+            _ => {}
+        }
+        match self.dir.symlink_metadata(&self.name) {
+            Ok(meta) => Ok(Some((meta.ino(), meta.len()))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     /// Writes the lines of `bodies` after the chain's end, rotating first when

@@ -203,3 +203,22 @@ fn a_line_longer_than_the_first_tail_read_is_found_whole() {
     let seqs: Vec<u64> = text.lines().map(|l| check_line(l).unwrap().seq).collect();
     assert_eq!(seqs, [1, 2]);
 }
+
+#[test]
+fn the_path_is_looked_at_for_its_inode_and_size_as_lstat_gives_them() {
+    use std::os::unix::fs::MetadataExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.log");
+    let chain = Chain::open(&path, 1 << 20, 1).unwrap();
+    assert_eq!(chain.at_path().unwrap(), None, "no log yet");
+    chain.append(event(1)).unwrap();
+    let meta = std::fs::symlink_metadata(&path).unwrap();
+    assert_eq!(chain.at_path().unwrap(), Some((meta.ino(), meta.len())));
+    // A log that is a link is the link, not its target (it is reopened at each write).
+    let target = dir.path().join("elsewhere.log");
+    std::fs::rename(&path, &target).unwrap();
+    std::os::unix::fs::symlink(&target, &path).unwrap();
+    let link = std::fs::symlink_metadata(&path).unwrap();
+    assert_eq!(chain.at_path().unwrap(), Some((link.ino(), link.len())));
+    assert_ne!(link.ino(), meta.ino());
+}
