@@ -85,7 +85,16 @@ pub fn notice(path_json: &str, key: &str, why: &str) -> String {
 
 /// Appends `,"key":value` for an unsigned number.
 pub fn push_num(out: &mut String, key: &str, value: u64) {
-    let _ = write!(out, ",\"{key}\":{value}");
+    out.push_str(",\"");
+    out.push_str(key);
+    out.push_str("\":");
+    push_u64(out, value);
+}
+
+/// Appends an unsigned number in decimal, without `core::fmt` (a content
+/// item holds several, and lines are rendered by the million).
+pub fn push_u64(out: &mut String, value: u64) {
+    out.push_str(itoa::Buffer::new().format(value));
 }
 
 /// The bytes of a line (or block of lines) without its final `\n`.
@@ -139,7 +148,8 @@ pub fn push_context_line(out: &mut String, first: bool, line: u64, offset: u64, 
     }
     let text = strip_terminator(bytes);
     let shown = cut(text, max);
-    let _ = write!(out, "{{\"line\":{line}");
+    out.push_str("{\"line\":");
+    push_u64(out, line);
     push_text(out, text, shown);
     if shown < text.len() {
         push_truncated(out, offset, shown, text.len(), &[]);

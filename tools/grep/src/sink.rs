@@ -9,7 +9,6 @@
 //! no part of an earlier match, and a search starts with a fresh line.
 
 use std::collections::VecDeque;
-use std::fmt::Write as _;
 use std::io;
 
 use grep_regex::RegexMatcher;
@@ -170,7 +169,11 @@ impl<'a> Collector<'a> {
             if i > 0 {
                 json.push(',');
             }
-            let _ = write!(json, "{{\"start\":{start},\"end\":{end}}}");
+            json.push_str("{\"start\":");
+            render::push_u64(&mut json, *start as u64);
+            json.push_str(",\"end\":");
+            render::push_u64(&mut json, *end as u64);
+            json.push('}');
         }
         json.push(']');
         // The before-context gathered since the last item belongs to this one.
