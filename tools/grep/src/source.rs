@@ -118,16 +118,34 @@ impl Position {
 }
 
 /// The text of the position with `counts` at `at` in the file shown as `path`.
+/// Written without `core::fmt`: every item carries one.
 pub fn encode(counts: &Counts, at: Where, path: &str) -> String {
     let c = counts;
-    let (s, m, n, b, e, i) =
-        (c.files_searched, c.files_matched, c.matches, c.binary_files, c.errors, c.ignore_files_skipped);
-    match at {
-        Where::Line(line, byte) => format!("{s},{m},{n},{b},{e},{i}\tL{line}:{byte}\t{path}"),
-        Where::End => format!("{s},{m},{n},{b},{e},{i}\tE\t{path}"),
-        Where::Start => format!("{s},{m},{n},{b},{e},{i}\tS\t{path}"),
-        Where::Noted(k) => format!("{s},{m},{n},{b},{e},{i}\tN{k}\t{path}"),
+    let mut text = String::with_capacity(path.len() + 48);
+    let numbers = [c.files_searched, c.files_matched, c.matches, c.binary_files, c.errors, c.ignore_files_skipped];
+    for (k, number) in numbers.into_iter().enumerate() {
+        if k > 0 {
+            text.push(',');
+        }
+        render::push_u64(&mut text, number);
     }
+    match at {
+        Where::Line(line, byte) => {
+            text.push_str("\tL");
+            render::push_u64(&mut text, line);
+            text.push(':');
+            render::push_u64(&mut text, byte);
+        }
+        Where::End => text.push_str("\tE"),
+        Where::Start => text.push_str("\tS"),
+        Where::Noted(k) => {
+            text.push_str("\tN");
+            render::push_u64(&mut text, u64::from(k));
+        }
+    }
+    text.push('\t');
+    text.push_str(path);
+    text
 }
 
 /// The search's fixed parts.

@@ -114,6 +114,15 @@ impl Pace {
     }
 }
 
+/// The resume position of the boundary after source position `pos`
+/// (`b<pos>`), made without `core::fmt`: every item carries one.
+fn boundary(pos: &str) -> String {
+    let mut text = String::with_capacity(pos.len() + 1);
+    text.push('b');
+    text.push_str(pos);
+    text
+}
+
 /// Pages an `ItemSource`.
 ///
 /// Resume positions: `b<pos>` is the boundary after the item that ended at
@@ -200,18 +209,14 @@ impl<S: ItemSource> Items<S> {
             Some(partial) => partial,
             None => match self.source.next_step()? {
                 Some(Step::Checkpoint(at)) => {
-                    let resume = format!("b{at}");
+                    let resume = boundary(&at);
                     self.before = at;
                     return Ok(Some(Chunk::checkpoint(resume)));
                 }
                 Some(Step::Item(item, after)) if item.len() <= limit => {
-                    self.before = after.clone();
-                    return Ok(Some(Chunk {
-                        payload: Payload::Item(item),
-                        span: None,
-                        continued: false,
-                        resume: format!("b{after}"),
-                    }));
+                    let resume = boundary(&after);
+                    self.before = after;
+                    return Ok(Some(Chunk { payload: Payload::Item(item), span: None, continued: false, resume }));
                 }
                 Some(Step::Item(item, after)) => (item, after, 0),
                 None => return Ok(None),
@@ -223,13 +228,9 @@ impl<S: ItemSource> Items<S> {
         }
         let piece = item[done..end].to_string();
         if end == item.len() {
-            self.before = after.clone();
-            return Ok(Some(Chunk {
-                payload: Payload::Item(piece),
-                span: None,
-                continued: false,
-                resume: format!("b{after}"),
-            }));
+            let resume = boundary(&after);
+            self.before = after;
+            return Ok(Some(Chunk { payload: Payload::Item(piece), span: None, continued: false, resume }));
         }
         let resume = format!("m{end}:{}", self.before);
         self.partial = Some((item, after, end));
