@@ -273,8 +273,8 @@ impl GrepSource {
                 Some(Ok(Next::Unreadable(dir, e))) => {
                     if self.past_resume(&dir) {
                         self.counts.errors += 1;
-                        let shown: Rc<str> = dir.to_string_lossy().into();
-                        self.not_searched(&shown, &format!("a directory that could not be read: {}", e.message));
+                        let why = format!("a directory that could not be read: {}", e.message);
+                        self.not_searched(&mut Shown::new(dir), &why);
                         return Ok(Walked::Said);
                     }
                     continue;
@@ -307,8 +307,7 @@ impl GrepSource {
                 Err(e) => {
                     self.counts.errors += 1;
                     self.pace.add(1, 0);
-                    let shown: Rc<str> = path.to_string_lossy().into();
-                    self.not_searched(&shown, &format!("it could not be read: {}", e.message));
+                    self.not_searched(&mut Shown::new(path), &format!("it could not be read: {}", e.message));
                     return Ok(Walked::Said);
                 }
             };
@@ -377,13 +376,11 @@ impl GrepSource {
         Some(Walked::Unapplied(item, encode(&self.counts, Where::Noted(k), &unapplied.at.to_string_lossy())))
     }
 
-    /// Queues the item naming the file shown as `shown` as not searched (or
-    /// not past a point), for `why`; its position is the file's end.
-    fn not_searched(&mut self, shown: &Rc<str>, why: &str) {
-        let mut path_json = String::new();
-        render::push_str(&mut path_json, shown);
-        let json = render::notice(&path_json, "not_searched", why);
-        self.queue.push_back((Queued { json, next: None, matches: 0 }, false, shown.clone()));
+    /// Queues the item naming the file `name` as not searched (or not past
+    /// a point), for `why`; its position is the file's end.
+    fn not_searched(&mut self, name: &mut Shown, why: &str) {
+        let json = render::notice(name.json(), "not_searched", why);
+        self.queue.push_back((Queued { json, next: None, matches: 0 }, false, name.text()));
     }
 
     /// Searches on in the current file: queues the next batch of items, or
@@ -418,7 +415,7 @@ impl GrepSource {
             Err(e) => {
                 self.counts.errors += 1;
                 self.scanned.add(1, 0);
-                self.not_searched(&cur.name.text(), &format!("it could not be read: {e}"));
+                self.not_searched(&mut cur.name, &format!("it could not be read: {e}"));
                 return Ok(Some(cur.name));
             }
         };
@@ -484,7 +481,7 @@ impl GrepSource {
             self.queue.push_back((item, first, cur.name.text()));
         }
         if let Some(why) = why {
-            self.not_searched(&cur.name.text(), &why);
+            self.not_searched(&mut cur.name, &why);
         }
         if let Some((line, byte)) = paused {
             // The searcher read ahead of the pause; the next run rereads that.
