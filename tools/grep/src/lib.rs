@@ -9,6 +9,7 @@
 
 pub mod args;
 pub mod guard;
+pub mod position;
 pub mod render;
 pub mod sink;
 pub mod source;
@@ -21,7 +22,8 @@ use cordon_sdk::{Error, ErrorCode, Manifest, Summary, paths, schema};
 use serde_json::json;
 
 use args::{Args, HeapLimit, MAX_CONTEXT, OutputMode};
-use source::{Counts, GrepSource, Plan, Position, Where};
+use position::{Counts, Position, Where};
+use source::{GrepSource, Plan};
 use walk::{Bounds, WalkSpec, Walker};
 
 /// The tool's name as clients call it.
@@ -196,7 +198,7 @@ impl Grep {
         let from = setup.position(start.source)?.map(|p| p.path);
         let cuts = cordon_sdk::walk::boundaries(&setup.target, from.as_deref(), count, setup.args.hidden);
         let boundary =
-            |path: &Path| format!("b{}", source::encode(&Counts::default(), Where::Start, &path.to_string_lossy()));
+            |path: &Path| format!("b{}", position::encode(&Counts::default(), Where::Start, &path.to_string_lossy()));
         Ok(cuts.iter().map(|p| boundary(p)).collect())
     }
 

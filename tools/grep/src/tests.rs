@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use cordon_sdk::{Budget, ErrorCode};
 use serde_json::{Value, json};
 
-use crate::source::{Counts, Position, Where};
+use crate::position::{Counts, Position, Where};
 use crate::{Grep, Tuning};
 
 mod behaviour;

@@ -7,7 +7,7 @@ use cordon_sdk::items::ItemStream;
 use serde_json::{Value, json};
 
 use super::{Tree, chunks};
-use crate::source::{Counts, Position, Where};
+use crate::position::{Counts, Position, Where};
 use crate::{Grep, Tuning};
 
 /// A tree of a few files with many matches, CRLF lines, a file without a final
@@ -187,7 +187,7 @@ fn a_shard_from_a_boundary_the_filters_leave_out_checkpoints_before_any_file_is_
     let args = json!({"pattern": "needle", "include": ["*.rs"]}).to_string();
     // A directory and a file left out as the boundaries `split` might give.
     for at in ["d1", "d1/f0150.txt"] {
-        let start = format!("b{}", crate::source::encode(&Counts::default(), Where::Start, &tree.abs(at)));
+        let start = format!("b{}", crate::position::encode(&Counts::default(), Where::Start, &tree.abs(at)));
         let mut shard = Grep::open_range(&tree.roots(), &args, Some(&start), None).unwrap();
         let chunks = chunks(&mut shard, 1000);
         assert!(!chunks.is_empty() && chunks.iter().all(|(t, _, _)| t.is_empty()), "from {at}: {chunks:?}");
