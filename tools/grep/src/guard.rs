@@ -12,12 +12,8 @@ use std::io::{self, Read};
 use memchr::{memchr, memrchr};
 
 /// How much of a file's start decides whether it is binary (ripgrep's
-/// default buffer size): it is read in one host call (`scan::read_head`),
-/// and whatever follows through a `Guard`.
+/// default buffer size): a NUL byte in it and the file is not searched.
 pub const HEAD: usize = 64 * 1024;
-
-/// How much to ask for where the end of the file is expected.
-const PROBE: usize = 4096;
 
 /// A reader that serves `head` first, then the rest of the file, and when
 /// `check` is on, fails at the first NUL byte: it serves no line terminator
@@ -28,11 +24,9 @@ pub struct Guard<'a, R> {
     inner: R,
     head: &'a [u8],
     check: bool,
+    /// Whether `head` is looked at too: not when it was known to hold no NUL.
+    check_head: bool,
     tripped: bool,
-    /// The head was shorter than asked, so the next read most likely finds
-    /// the end of the file: ask for little (the host allocates and zeroes a
-    /// buffer of the size asked for every read).
-    probe: bool,
     /// Bytes served so far, the head's included.
     served: u64,
     /// Whether reading the file failed (rather than the search of what was read).
@@ -40,10 +34,16 @@ pub struct Guard<'a, R> {
 }
 
 impl<'a, R: Read> Guard<'a, R> {
-    /// A guard over `inner`, whose first bytes were already read into `head`.
+    /// A guard over `inner`, whose first bytes were already read into `head`
+    /// and looked at: they hold no NUL byte.
     pub fn new(inner: R, head: &'a [u8], check: bool) -> Guard<'a, R> {
-        let probe = !head.is_empty() && head.len() < HEAD;
-        Guard { inner, head, check, tripped: false, probe, served: 0, failed: false }
+        Guard { inner, head, check, check_head: false, tripped: false, served: 0, failed: false }
+    }
+
+    /// A guard over `inner` whose first bytes, `head`, may hold a NUL byte
+    /// (past the file's first [`HEAD`] bytes): looked at as they are served.
+    pub fn with_unchecked_head(inner: R, head: &'a [u8], check: bool) -> Guard<'a, R> {
+        Guard { check_head: check, ..Guard::new(inner, head, check) }
     }
 
     /// Whether the reader stopped at a NUL byte.
@@ -72,18 +72,15 @@ impl<R: Read> Read for Guard<'_, R> {
         if self.tripped {
             return Err(binary());
         }
-        if !self.head.is_empty() {
+        let (n, check) = if !self.head.is_empty() {
             let n = self.head.len().min(buf.len());
             buf[..n].copy_from_slice(&self.head[..n]);
             self.head = &self.head[n..];
-            self.served += n as u64;
-            return Ok(n);
-        }
-        let want = if std::mem::take(&mut self.probe) { buf.len().min(PROBE) } else { buf.len() };
-        let n = self.inner.read(&mut buf[..want]).inspect_err(|_| self.failed = true)?;
-        if self.check
-            && let Some(nul) = memchr(0, &buf[..n])
-        {
+            (n, self.check_head)
+        } else {
+            (self.inner.read(buf).inspect_err(|_| self.failed = true)?, self.check)
+        };
+        if check && let Some(nul) = memchr(0, &buf[..n]) {
             self.tripped = true;
             return match memrchr(b'\n', &buf[..nul]) {
                 Some(end) => {

@@ -232,6 +232,9 @@ impl Grep {
             max_line: Some(args.max_line_length.map_or(heap.longest_shown(), |m| m.min(heap.longest_shown()))),
             batch_items: tuning.batch.unwrap_or(if args.multiline { 8192 } else { 2048 }),
             batch_bytes: if args.multiline { 8 << 20 } else { 1 << 20 },
+            // A whole file beside what the search holds: where that is little,
+            // only the start that tells a binary file.
+            read: if heap.bytes >= 4 * source::WHOLE { source::WHOLE } else { guard::HEAD },
         };
         let items = Items::new(GrepSource::new(plan, walker, position), start)?;
         Ok(Grep { root: setup.target.display().to_string(), items })

@@ -50,7 +50,16 @@ pub struct Plan {
     pub batch_items: usize,
     /// ...or this many bytes of items, and goes on from there later.
     pub batch_bytes: usize,
+    /// How much of a file's start one host call reads: a file no larger
+    /// ([`WHOLE`], or [`HEAD`] where the search may hold little) is searched
+    /// where it lies, and only a larger one's rest is read on through a
+    /// `Guard`.
+    pub read: usize,
 }
+
+/// The most of a file one host call reads (`scan.read-head`'s most, 1 MiB).
+/// The host sizes its buffer by the file, so a small file costs no more.
+pub const WHOLE: usize = 1 << 20;
 
 /// The file being searched.
 struct Current {
@@ -60,6 +69,8 @@ struct Current {
     head: Vec<u8>,
     /// Whether `head` is the whole file.
     whole: bool,
+    /// Where in `head` its first NUL byte is, when the search looks for them.
+    nul: Option<usize>,
     /// The file, opened when what is searched lies past `head`.
     file: Option<File>,
     /// The line and byte the next search run starts at.
@@ -178,7 +189,7 @@ impl GrepSource {
             // A file searched from its start is read in one call when it is
             // small (most are); one resumed inside is opened.
             let opened = if byte == 0 {
-                scan::read_head(&path, named, HEAD as u32).map(|(head, whole)| (head, whole, None))
+                scan::read_head(&path, named, self.plan.read as u32).map(|(head, whole)| (head, whole, None))
             } else {
                 File::open(&path).map(|file| (Vec::new(), false, Some(file))).map_err(|e| Error::io("", &e))
             };
@@ -194,10 +205,12 @@ impl GrepSource {
             if !resumed {
                 self.counts.files_searched += 1;
             }
+            let nul = if self.plan.binary { None } else { memchr::memchr(0, &head) };
             self.current = Some(Current {
                 name: Shown::new(path),
                 head,
                 whole,
+                nul,
                 file,
                 line,
                 byte,
@@ -275,7 +288,8 @@ impl GrepSource {
             }
         }
         let check = !self.plan.binary;
-        if cur.byte == 0 && check && memchr::memchr(0, &cur.head).is_some() {
+        // ripgrep's rule: a NUL byte in the first `HEAD` bytes, and the file is binary.
+        if cur.byte == 0 && cur.nul.is_some_and(|at| at < HEAD) {
             self.counts.binary_files += 1;
             self.scanned.add(1, cur.head.len() as u64);
             return Ok(Some(cur.name));
@@ -313,15 +327,18 @@ impl GrepSource {
         let head = &cur.head[from..];
         let mut sink = Collector::new(&settings, &mut cur.name, cur.line - 1, cur.byte, &mut out);
         let (result, tripped, failed, served) = match rest {
-            // The head is the whole file (its NUL bytes, if any, were looked
-            // for when it was read): searched where it lies, not copied
-            // through the searcher's buffer.
-            None => {
+            // The head is the whole file and holds no NUL byte: searched
+            // where it lies, not copied through the searcher's buffer.
+            None if cur.nul.is_none() => {
                 let result = self.plan.searcher.search_slice(&self.plan.matcher, head, &mut sink);
                 (result, false, false, head.len() as u64)
             }
             rest => {
-                let mut guard = Guard::new(Rest(rest), head, check);
+                let mut guard = match cur.nul {
+                    // Past `HEAD`: the lines before the NUL's line are searched.
+                    Some(_) => Guard::with_unchecked_head(Rest(rest), head, check),
+                    None => Guard::new(Rest(rest), head, check),
+                };
                 let result = self.plan.searcher.search_reader(&self.plan.matcher, &mut guard, &mut sink);
                 (result, guard.tripped(), guard.failed(), guard.served())
             }

@@ -13,6 +13,7 @@ mod behaviour;
 mod oversized;
 mod resume;
 mod shards;
+mod whole;
 
 /// A temporary directory, removed when dropped.
 pub struct Tree(PathBuf);
