@@ -46,10 +46,11 @@ pub struct CountBounds {
 }
 
 /// What counting reads of an item: its `path`, if it is an object naming one
-/// (the rest is skipped, not built).
+/// (the rest is skipped, not built; the path borrowed unless it is escaped).
 #[derive(serde::Deserialize)]
-struct Named {
-    path: Option<String>,
+struct Named<'a> {
+    #[serde(borrow)]
+    path: Option<std::borrow::Cow<'a, str>>,
 }
 
 /// The share of the result (percent) a directory must hold to be suggested.
@@ -102,10 +103,24 @@ impl Whole {
 
     /// Items per group of paths (`key` of each path), the first [`TOP`]
     /// most first.
+    /// Paths in order come in runs of one group (a directory's files, one
+    /// type's), each looked up once.
     fn grouped(&self, key: fn(&str) -> &str) -> Vec<(String, u64)> {
         let mut groups: HashMap<&str, u64> = HashMap::default();
+        let mut run: Option<(&str, u64)> = None;
         for (path, items) in &self.paths {
-            *groups.entry(key(path)).or_default() += items;
+            let group = key(path);
+            match &mut run {
+                Some((current, n)) if *current == group => *n += items,
+                _ => {
+                    if let Some((done, n)) = run.replace((group, *items)) {
+                        *groups.entry(done).or_default() += n;
+                    }
+                }
+            }
+        }
+        if let Some((done, n)) = run {
+            *groups.entry(done).or_default() += n;
         }
         most_first(groups.into_iter().map(|(group, items)| (group.to_owned(), items)).collect())
     }
@@ -172,16 +187,24 @@ fn extension(path: &str) -> &str {
 }
 
 /// `counts` with the first [`TOP`] in order, most first, then by name; the
-/// rest after them in no order. A result of many paths (a glob's, one item
-/// each) is not sorted whole for the five it names.
+/// rest after them in the order they came (a result's paths in path order
+/// stay in runs for `Whole::grouped`). A result of many paths (a glob's, one
+/// item each) is not sorted whole for the five it names.
 fn most_first(mut counts: Vec<(String, u64)>) -> Vec<(String, u64)> {
     let order = |a: &(String, u64), b: &(String, u64)| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0));
-    if counts.len() > TOP {
-        counts.select_nth_unstable_by(TOP, order);
+    // The indices of the first `TOP`, in order.
+    let mut top: Vec<usize> = Vec::with_capacity(TOP + 1);
+    for i in 0..counts.len() {
+        if top.len() == TOP && order(&counts[i], &counts[top[TOP - 1]]).is_ge() {
+            continue;
+        }
+        let at = top.partition_point(|&j| order(&counts[j], &counts[i]).is_lt());
+        top.insert(at, i);
+        top.truncate(TOP);
     }
-    let top = counts.len().min(TOP);
-    counts[..top].sort_unstable_by(order);
-    counts
+    let mut out: Vec<(String, u64)> = top.iter().map(|&i| std::mem::take(&mut counts[i])).collect();
+    out.extend(counts.into_iter().enumerate().filter(|(i, _)| !top.contains(i)).map(|(_, count)| count));
+    out
 }
 
 /// What to count and how far.
@@ -198,20 +221,31 @@ pub struct Counting {
 
 /// What a count has seen so far: items (lines, for text), payload bytes of
 /// the form the pages show, and items per path.
-#[derive(Default)]
 pub struct Tally {
     items: u64,
     bytes: u64,
-    paths: HashMap<String, u64>,
+    /// Items per path, in runs: the items of one path in a row are one
+    /// entry. A result in path order (every built-in tool's) names each
+    /// path in one run, counted without hashing it.
+    paths: Vec<(String, u64)>,
+    /// Whether each run's path sorted after the run before it: then no path
+    /// has two runs.
+    ordered: bool,
     /// The pieces of an item split across chunks, gathered to count it whole.
     gathered: String,
+}
+
+impl Default for Tally {
+    fn default() -> Tally {
+        Tally { items: 0, bytes: 0, paths: Vec::new(), ordered: true, gathered: String::new() }
+    }
 }
 
 impl Tally {
     /// Counts a piece as a page holds it: an item rendered, or a chunk.
     pub fn piece(&mut self, piece: &Piece) {
         match piece {
-            Piece::Shown(shown) => self.item(shown.text.len(), shown.path.clone()),
+            Piece::Shown(shown) => self.item(shown.text.len(), shown.path.as_deref()),
             Piece::Chunk(chunk) => self.chunk(chunk),
         }
     }
@@ -234,8 +268,8 @@ impl Tally {
                         whole.as_str()
                     }
                 };
-                let path = serde_json::from_str::<Named>(item).ok().and_then(|n| n.path);
-                self.item(item.len(), path);
+                let named = serde_json::from_str::<Named>(item).ok();
+                self.item(item.len(), named.as_ref().and_then(|n| n.path.as_deref()));
             }
             _ => {
                 self.bytes += chunk.payload.len() as u64;
@@ -244,18 +278,35 @@ impl Tally {
         }
     }
 
-    fn item(&mut self, bytes: usize, path: Option<String>) {
+    fn item(&mut self, bytes: usize, path: Option<&str>) {
         self.items += 1;
         self.bytes += bytes as u64;
-        if let Some(path) = path {
-            *self.paths.entry(path).or_default() += 1;
+        let Some(path) = path else { return };
+        match self.paths.last_mut() {
+            Some((last, items)) if last == path => *items += 1,
+            last => {
+                if last.is_some_and(|(last, _)| last.as_str() > path) {
+                    self.ordered = false;
+                }
+                self.paths.push((path.to_owned(), 1));
+            }
         }
     }
 
     /// The count, `exact` when the stream was counted to its end.
     fn whole(self, exact: bool) -> Whole {
-        let paths = most_first(self.paths.into_iter().collect());
-        Whole { items: self.items, bytes: self.bytes, exact, paths }
+        let paths = match self.ordered {
+            true => self.paths,
+            // Out of order, a path may have come in several runs.
+            false => {
+                let mut merged: HashMap<String, u64> = HashMap::default();
+                for (path, items) in self.paths {
+                    *merged.entry(path).or_default() += items;
+                }
+                merged.into_iter().collect()
+            }
+        };
+        Whole { items: self.items, bytes: self.bytes, exact, paths: most_first(paths) }
     }
 }
 
@@ -474,5 +525,26 @@ mod tests {
         assert_eq!(said[0], "8 of 10 items (80%) are in /r/src: narrow with `path` \"/r/src\".");
         assert!(said[1].starts_with("By file type: .rs 8, .md 1, Makefile 1;"), "{}", said[1]);
         assert_eq!((parent("/a"), parent("a"), extension("/r/.hidden")), ("/", ".", ".hidden"));
+    }
+
+    #[test]
+    fn paths_counted_in_runs_in_order_or_out_of_it_alike() {
+        let runs = ["/r/a/x.rs", "/r/a/x.rs", "/r/a/x.rs", "/r/a/y.rs", "/r/b/z.md", "/r/c.rs"];
+        let shuffled = ["/r/a/x.rs", "/r/b/z.md", "/r/a/x.rs", "/r/c.rs", "/r/a/y.rs", "/r/a/x.rs"];
+        let mut wholes = Vec::new();
+        for (items, ordered) in [(runs, true), (shuffled, false)] {
+            let mut tally = Tally::default();
+            items.iter().for_each(|path| tally.item(10, Some(path)));
+            tally.item(5, None);
+            assert_eq!(tally.ordered, ordered);
+            let whole = tally.whole(true);
+            assert_eq!((whole.items, whole.bytes, whole.paths.len()), (7, 65, 4));
+            assert_eq!(whole.paths[0], ("/r/a/x.rs".to_string(), 3));
+            let shown = whole.to_json();
+            assert_eq!(shown["top_dirs"][0], json!({"dir": "/r/a", "items": 4}));
+            assert_eq!(shown["top_types"], json!([{"type": ".rs", "items": 5}, {"type": ".md", "items": 1}]));
+            wholes.push(shown);
+        }
+        assert_eq!(wholes[0], wholes[1]);
     }
 }
