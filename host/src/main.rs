@@ -2,10 +2,11 @@
 /// buffers on the thread that runs the tool and frees many of them on
 /// another; glibc's `malloc` then took a sixth of a glob's first page in its
 /// slow paths (`_int_malloc`, `malloc_consolidate`), where mimalloc frees a
-/// block into the page it came from. It also keeps freed memory a while, so
-/// a page's buffers are not faulted in again for the next page, as glibc's
-/// trimming did before `mallopt` was tuned. Built without transparent huge
-/// pages: with them a server's peak RSS doubled (28 to 55 MiB).
+/// block into the page it came from. It gives freed memory back to the
+/// system only after a delay, so a page's buffers are not faulted in again
+/// for the next page (what glibc's trimming did before `mallopt` was tuned).
+/// Built not to ask for transparent huge pages (`no_thp`): when it did, a
+/// server's peak RSS doubled (28 to 55 MiB).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

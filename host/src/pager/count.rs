@@ -18,6 +18,7 @@
 //! least". It never fails the page: a count that cannot run is a count of
 //! nothing, not exact.
 
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 // Paths are hashed with foldhash, not SipHash: a glob's count hashes each
@@ -46,11 +47,17 @@ pub struct CountBounds {
 }
 
 /// What counting reads of an item: its `path`, if it is an object naming one
-/// (the rest is skipped, not built; the path borrowed unless it is escaped).
+/// (the rest is skipped, not built), borrowed from the item's JSON...
 #[derive(serde::Deserialize)]
 struct Named<'a> {
-    #[serde(borrow)]
-    path: Option<std::borrow::Cow<'a, str>>,
+    path: Option<&'a str>,
+}
+
+/// ...or, where the JSON escapes it (a borrowed `&str` cannot be unescaped),
+/// made.
+#[derive(serde::Deserialize)]
+struct NamedEscaped {
+    path: Option<String>,
 }
 
 /// The share of the result (percent) a directory must hold to be suggested.
@@ -225,11 +232,12 @@ pub struct Tally {
     items: u64,
     bytes: u64,
     /// Items per path, in runs: the items of one path in a row are one
-    /// entry. A result in path order (every built-in tool's) names each
-    /// path in one run, counted without hashing it.
+    /// entry. A result in path order (every built-in tool's: by components,
+    /// as `Path` compares) names each path in one run, counted without
+    /// hashing it.
     paths: Vec<(String, u64)>,
-    /// Whether each run's path sorted after the run before it: then no path
-    /// has two runs.
+    /// Whether each run's path sorted after the run before it (as a `Path`):
+    /// then no path has two runs.
     ordered: bool,
     /// The pieces of an item split across chunks, gathered to count it whole.
     gathered: String,
@@ -268,8 +276,13 @@ impl Tally {
                         whole.as_str()
                     }
                 };
-                let named = serde_json::from_str::<Named>(item).ok();
-                self.item(item.len(), named.as_ref().and_then(|n| n.path.as_deref()));
+                match serde_json::from_str::<Named>(item) {
+                    Ok(named) => self.item(item.len(), named.path),
+                    Err(_) => {
+                        let named = serde_json::from_str::<NamedEscaped>(item).ok();
+                        self.item(item.len(), named.as_ref().and_then(|n| n.path.as_deref()))
+                    }
+                }
             }
             _ => {
                 self.bytes += chunk.payload.len() as u64;
@@ -285,7 +298,9 @@ impl Tally {
         match self.paths.last_mut() {
             Some((last, items)) if last == path => *items += 1,
             last => {
-                if last.is_some_and(|(last, _)| last.as_str() > path) {
+                // Path order, as the walks give it: by components (`a.rs`
+                // after `a/b.rs`), not bytewise.
+                if last.is_some_and(|(last, _)| Path::new(last.as_str()) >= Path::new(path)) {
                     self.ordered = false;
                 }
                 self.paths.push((path.to_owned(), 1));
@@ -546,5 +561,25 @@ mod tests {
             wholes.push(shown);
         }
         assert_eq!(wholes[0], wholes[1]);
+    }
+
+    #[test]
+    fn path_order_is_by_components_and_escaped_paths_are_read() {
+        // A walk gives `pager/count.rs` before `pager.rs` (`/` sorts as a
+        // separator, not as the byte before `.`): in order.
+        let mut tally = Tally::default();
+        for item in [r#"{"path":"/r/pager/count.rs"}"#, r#"{"path":"/r/pager.rs"}"#, r#"{"path":"/r/q\"x.rs"}"#] {
+            tally.chunk(&Chunk {
+                payload: Payload::Item(item.into()),
+                span: None,
+                continued: false,
+                resume: "r".into(),
+            });
+        }
+        assert!(tally.ordered);
+        let paths: Vec<&str> = tally.paths.iter().map(|(p, _)| p.as_str()).collect();
+        assert_eq!(paths, ["/r/pager/count.rs", "/r/pager.rs", "/r/q\"x.rs"]);
+        tally.item(1, Some("/r/pager.rs"));
+        assert!(!tally.ordered, "a path seen again after another");
     }
 }

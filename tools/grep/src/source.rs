@@ -50,10 +50,10 @@ pub struct Plan {
     pub batch_items: usize,
     /// ...or this many bytes of items, and goes on from there later.
     pub batch_bytes: usize,
-    /// How much of a file's start one host call reads: a file no larger
-    /// ([`WHOLE`], or [`HEAD`] where the search may hold little) is searched
-    /// where it lies, and only a larger one's rest is read on through a
-    /// `Guard`.
+    /// How much of a file's start is read in host calls (`read_start`): a
+    /// file no larger ([`WHOLE`], or [`HEAD`] where the search may hold
+    /// little) without a NUL byte is searched where it lies, and only a
+    /// larger one's rest is read on through a `Guard`.
     pub read: usize,
 }
 
@@ -189,7 +189,7 @@ impl GrepSource {
             // A file searched from its start is read in one call when it is
             // small (most are); one resumed inside is opened.
             let opened = if byte == 0 {
-                scan::read_head(&path, named, self.plan.read as u32).map(|(head, whole)| (head, whole, None))
+                self.read_start(&path, named).map(|(head, whole)| (head, whole, None))
             } else {
                 File::open(&path).map(|file| (Vec::new(), false, Some(file))).map_err(|e| Error::io("", &e))
             };
@@ -218,6 +218,19 @@ impl GrepSource {
                 check_resume: resumed,
             });
             return Ok(Walked::Opened);
+        }
+    }
+
+    /// A file's start, read in one host call: its first `HEAD` bytes, which
+    /// tell a binary file; and when they hold no NUL byte (or binary files
+    /// are searched) and the file goes on, up to `plan.read` of it in a
+    /// second call. A large binary file is not read further than before.
+    fn read_start(&self, path: &std::path::Path, named: bool) -> Result<(Vec<u8>, bool), Error> {
+        let (head, whole) = scan::read_head(path, named, HEAD as u32)?;
+        let clean = self.plan.binary || memchr::memchr(0, &head).is_none();
+        match !whole && clean && self.plan.read > HEAD {
+            true => scan::read_head(path, named, self.plan.read as u32),
+            false => Ok((head, whole)),
         }
     }
 

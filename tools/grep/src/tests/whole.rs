@@ -112,6 +112,19 @@ fn counts_are_the_needles_before_the_first_nul_line_however_the_file_is_read() {
 }
 
 #[test]
+fn a_binary_file_is_read_no_further_than_its_first_64_kib() {
+    let tree = Tree::new();
+    let (bytes, _) = file(WHOLE / 2, Some(1_000));
+    tree.write("early.bin", &bytes);
+    let args = json!({"pattern": "needle", "output_mode": "count"}).to_string();
+    let mut grep = Grep::open(&tree.roots(), &args, None).unwrap();
+    chunks(&mut grep, 200);
+    let scanned = grep.items.source().scanned();
+    assert_eq!((scanned.files, scanned.bytes), (1, HEAD as u64));
+    assert_eq!(ItemStream::info(&grep)["binary_files"], 1);
+}
+
+#[test]
 fn content_is_the_same_read_whole_or_in_part_and_resumes_exactly() {
     let (tree, _) = tree();
     let args = json!({"pattern": "needle", "context_before": 1, "context_after": 2});
