@@ -144,3 +144,23 @@ fn content_is_the_same_read_whole_or_in_part_and_resumes_exactly() {
     assert!(outputs[0].contains(r#""text":"needle 3""#), "{}", &outputs[0][..200]);
     assert_eq!(outputs[0], outputs[1], "read whole and read in part");
 }
+
+#[test]
+fn a_multiline_search_also_ends_before_the_line_of_a_nul_past_the_first_64_kib() {
+    let tree = Tree::new();
+    let (bytes, before) = file(300_000, Some(HEAD + 5_000));
+    assert!(before > 0);
+    tree.write("late.bin", &bytes);
+    for multiline in [false, true] {
+        let args = json!({"pattern": "needle \\d+", "multiline": multiline, "output_mode": "count"}).to_string();
+        let mut grep = Grep::open(&tree.roots(), &args, None).unwrap();
+        let found: Vec<Value> = chunks(&mut grep, 200)
+            .iter()
+            .filter(|(t, _, _)| !t.is_empty())
+            .map(|(t, _, _)| serde_json::from_str(t).unwrap())
+            .collect();
+        assert_eq!(found.len(), 1, "multiline {multiline}: {found:?}");
+        assert_eq!(found[0]["count"], before, "multiline {multiline}");
+        assert_eq!(ItemStream::info(&grep)["binary_files"], 1, "multiline {multiline}");
+    }
+}
