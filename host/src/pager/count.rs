@@ -110,6 +110,7 @@ impl Whole {
 
     /// Items per group of paths (`key` of each path), the first [`TOP`]
     /// most first.
+    ///
     /// Paths in order come in runs of one group (a directory's files, one
     /// type's), each looked up once.
     fn grouped(&self, key: fn(&str) -> &str) -> Vec<(String, u64)> {

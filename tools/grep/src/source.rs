@@ -189,11 +189,11 @@ impl GrepSource {
             // A file searched from its start is read in one call when it is
             // small (most are); one resumed inside is opened.
             let opened = if byte == 0 {
-                self.read_start(&path, named).map(|(head, whole)| (head, whole, None))
+                self.read_start(&path, named).map(|(head, whole, nul)| (head, whole, nul, None))
             } else {
-                File::open(&path).map(|file| (Vec::new(), false, Some(file))).map_err(|e| Error::io("", &e))
+                File::open(&path).map(|file| (Vec::new(), false, None, Some(file))).map_err(|e| Error::io("", &e))
             };
-            let (head, whole, file) = match opened {
+            let (head, whole, nul, file) = match opened {
                 Ok(opened) => opened,
                 Err(e) => {
                     self.counts.errors += 1;
@@ -205,7 +205,6 @@ impl GrepSource {
             if !resumed {
                 self.counts.files_searched += 1;
             }
-            let nul = if self.plan.binary { None } else { memchr::memchr(0, &head) };
             self.current = Some(Current {
                 name: Shown::new(path),
                 head,
@@ -225,13 +224,18 @@ impl GrepSource {
     /// tell a binary file; and when they hold no NUL byte (or binary files
     /// are searched) and the file goes on, up to `plan.read` of it in a
     /// second call. A large binary file is not read further than before.
-    fn read_start(&self, path: &std::path::Path, named: bool) -> Result<(Vec<u8>, bool), Error> {
+    /// With where its first NUL byte lies, when the search looks for them:
+    /// each byte looked at once (but those a second read reads again).
+    fn read_start(&self, path: &std::path::Path, named: bool) -> Result<(Vec<u8>, bool, Option<usize>), Error> {
+        let nul = |head: &[u8]| if self.plan.binary { None } else { memchr::memchr(0, head) };
         let (head, whole) = scan::read_head(path, named, HEAD as u32)?;
-        let clean = self.plan.binary || memchr::memchr(0, &head).is_none();
-        match !whole && clean && self.plan.read > HEAD {
-            true => scan::read_head(path, named, self.plan.read as u32),
-            false => Ok((head, whole)),
+        let first = nul(&head);
+        if whole || first.is_some() || self.plan.read <= HEAD {
+            return Ok((head, whole, first));
         }
+        let (head, whole) = scan::read_head(path, named, self.plan.read as u32)?;
+        let first = nul(&head);
+        Ok((head, whole, first))
     }
 
     /// Whether the directory `dir`, which could not be read, lies past the
