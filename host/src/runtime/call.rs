@@ -13,7 +13,7 @@ use super::Runtime;
 use super::bindings::{CordonTool, CordonToolPre, RawManifest};
 use super::failure::DescribeError;
 use super::failure::{CallFailure, HostFault, Seen, Violation};
-use super::host_scan::OpenRoots;
+use super::host_scan::{OpenRoots, Seeker};
 use super::limits::{CallLimiter, CallLimits, Limit};
 use super::outbound::{NetAccess, Outbound};
 use super::shards::Shardable;
@@ -63,6 +63,8 @@ pub struct CallState {
     judge: Arc<Judge>,
     /// The grants' roots, opened for the host's file services and listings.
     open_roots: OpenRoots,
+    /// The needles `read-head-seeking` was last given, prepared.
+    seeker: Seeker,
     /// The request this call serves now (a parked stream serves several).
     signal: Arc<CallSignal>,
     /// When the request being served must be answered.
@@ -80,6 +82,10 @@ impl CallState {
 
     pub(super) fn open_roots(&mut self) -> &mut OpenRoots {
         &mut self.open_roots
+    }
+
+    pub(super) fn seeker(&mut self) -> &mut Seeker {
+        &mut self.seeker
     }
 
     pub(super) fn signal(&self) -> &CallSignal {
@@ -142,6 +148,7 @@ impl Runtime {
             grants: grants.clone(),
             judge: Arc::clone(judge),
             open_roots: OpenRoots::default(),
+            seeker: Seeker::default(),
             signal: Arc::clone(signal),
             deadline: *deadline,
         };

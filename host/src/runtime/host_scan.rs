@@ -1,6 +1,7 @@
 //! The `scan` interface: a directory's entries with the types the directory
 //! read gives, without the stat per entry of WASI's `read-directory`, and a
-//! file's first bytes in one call. Bounded by the call's own grants (a path is
+//! file's first bytes in one call, or only that it holds none of a search's
+//! needles (`read-head-seeking`). Bounded by the call's own grants (a path is
 //! resolved under a granted root's capability, following a symlink at its end
 //! only when asked, and then inside the root) and by the deny rules (a denied
 //! path is refused, denied entries are left out).
@@ -9,10 +10,11 @@ use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
 
+use aho_corasick::AhoCorasick;
 use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt};
 use cap_std::fs::{Dir, OpenOptionsExt};
 
-use super::bindings::cordon::tool::scan::{Entry, EntryKind, Host};
+use super::bindings::cordon::tool::scan::{Entry, EntryKind, Host, SoughtHead, WithoutNeedles};
 use super::bindings::{WitError, WitErrorCode};
 use super::call::CallState;
 use super::host_files::io_error;
@@ -22,6 +24,24 @@ use crate::policy::Judge;
 impl Host for CallState {
     fn read_head(&mut self, path: String, follow: bool, max: u32) -> Result<(Vec<u8>, bool), WitError> {
         self.head(&path, follow, max)
+    }
+
+    fn read_head_seeking(
+        &mut self,
+        path: String,
+        follow: bool,
+        max: u32,
+        needles: Vec<Vec<u8>>,
+    ) -> Result<SoughtHead, WitError> {
+        // Bad needles are refused before the file is opened.
+        self.seeker().prepare(needles)?;
+        let (bytes, whole) = self.head(&path, follow, max)?;
+        if !whole || self.seeker().finds(&bytes) {
+            return Ok(SoughtHead::Bytes((bytes, whole)));
+        }
+        let at = |n: usize| u32::try_from(n).expect("a head is at most 1 MiB");
+        let first_nul = memchr::memchr(0, &bytes).map(at);
+        Ok(SoughtHead::NoneFound(WithoutNeedles { size: at(bytes.len()), first_nul }))
     }
 
     fn read_dir(&mut self, path: String, follow: bool, max: u32) -> Result<Vec<Entry>, WitError> {
@@ -124,6 +144,45 @@ impl CallState {
         let whole = bytes.len() <= max;
         bytes.truncate(max);
         Ok((bytes, whole))
+    }
+}
+
+/// The most needles `read-head-seeking` takes, and the longest.
+const MAX_NEEDLES: usize = 16;
+const MAX_NEEDLE: usize = 256;
+
+/// The needles `read-head-seeking` was last given, prepared once for the
+/// many files a search asks about with the same ones.
+#[derive(Default)]
+pub struct Seeker {
+    needles: Vec<Vec<u8>>,
+    finder: Option<AhoCorasick>,
+}
+
+impl Seeker {
+    /// Makes `needles` the ones looked for: checked and prepared, unless
+    /// they are those of the last call.
+    fn prepare(&mut self, needles: Vec<Vec<u8>>) -> Result<(), WitError> {
+        if self.finder.is_some() && self.needles == needles {
+            return Ok(());
+        }
+        let invalid = |message: String| WitError { code: WitErrorCode::InvalidArgument, message };
+        if needles.is_empty() || needles.len() > MAX_NEEDLES {
+            return Err(invalid(format!("{} needles given: 1 to {MAX_NEEDLES} are looked for", needles.len())));
+        }
+        if let Some(bad) = needles.iter().find(|n| n.is_empty() || n.len() > MAX_NEEDLE) {
+            return Err(invalid(format!("a needle of {} bytes: each holds 1 to {MAX_NEEDLE}", bad.len())));
+        }
+        let finder =
+            AhoCorasick::new(&needles).map_err(|e| invalid(format!("the needles cannot be looked for: {e}")))?;
+        self.finder = Some(finder);
+        self.needles = needles;
+        Ok(())
+    }
+
+    /// Whether `bytes` hold one of the needles prepared.
+    fn finds(&self, bytes: &[u8]) -> bool {
+        self.finder.as_ref().is_some_and(|finder| finder.is_match(bytes))
     }
 }
 
@@ -306,6 +365,53 @@ mod tests {
             (format!("{base}/root/../outside/canary.txt"), WitErrorCode::InvalidArgument),
         ] {
             assert_eq!(read_head(&base, &path, 64).map(|_| ()), Err(code), "{path}");
+        }
+    }
+
+    /// `read-head-seeking` in a store of its own, its answer in words.
+    fn seek(
+        store: &mut wasmtime::Store<CallState>,
+        path: &str,
+        max: u32,
+        needles: &[&[u8]],
+    ) -> Result<String, WitErrorCode> {
+        let needles = needles.iter().map(|n| n.to_vec()).collect();
+        match Host::read_head_seeking(store.data_mut(), path.to_string(), false, max, needles) {
+            Ok(SoughtHead::Bytes((bytes, whole))) => Ok(format!("bytes {:?} {whole}", String::from_utf8_lossy(&bytes))),
+            Ok(SoughtHead::NoneFound(none)) => Ok(format!("none {} {:?}", none.size, none.first_nul)),
+            Err(e) => Err(e.code),
+        }
+    }
+
+    #[test]
+    fn a_head_sought_gives_no_bytes_of_a_whole_file_without_a_needle() {
+        let (_dir, base) = fixture();
+        let text = format!("{base}/root/text.txt");
+        std::fs::write(&text, "alpha\nbeta\0gamma\n").unwrap();
+        std::fs::write(format!("{base}/root/plain.txt"), "alpha\n").unwrap();
+        let mut store = store(&base, &["secret/", "*.pem"]);
+        let mut seek = |path: &str, max, needles: &[&[u8]]| seek(&mut store, path, max, needles);
+        assert_eq!(seek(&text, 64, &[b"beta"]), Ok(r#"bytes "alpha\nbeta\0gamma\n" true"#.into()));
+        assert_eq!(seek(&text, 64, &[b"delta", b"gamma"]), Ok(r#"bytes "alpha\nbeta\0gamma\n" true"#.into()));
+        assert_eq!(seek(&text, 64, &[b"delta", b"omega"]), Ok("none 17 Some(10)".into()));
+        assert_eq!(seek(&format!("{base}/root/plain.txt"), 64, &[b"delta"]), Ok("none 6 None".into()));
+        assert_eq!(seek(&text, 4, &[b"delta"]), Ok(r#"bytes "alph" false"#.into()), "not the whole file");
+        assert_eq!(seek(&text, 17, &[b"delta"]), Ok("none 17 Some(10)".into()), "exactly the whole file");
+        let long = [b'x'; 257];
+        let seventeen: Vec<&[u8]> = vec![b"x"; 17];
+        for needles in [&[][..], &[b"".as_slice()], &[long.as_slice()], &seventeen[..]] {
+            assert_eq!(seek(&text, 64, needles), Err(WitErrorCode::InvalidArgument), "{needles:?}");
+            let missing = format!("{base}/root/missing");
+            assert_eq!(seek(&missing, 64, needles), Err(WitErrorCode::InvalidArgument), "refused before the file");
+        }
+        for (path, code) in [
+            (format!("{base}/root/secret/k.pem"), WitErrorCode::PermissionDenied),
+            (format!("{base}/root/link-out/canary.txt"), WitErrorCode::PermissionDenied),
+            (format!("{base}/outside/canary.txt"), WitErrorCode::PermissionDenied),
+            (format!("{base}/root/sub"), WitErrorCode::Unsupported),
+            (format!("{base}/root/missing"), WitErrorCode::NotFound),
+        ] {
+            assert_eq!(seek(&path, 64, &[b"canary"]), Err(code), "{path}");
         }
     }
 

@@ -9,6 +9,7 @@
 
 pub mod args;
 pub mod guard;
+pub mod needles;
 pub mod position;
 pub mod render;
 pub mod sink;
@@ -113,6 +114,10 @@ pub struct Tuning {
     /// ([`cordon_sdk::host::memory_bytes`]): a small one makes lines "too
     /// long" without writing hundreds of megabytes.
     pub memory: Option<u64>,
+    /// Every file is read into the search, as when the pattern has no
+    /// needles (see [`needles`]): what the host rules out must not change
+    /// the output.
+    pub no_needles: bool,
 }
 
 /// One call of the tool: the items still to come and what was searched.
@@ -235,6 +240,7 @@ impl Grep {
             // A whole file beside what the search holds: where that is little,
             // only the start that tells a binary file.
             read: if heap.bytes >= 4 * source::WHOLE { source::WHOLE } else { guard::HEAD },
+            needles: if tuning.no_needles { Vec::new() } else { needles::required(args) },
         };
         let items = Items::new(GrepSource::new(plan, walker, position), start)?;
         Ok(Grep { root: setup.target.display().to_string(), items })

@@ -15,7 +15,7 @@ use std::rc::Rc;
 
 use cordon_sdk::items::{self, ItemSource, Pace, Step};
 use cordon_sdk::progress::Scanned;
-use cordon_sdk::scan;
+use cordon_sdk::scan::{self, Sought};
 use cordon_sdk::walk::Unapplied;
 use cordon_sdk::{Error, ErrorCode};
 use grep_regex::RegexMatcher;
@@ -55,6 +55,10 @@ pub struct Plan {
     /// little) without a NUL byte is searched where it lies, and only a
     /// larger one's rest is read on through a `Guard`.
     pub read: usize,
+    /// Byte strings at least one of which every match holds (see
+    /// `needles`): a file the host reads whole without finding one is not
+    /// searched. Empty: every file is.
+    pub needles: Vec<Vec<u8>>,
 }
 
 /// The most of a file one host call reads (`scan.read-head`'s most, 1 MiB).
@@ -71,6 +75,11 @@ struct Current {
     whole: bool,
     /// Where in `head` its first NUL byte is, when the search looks for them.
     nul: Option<usize>,
+    /// The bytes the host read of it: `head`'s, or the whole file's when
+    /// the host ruled it out.
+    read: u64,
+    /// Read whole by the host, it holds none of the search's needles.
+    ruled_out: bool,
     /// The file, opened when what is searched lies past `head`.
     file: Option<File>,
     /// The line and byte the next search run starts at.
@@ -80,6 +89,27 @@ struct Current {
     queued_any: bool,
     /// Whether this file was reopened at a position, to check it.
     check_resume: bool,
+}
+
+/// A file's start, as read in host calls.
+struct Start {
+    /// Its first bytes (none when ruled out, or not read).
+    head: Vec<u8>,
+    /// Whether they are the whole file.
+    whole: bool,
+    /// Where its first NUL byte lies, when the search looks for them.
+    nul: Option<usize>,
+    /// The bytes the host read.
+    read: u64,
+    /// Read whole by the host, it holds none of the search's needles.
+    ruled_out: bool,
+}
+
+impl Start {
+    /// A file opened to be searched from inside, its start not read.
+    fn unread() -> Start {
+        Start { head: Vec::new(), whole: false, nul: None, read: 0, ruled_out: false }
+    }
 }
 
 /// The items of a search, file by file.
@@ -95,6 +125,8 @@ pub struct GrepSource {
     done: bool,
     /// Files and bytes searched by this stream, reported as progress.
     scanned: Scanned,
+    /// Of those, the files the host ruled out by the search's needles.
+    ruled_out: u64,
     /// The work since the last item or checkpoint.
     pace: Pace,
     /// The path the last ignore file not applied was said at, and how many
@@ -120,6 +152,7 @@ impl GrepSource {
             counts,
             done: false,
             scanned: Scanned::default(),
+            ruled_out: 0,
             pace: CHECKPOINT,
             said: None,
         }
@@ -134,6 +167,12 @@ impl GrepSource {
     /// resume position), as its progress reports say.
     pub fn scanned(&self) -> Scanned {
         self.scanned
+    }
+
+    /// How many files the host ruled out by the search's needles: read
+    /// whole without one, they were neither copied nor searched.
+    pub fn ruled_out(&self) -> u64 {
+        self.ruled_out
     }
 
     /// Whether every file was searched and every item emitted.
@@ -189,11 +228,11 @@ impl GrepSource {
             // A file searched from its start is read in one call when it is
             // small (most are); one resumed inside is opened.
             let opened = if byte == 0 {
-                self.read_start(&path, named).map(|(head, whole, nul)| (head, whole, nul, None))
+                self.read_start(&path, named).map(|start| (start, None))
             } else {
-                File::open(&path).map(|file| (Vec::new(), false, None, Some(file))).map_err(|e| Error::io("", &e))
+                File::open(&path).map(|file| (Start::unread(), Some(file))).map_err(|e| Error::io("", &e))
             };
-            let (head, whole, nul, file) = match opened {
+            let (start, file) = match opened {
                 Ok(opened) => opened,
                 Err(e) => {
                     self.counts.errors += 1;
@@ -205,11 +244,14 @@ impl GrepSource {
             if !resumed {
                 self.counts.files_searched += 1;
             }
+            self.ruled_out += u64::from(start.ruled_out);
             self.current = Some(Current {
                 name: Shown::new(path),
-                head,
-                whole,
-                nul,
+                head: start.head,
+                whole: start.whole,
+                nul: start.nul,
+                read: start.read,
+                ruled_out: start.ruled_out,
                 file,
                 line,
                 byte,
@@ -226,16 +268,42 @@ impl GrepSource {
     /// second call. A large binary file is not read further than before.
     /// With where its first NUL byte lies, when the search looks for them:
     /// each byte looked at once (but those a second read reads again).
-    fn read_start(&self, path: &std::path::Path, named: bool) -> Result<(Vec<u8>, bool, Option<usize>), Error> {
-        let nul = |head: &[u8]| if self.plan.binary { None } else { memchr::memchr(0, head) };
-        let (head, whole) = scan::read_head(path, named, HEAD as u32)?;
-        let first = nul(&head);
-        if whole || first.is_some() || self.plan.read <= HEAD {
-            return Ok((head, whole, first));
+    /// With needles, a file read whole that holds none is ruled out by the
+    /// host and not copied.
+    fn read_start(&self, path: &std::path::Path, named: bool) -> Result<Start, Error> {
+        let start = self.read_head(path, named, HEAD)?;
+        if start.whole || start.nul.is_some() || self.plan.read <= HEAD {
+            return Ok(start);
         }
-        let (head, whole) = scan::read_head(path, named, self.plan.read as u32)?;
-        let first = nul(&head);
-        Ok((head, whole, first))
+        self.read_head(path, named, self.plan.read)
+    }
+
+    /// One host call: a file's first `max` bytes (`read_head`), or with the
+    /// search's needles (`read_head_seeking`) word that it holds none. A file
+    /// ruled out that way but for a NUL byte past the first `HEAD` is read
+    /// after all: the search ends before the NUL's line, where the guard
+    /// stops it, and counts it binary there.
+    fn read_head(&self, path: &std::path::Path, named: bool, max: usize) -> Result<Start, Error> {
+        let nul = |at: Option<usize>| if self.plan.binary { None } else { at };
+        let read = |(head, whole): (Vec<u8>, bool)| {
+            let nul = nul(memchr::memchr(0, &head));
+            Start { read: head.len() as u64, head, whole, nul, ruled_out: false }
+        };
+        if self.plan.needles.is_empty() {
+            return scan::read_head(path, named, max as u32).map(read);
+        }
+        match scan::read_head_seeking(path, named, max as u32, &self.plan.needles)? {
+            Sought::Bytes(head, whole) => Ok(read((head, whole))),
+            Sought::NoneFound { first_nul, .. }
+                if nul(first_nul.map(|at| at as usize)).is_some_and(|at| at >= HEAD) =>
+            {
+                scan::read_head(path, named, max as u32).map(read)
+            }
+            Sought::NoneFound { size, first_nul } => {
+                let nul = nul(first_nul.map(|at| at as usize));
+                Ok(Start { head: Vec::new(), whole: true, nul, read: u64::from(size), ruled_out: true })
+            }
+        }
     }
 
     /// Whether the directory `dir`, which could not be read, lies past the
@@ -308,7 +376,11 @@ impl GrepSource {
         // ripgrep's rule: a NUL byte in the first `HEAD` bytes, and the file is binary.
         if cur.byte == 0 && cur.nul.is_some_and(|at| at < HEAD) {
             self.counts.binary_files += 1;
-            self.scanned.add(1, cur.head.len() as u64);
+            self.scanned.add(1, cur.read);
+            return Ok(Some(cur.name));
+        }
+        if cur.ruled_out {
+            self.scanned.add(1, cur.read);
             return Ok(Some(cur.name));
         }
         // What lies in `head` from the byte searched on, then the rest of the file.

@@ -10,6 +10,7 @@ use crate::position::{Counts, Position, Where};
 use crate::{Grep, Tuning};
 
 mod behaviour;
+mod needles;
 mod oversized;
 mod resume;
 mod shards;

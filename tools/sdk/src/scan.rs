@@ -59,6 +59,32 @@ pub fn read_head(path: &Path, follow: bool, max: u32) -> Result<(Vec<u8>, bool),
     imp::read_head(path, follow, max)
 }
 
+/// What [`read_head_seeking`] gives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Sought {
+    /// The first bytes and whether they are the whole file, as
+    /// [`read_head`] gives them: a needle is among them, or they are not the
+    /// whole file.
+    Bytes(Vec<u8>, bool),
+    /// The file, read whole, holds none of the needles: its size, and where
+    /// its first NUL byte lies, if it has one. Its bytes were not copied.
+    NoneFound { size: u32, first_nul: Option<u32> },
+}
+
+/// The most needles [`read_head_seeking`] takes, and the longest.
+pub const MAX_NEEDLES: usize = 16;
+pub const MAX_NEEDLE: usize = 256;
+
+/// [`read_head`] for a search that knows byte strings at least one of which
+/// every match holds (`needles`, 1 to [`MAX_NEEDLES`], each of 1 to
+/// [`MAX_NEEDLE`] bytes): when the bytes read are the whole file and hold none
+/// of them, the host says so in place of the bytes, so a file that cannot
+/// match never crosses into the tool. Other needles fail with
+/// `InvalidArgument`.
+pub fn read_head_seeking(path: &Path, follow: bool, max: u32, needles: &[Vec<u8>]) -> Result<Sought, Error> {
+    imp::read_head_seeking(path, follow, max, needles)
+}
+
 /// The entries of the directory `dir` (absolute, inside a granted root),
 /// sorted by name (bytewise), without the entries the server denies. Names
 /// that are not UTF-8 are left out (WASI cannot name them). A `dir` that is a
@@ -113,6 +139,16 @@ mod imp {
             return Err(Error::new(ErrorCode::NotFound, format!("`{}` is not UTF-8", path.display())));
         };
         scan::read_head(text, follow, max).map_err(crate::component::from_wit)
+    }
+
+    pub fn read_head_seeking(path: &Path, follow: bool, max: u32, needles: &[Vec<u8>]) -> Result<Sought, Error> {
+        let Some(text) = path.to_str() else {
+            return Err(Error::new(ErrorCode::NotFound, format!("`{}` is not UTF-8", path.display())));
+        };
+        match scan::read_head_seeking(text, follow, max, needles).map_err(crate::component::from_wit)? {
+            scan::SoughtHead::Bytes((bytes, whole)) => Ok(Sought::Bytes(bytes, whole)),
+            scan::SoughtHead::NoneFound(none) => Ok(Sought::NoneFound { size: none.size, first_nul: none.first_nul }),
+        }
     }
 
     pub fn read_dir(dir: &Path, follow: bool) -> Result<Vec<DirEntry>, Error> {
@@ -170,6 +206,22 @@ mod imp {
         let whole = bytes.len() <= max as usize;
         bytes.truncate(max as usize);
         Ok((bytes, whole))
+    }
+
+    /// As the host answers: the needles checked before the file is read.
+    pub fn read_head_seeking(path: &Path, follow: bool, max: u32, needles: &[Vec<u8>]) -> Result<Sought, Error> {
+        let bad = needles.iter().find(|n| n.is_empty() || n.len() > MAX_NEEDLE);
+        if needles.is_empty() || needles.len() > MAX_NEEDLES || bad.is_some() {
+            let sizes: Vec<usize> = needles.iter().map(Vec::len).collect();
+            let message = format!("needles of {sizes:?} bytes: 1 to {MAX_NEEDLES}, each of 1 to {MAX_NEEDLE} bytes");
+            return Err(Error::new(ErrorCode::InvalidArgument, message));
+        }
+        let (bytes, whole) = read_head(path, follow, max.min(1 << 20))?;
+        if !whole || needles.iter().any(|n| memchr::memmem::find(&bytes, n).is_some()) {
+            return Ok(Sought::Bytes(bytes, whole));
+        }
+        let first_nul = memchr::memchr(0, &bytes).map(|at| at as u32);
+        Ok(Sought::NoneFound { size: bytes.len() as u32, first_nul })
     }
 
     pub fn stat(path: &Path) -> Result<Stat, Error> {

@@ -69,7 +69,7 @@ fn tree() -> (Tree, Vec<(&'static str, Option<u64>)>) {
 }
 
 fn tuned(memory: Option<u64>, batch: Option<usize>) -> Tuning {
-    Tuning { memory, batch }
+    Tuning { memory, batch, ..Tuning::default() }
 }
 
 /// Every chunk of a search, and its info.
