@@ -23,7 +23,7 @@ use crate::policy::Judge;
 
 impl Host for CallState {
     fn read_head(&mut self, path: String, follow: bool, max: u32) -> Result<(Vec<u8>, bool), WitError> {
-        self.head(&path, follow, max)
+        self.head(&path, follow, max, 0)
     }
 
     fn read_head_seeking(
@@ -32,10 +32,11 @@ impl Host for CallState {
         follow: bool,
         max: u32,
         needles: Vec<Vec<u8>>,
+        nul_probe: u32,
     ) -> Result<SoughtHead, WitError> {
         // Bad needles are refused before the file is opened.
         self.seeker().prepare(needles)?;
-        let (bytes, whole) = self.head(&path, follow, max)?;
+        let (bytes, whole) = self.head(&path, follow, max, nul_probe)?;
         if !whole || self.seeker().finds(&bytes) {
             return Ok(SoughtHead::Bytes((bytes, whole)));
         }
@@ -87,16 +88,34 @@ impl Host for CallState {
     }
 }
 
-/// The first `max + 1` bytes of the regular file `file` (one more than asked
-/// tells whether it goes on), in one `read` when the file holds what its
-/// size (`len`, from its `fstat`) says: a read that gives exactly that, less
-/// than asked, is at the end. Otherwise (the file grew or shrank meanwhile,
-/// a filesystem that reads short) it reads on until the end or `max + 1`,
-/// as `read_to_end` does; where `read_to_end` always reads once more to see
-/// the end, a small file here costs one `read`, not two.
-fn head_of(file: &cap_std::fs::File, len: u64, max: usize) -> std::io::Result<Vec<u8>> {
+/// The first `max` bytes of the regular file `file` and whether they are all
+/// of it: `max + 1` are asked for (one more tells whether it goes on), in one
+/// `read` when the file holds what its size (`len`, from its `fstat`) says: a
+/// read that gives exactly that, less than asked, is at the end. Otherwise
+/// (the file grew or shrank meanwhile, a filesystem that reads short) it
+/// reads on until the end or `max + 1`, as `read_to_end` does; where
+/// `read_to_end` always reads once more to see the end, a small file here
+/// costs one `read`, not two. With a `probe`, a file larger than it is read
+/// in two: its first `probe` bytes, and only when they hold no NUL byte the
+/// rest; when they do, they alone are given, not whole, so a binary file is
+/// read no further than a search needs to tell it.
+fn head_of(file: &cap_std::fs::File, len: u64, max: usize, probe: usize) -> std::io::Result<(Vec<u8>, bool)> {
     let want = usize::try_from(len).unwrap_or(usize::MAX).min(max) + 1;
     let mut bytes = Vec::with_capacity(want);
+    if probe > 0 && probe + 1 < want {
+        bytes.resize(probe, 0);
+        let read = loop {
+            match rustix::io::read(file, &mut bytes[..]) {
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(e) => return Err(e.into()),
+                Ok(read) => break read,
+            }
+        };
+        bytes.truncate(read);
+        if read == probe && memchr::memchr(0, &bytes).is_some() {
+            return Ok((bytes, false));
+        }
+    }
     loop {
         match rustix::io::read(file, rustix::buffer::spare_capacity(&mut bytes)) {
             Err(rustix::io::Errno::INTR) => continue,
@@ -108,7 +127,9 @@ fn head_of(file: &cap_std::fs::File, len: u64, max: usize) -> std::io::Result<Ve
     if !at_end && bytes.len() <= max {
         Read::take(file, (max + 1 - bytes.len()) as u64).read_to_end(&mut bytes)?;
     }
-    Ok(bytes)
+    let whole = bytes.len() <= max;
+    bytes.truncate(max);
+    Ok((bytes, whole))
 }
 
 /// The most entries `read-dir` lists, whatever the tool asks.
@@ -119,7 +140,9 @@ const MAX_HEAD: u32 = 1 << 20;
 
 impl CallState {
     /// `read-head`: the file's first `max` bytes, and whether that is all.
-    fn head(&mut self, path: &str, follow: bool, max: u32) -> Result<(Vec<u8>, bool), WitError> {
+    /// With a `probe`, a file whose first `probe` bytes hold a NUL byte is
+    /// read no further (see `head_of`).
+    fn head(&mut self, path: &str, follow: bool, max: u32, probe: u32) -> Result<(Vec<u8>, bool), WitError> {
         let (root, rel) = self.locate(path, false)?;
         if let Some(rule) = self.policy().check(Path::new(path), true) {
             return Err(WitError {
@@ -140,10 +163,7 @@ impl CallState {
             });
         }
         let max = max.min(MAX_HEAD) as usize;
-        let mut bytes = head_of(&file, meta.len(), max).map_err(|e| io_error(path, &e))?;
-        let whole = bytes.len() <= max;
-        bytes.truncate(max);
-        Ok((bytes, whole))
+        head_of(&file, meta.len(), max, probe as usize).map_err(|e| io_error(path, &e))
     }
 }
 
@@ -322,17 +342,33 @@ mod tests {
         std::fs::write(dir.path().join("empty.txt"), "").unwrap();
         let root = Dir::open_ambient_dir(dir.path(), cap_std::ambient_authority()).unwrap();
         let ten = root.open("ten.txt").unwrap();
-        let head = |file: &cap_std::fs::File, len: u64, max: usize| {
+        let head = |file: &cap_std::fs::File, len: u64, max: usize, probe: usize| {
             use std::io::{Seek, SeekFrom};
             (&mut &*file).seek(SeekFrom::Start(0)).unwrap();
-            head_of(file, len, max).unwrap()
+            let (bytes, whole) = head_of(file, len, max, probe).unwrap();
+            (String::from_utf8(bytes).unwrap(), whole)
         };
-        assert_eq!(head(&ten, 10, 64), b"0123456789", "as its size said: one read");
-        assert_eq!(head(&ten, 5, 64), b"0123456789", "grown since its stat: read on to the end");
-        assert_eq!(head(&ten, 20, 64), b"0123456789", "shrunk since: the end is read");
-        assert_eq!(head(&ten, 10, 4), b"01234", "one byte past `max` says there is more");
-        assert_eq!(head(&ten, 3, 4), b"01234", "grown past `max`");
-        assert_eq!(head(&root.open("empty.txt").unwrap(), 0, 64), b"");
+        let read = |text: &str, whole| (text.to_string(), whole);
+        assert_eq!(head(&ten, 10, 64, 0), read("0123456789", true), "as its size said: one read");
+        assert_eq!(head(&ten, 5, 64, 0), read("0123456789", true), "grown since its stat: read on to the end");
+        assert_eq!(head(&ten, 20, 64, 0), read("0123456789", true), "shrunk since: the end is read");
+        assert_eq!(head(&ten, 10, 4, 0), read("0123", false), "one byte past `max` says there is more");
+        assert_eq!(head(&ten, 3, 4, 0), read("0123", false), "grown past `max`");
+        assert_eq!(head(&root.open("empty.txt").unwrap(), 0, 64, 0), read("", true));
+        // A probe: the first bytes looked at for a NUL byte before the rest is read.
+        std::fs::write(dir.path().join("nul.bin"), "0123\0").unwrap();
+        let nul = root.open("nul.bin").unwrap();
+        assert_eq!(head(&ten, 10, 64, 4), read("0123456789", true), "no NUL in the probe: the rest read too");
+        assert_eq!(head(&ten, 10, 64, 10), read("0123456789", true), "a probe as large as the file");
+        assert_eq!(head(&nul, 5, 64, 5), read("0123\0", true), "a file no larger than the probe is read whole");
+        assert_eq!(head(&nul, 5, 64, 4), read("0123\0", true), "the NUL past the probe");
+        let long = "0\01234567890123456789";
+        std::fs::write(dir.path().join("long.bin"), long).unwrap();
+        let long_file = root.open("long.bin").unwrap();
+        assert_eq!(head(&long_file, 22, 64, 8), read("0\0123456", false), "a NUL in the probe: no more read");
+        assert_eq!(head(&long_file, 22, 64, 0), read(long, true));
+        assert_eq!(head(&long_file, 22, 8, 8), read("0\0123456", false), "`max` no larger than the probe: one read");
+        assert_eq!(head(&long_file, 3, 64, 8), read(long, true), "grown since its stat, the probe not used");
     }
 
     fn read_head(base: &str, path: &str, max: u32) -> Result<(Vec<u8>, bool), WitErrorCode> {
@@ -374,9 +410,10 @@ mod tests {
         path: &str,
         max: u32,
         needles: &[&[u8]],
+        probe: u32,
     ) -> Result<String, WitErrorCode> {
         let needles = needles.iter().map(|n| n.to_vec()).collect();
-        match Host::read_head_seeking(store.data_mut(), path.to_string(), false, max, needles) {
+        match Host::read_head_seeking(store.data_mut(), path.to_string(), false, max, needles, probe) {
             Ok(SoughtHead::Bytes((bytes, whole))) => Ok(format!("bytes {:?} {whole}", String::from_utf8_lossy(&bytes))),
             Ok(SoughtHead::NoneFound(none)) => Ok(format!("none {} {:?}", none.size, none.first_nul)),
             Err(e) => Err(e.code),
@@ -390,7 +427,14 @@ mod tests {
         std::fs::write(&text, "alpha\nbeta\0gamma\n").unwrap();
         std::fs::write(format!("{base}/root/plain.txt"), "alpha\n").unwrap();
         let mut store = store(&base, &["secret/", "*.pem"]);
-        let mut seek = |path: &str, max, needles: &[&[u8]]| seek(&mut store, path, max, needles);
+        let big = format!("{base}/root/big.bin");
+        std::fs::write(&big, [&b"ab\0"[..], &[b'c'; 100]].concat()).unwrap();
+        let mut probed = |path: &str, probe| seek(&mut store, path, 64, &[b"zz"], probe);
+        assert_eq!(probed(&big, 8), Ok(r#"bytes "ab\0ccccc" false"#.into()), "a NUL in the probe: read no further");
+        assert_eq!(probed(&text, 8), Ok("none 17 Some(10)".into()), "a NUL past the probe");
+        let first_64 = String::from_utf8([&b"ab\0"[..], &[b'c'; 61]].concat()).unwrap();
+        assert_eq!(probed(&big, 0), Ok(format!("bytes {first_64:?} false")), "no probe: `max` read");
+        let mut seek = |path: &str, max, needles: &[&[u8]]| seek(&mut store, path, max, needles, 0);
         assert_eq!(seek(&text, 64, &[b"beta"]), Ok(r#"bytes "alpha\nbeta\0gamma\n" true"#.into()));
         assert_eq!(seek(&text, 64, &[b"delta", b"gamma"]), Ok(r#"bytes "alpha\nbeta\0gamma\n" true"#.into()));
         assert_eq!(seek(&text, 64, &[b"delta", b"omega"]), Ok("none 17 Some(10)".into()));

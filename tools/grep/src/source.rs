@@ -268,9 +268,13 @@ impl GrepSource {
     /// second call. A large binary file is not read further than before.
     /// With where its first NUL byte lies, when the search looks for them:
     /// each byte looked at once (but those a second read reads again).
-    /// With needles, a file read whole that holds none is ruled out by the
-    /// host and not copied.
+    /// With needles, one call: the host reads up to `plan.read` and no
+    /// further than `HEAD` in a file whose first `HEAD` bytes hold a NUL
+    /// byte, and rules out a file read whole that holds none of them.
     fn read_start(&self, path: &std::path::Path, named: bool) -> Result<Start, Error> {
+        if !self.plan.needles.is_empty() {
+            return self.read_head(path, named, self.plan.read);
+        }
         let start = self.read_head(path, named, HEAD)?;
         if start.whole || start.nul.is_some() || self.plan.read <= HEAD {
             return Ok(start);
@@ -279,10 +283,11 @@ impl GrepSource {
     }
 
     /// One host call: a file's first `max` bytes (`read_head`), or with the
-    /// search's needles (`read_head_seeking`) word that it holds none. A file
-    /// ruled out that way but for a NUL byte past the first `HEAD` is read
-    /// after all: the search ends before the NUL's line, where the guard
-    /// stops it, and counts it binary there.
+    /// search's needles (`read_head_seeking`, a NUL byte looked for in the
+    /// first `HEAD` bytes first) word that it holds none. A file ruled out
+    /// that way but for a NUL byte past the first `HEAD` is read after all:
+    /// the search ends before the NUL's line, where the guard stops it, and
+    /// counts it binary there.
     fn read_head(&self, path: &std::path::Path, named: bool, max: usize) -> Result<Start, Error> {
         let nul = |at: Option<usize>| if self.plan.binary { None } else { at };
         let read = |(head, whole): (Vec<u8>, bool)| {
@@ -292,7 +297,8 @@ impl GrepSource {
         if self.plan.needles.is_empty() {
             return scan::read_head(path, named, max as u32).map(read);
         }
-        match scan::read_head_seeking(path, named, max as u32, &self.plan.needles)? {
+        let probe = if self.plan.binary { 0 } else { HEAD as u32 };
+        match scan::read_head_seeking(path, named, max as u32, &self.plan.needles, probe)? {
             Sought::Bytes(head, whole) => Ok(read((head, whole))),
             Sought::NoneFound { first_nul, .. }
                 if nul(first_nul.map(|at| at as usize)).is_some_and(|at| at >= HEAD) =>

@@ -80,9 +80,17 @@ pub const MAX_NEEDLE: usize = 256;
 /// [`MAX_NEEDLE`] bytes): when the bytes read are the whole file and hold none
 /// of them, the host says so in place of the bytes, so a file that cannot
 /// match never crosses into the tool. Other needles fail with
-/// `InvalidArgument`.
-pub fn read_head_seeking(path: &Path, follow: bool, max: u32, needles: &[Vec<u8>]) -> Result<Sought, Error> {
-    imp::read_head_seeking(path, follow, max, needles)
+/// `InvalidArgument`. With a `nul_probe` (0: none), a file whose first
+/// `nul_probe` bytes hold a NUL byte is read no further: they alone are
+/// given, not whole (a search's binary file, ripgrep's rule).
+pub fn read_head_seeking(
+    path: &Path,
+    follow: bool,
+    max: u32,
+    needles: &[Vec<u8>],
+    nul_probe: u32,
+) -> Result<Sought, Error> {
+    imp::read_head_seeking(path, follow, max, needles, nul_probe)
 }
 
 /// The entries of the directory `dir` (absolute, inside a granted root),
@@ -141,11 +149,17 @@ mod imp {
         scan::read_head(text, follow, max).map_err(crate::component::from_wit)
     }
 
-    pub fn read_head_seeking(path: &Path, follow: bool, max: u32, needles: &[Vec<u8>]) -> Result<Sought, Error> {
+    pub fn read_head_seeking(
+        path: &Path,
+        follow: bool,
+        max: u32,
+        needles: &[Vec<u8>],
+        nul_probe: u32,
+    ) -> Result<Sought, Error> {
         let Some(text) = path.to_str() else {
             return Err(Error::new(ErrorCode::NotFound, format!("`{}` is not UTF-8", path.display())));
         };
-        match scan::read_head_seeking(text, follow, max, needles).map_err(crate::component::from_wit)? {
+        match scan::read_head_seeking(text, follow, max, needles, nul_probe).map_err(crate::component::from_wit)? {
             scan::SoughtHead::Bytes((bytes, whole)) => Ok(Sought::Bytes(bytes, whole)),
             scan::SoughtHead::NoneFound(none) => Ok(Sought::NoneFound { size: none.size, first_nul: none.first_nul }),
         }
@@ -209,14 +223,25 @@ mod imp {
     }
 
     /// As the host answers: the needles checked before the file is read.
-    pub fn read_head_seeking(path: &Path, follow: bool, max: u32, needles: &[Vec<u8>]) -> Result<Sought, Error> {
+    pub fn read_head_seeking(
+        path: &Path,
+        follow: bool,
+        max: u32,
+        needles: &[Vec<u8>],
+        nul_probe: u32,
+    ) -> Result<Sought, Error> {
         let bad = needles.iter().find(|n| n.is_empty() || n.len() > MAX_NEEDLE);
         if needles.is_empty() || needles.len() > MAX_NEEDLES || bad.is_some() {
             let sizes: Vec<usize> = needles.iter().map(Vec::len).collect();
             let message = format!("needles of {sizes:?} bytes: 1 to {MAX_NEEDLES}, each of 1 to {MAX_NEEDLE} bytes");
             return Err(Error::new(ErrorCode::InvalidArgument, message));
         }
-        let (bytes, whole) = read_head(path, follow, max.min(1 << 20))?;
+        let (mut bytes, mut whole) = read_head(path, follow, max.min(1 << 20))?;
+        let probe = nul_probe as usize;
+        if probe > 0 && bytes.len() > probe && memchr::memchr(0, &bytes[..probe]).is_some() {
+            bytes.truncate(probe);
+            whole = false;
+        }
         if !whole || needles.iter().any(|n| memchr::memmem::find(&bytes, n).is_some()) {
             return Ok(Sought::Bytes(bytes, whole));
         }

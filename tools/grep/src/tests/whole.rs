@@ -117,11 +117,15 @@ fn a_binary_file_is_read_no_further_than_its_first_64_kib() {
     let (bytes, _) = file(WHOLE / 2, Some(1_000));
     tree.write("early.bin", &bytes);
     let args = json!({"pattern": "needle", "output_mode": "count"}).to_string();
-    let mut grep = Grep::open(&tree.roots(), &args, None).unwrap();
-    chunks(&mut grep, 200);
-    let scanned = grep.items.source().scanned();
-    assert_eq!((scanned.files, scanned.bytes), (1, HEAD as u64));
-    assert_eq!(ItemStream::info(&grep)["binary_files"], 1);
+    // With the pattern's needles (the host probes the first 64 KiB) and without.
+    for no_needles in [false, true] {
+        let tuning = Tuning { no_needles, ..Tuning::default() };
+        let mut grep = Grep::open_tuned(&tree.roots(), &args, (None, None), tuning).unwrap();
+        chunks(&mut grep, 200);
+        let scanned = grep.items.source().scanned();
+        assert_eq!((scanned.files, scanned.bytes), (1, HEAD as u64), "no_needles {no_needles}");
+        assert_eq!(ItemStream::info(&grep)["binary_files"], 1);
+    }
 }
 
 #[test]
