@@ -362,12 +362,12 @@ mod tests {
         assert_eq!(head(&ten, 10, 64, 10), read("0123456789", true), "a probe as large as the file");
         assert_eq!(head(&nul, 5, 64, 5), read("0123\0", true), "a file no larger than the probe is read whole");
         assert_eq!(head(&nul, 5, 64, 4), read("0123\0", true), "the NUL past the probe");
-        let long = "0\01234567890123456789";
+        let long = "0\x001234567890123456789";
         std::fs::write(dir.path().join("long.bin"), long).unwrap();
         let long_file = root.open("long.bin").unwrap();
-        assert_eq!(head(&long_file, 22, 64, 8), read("0\0123456", false), "a NUL in the probe: no more read");
+        assert_eq!(head(&long_file, 22, 64, 8), read("0\x00123456", false), "a NUL in the probe: no more read");
         assert_eq!(head(&long_file, 22, 64, 0), read(long, true));
-        assert_eq!(head(&long_file, 22, 8, 8), read("0\0123456", false), "`max` no larger than the probe: one read");
+        assert_eq!(head(&long_file, 22, 8, 8), read("0\x00123456", false), "`max` no larger than the probe: one read");
         assert_eq!(head(&long_file, 3, 64, 8), read(long, true), "grown since its stat, the probe not used");
     }
 

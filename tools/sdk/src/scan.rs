@@ -142,10 +142,14 @@ mod imp {
         })
     }
 
+    /// A path as WIT passes it: UTF-8, or not found (WASI cannot name it).
+    fn text_of(path: &Path) -> Result<&str, Error> {
+        let text = path.to_str();
+        text.ok_or_else(|| Error::new(ErrorCode::NotFound, format!("`{}` is not UTF-8", path.display())))
+    }
+
     pub fn read_head(path: &Path, follow: bool, max: u32) -> Result<(Vec<u8>, bool), Error> {
-        let Some(text) = path.to_str() else {
-            return Err(Error::new(ErrorCode::NotFound, format!("`{}` is not UTF-8", path.display())));
-        };
+        let text = text_of(path)?;
         scan::read_head(text, follow, max).map_err(crate::component::from_wit)
     }
 
@@ -156,9 +160,7 @@ mod imp {
         needles: &[Vec<u8>],
         nul_probe: u32,
     ) -> Result<Sought, Error> {
-        let Some(text) = path.to_str() else {
-            return Err(Error::new(ErrorCode::NotFound, format!("`{}` is not UTF-8", path.display())));
-        };
+        let text = text_of(path)?;
         match scan::read_head_seeking(text, follow, max, needles, nul_probe).map_err(crate::component::from_wit)? {
             scan::SoughtHead::Bytes((bytes, whole)) => Ok(Sought::Bytes(bytes, whole)),
             scan::SoughtHead::NoneFound(none) => Ok(Sought::NoneFound { size: none.size, first_nul: none.first_nul }),
@@ -166,9 +168,7 @@ mod imp {
     }
 
     pub fn read_dir(dir: &Path, follow: bool) -> Result<Vec<DirEntry>, Error> {
-        let Some(path) = dir.to_str() else {
-            return Err(Error::new(ErrorCode::NotFound, format!("`{}` is not UTF-8", dir.display())));
-        };
+        let path = text_of(dir)?;
         let entries = scan::read_dir(path, follow, MAX_ENTRIES).map_err(crate::component::from_wit)?;
         Ok(entries
             .into_iter()
