@@ -367,7 +367,11 @@ mod tests {
         let long_file = root.open("long.bin").unwrap();
         assert_eq!(head(&long_file, 22, 64, 8), read("0\x00123456", false), "a NUL in the probe: no more read");
         assert_eq!(head(&long_file, 22, 64, 0), read(long, true));
-        assert_eq!(head(&long_file, 22, 8, 8), read("0\x00123456", false), "`max` no larger than the probe: one read");
+        assert_eq!(
+            head(&long_file, 22, 8, 8),
+            read("0\x00123456", false),
+            "`max` no larger than the probe: `max` bytes, not whole"
+        );
         assert_eq!(head(&long_file, 3, 64, 8), read(long, true), "grown since its stat, the probe not used");
     }
 
@@ -443,6 +447,9 @@ mod tests {
         assert_eq!(seek(&text, 17, &[b"delta"]), Ok("none 17 Some(10)".into()), "exactly the whole file");
         let long = [b'x'; 257];
         let seventeen: Vec<&[u8]> = vec![b"x"; 17];
+        let (most, longest) = (vec![b"zz".as_slice(); 16], [b'z'; 256]);
+        assert_eq!(seek(&text, 64, &most), Ok("none 17 Some(10)".into()), "16 needles");
+        assert_eq!(seek(&text, 64, &[&longest]), Ok("none 17 Some(10)".into()), "one of 256 bytes");
         for needles in [&[][..], &[b"".as_slice()], &[long.as_slice()], &seventeen[..]] {
             assert_eq!(seek(&text, 64, needles), Err(WitErrorCode::InvalidArgument), "{needles:?}");
             let missing = format!("{base}/root/missing");

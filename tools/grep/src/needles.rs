@@ -22,6 +22,11 @@ const MOST: usize = cordon_sdk::scan::MAX_NEEDLES;
 /// file.
 const SHORTEST: usize = 2;
 
+/// The longest needle: longer literals are cut to this (`scan::MAX_NEEDLE`
+/// bytes is the most the host takes).
+const LONGEST: usize = 64;
+const _: () = assert!(LONGEST <= cordon_sdk::scan::MAX_NEEDLE);
+
 /// The needles of the search `args` asks for; none when the pattern has no
 /// short set of long enough literals every match starts or ends with.
 pub fn required(args: &Args) -> Vec<Vec<u8>> {
@@ -47,8 +52,11 @@ pub fn required(args: &Args) -> Vec<Vec<u8>> {
             (shortest, needles)
         })
     };
-    let prefixes = usable(Extractor::new().kind(ExtractKind::Prefix).extract(&hir));
-    let suffixes = usable(Extractor::new().kind(ExtractKind::Suffix).extract(&hir));
+    // Literals longer than `LONGEST` are cut (inexact, still a match's start
+    // or end), within what the host takes.
+    let extract = |kind| Extractor::new().kind(kind).limit_literal_len(LONGEST).extract(&hir);
+    let prefixes = usable(extract(ExtractKind::Prefix));
+    let suffixes = usable(extract(ExtractKind::Suffix));
     // The longer shortest needle, then the fewer needles; prefixes on a tie.
     let better = |(len, needles): &(usize, Vec<Vec<u8>>)| (*len, std::cmp::Reverse(needles.len()));
     match (prefixes, suffixes) {
@@ -65,7 +73,7 @@ mod tests {
     fn needles(pattern: &str, tweak: impl FnOnce(&mut Args)) -> Vec<String> {
         let mut args = Args { pattern: pattern.into(), ..Args::default() };
         tweak(&mut args);
-        required(&args).into_iter().map(|n| String::from_utf8(n).unwrap()).collect()
+        required(&args).into_iter().map(|n| String::from_utf8_lossy(&n).into_owned()).collect()
     }
 
     #[test]
@@ -78,6 +86,11 @@ mod tests {
         assert_eq!(needles("a.c", |a| a.fixed_strings = true), ["a.c"], "taken literally");
         assert_eq!(needles("(?i)ab", |_| {}), ["AB", "Ab", "aB", "ab"], "case variants, few enough");
         assert_eq!(needles("ab", |a| a.smart_case = true), ["AB", "Ab", "aB", "ab"]);
+        assert_eq!(needles("(foo)?bar", |_| {}), ["foobar", "bar"], "an optional start: both");
+        assert_eq!(needles(r"(?-u:\xFF)ab", |_| {}), ["\u{FFFD}ab"], "bytes: shown lossily below");
+        let long = "x".repeat(300);
+        assert_eq!(needles(&long, |_| {}), ["x".repeat(LONGEST)], "cut to what the host takes");
+        assert!(needles(&format!("(?i){}", "ab|".repeat(20)), |_| {}).is_empty(), "more than 16");
     }
 
     #[test]

@@ -125,7 +125,8 @@ pub struct GrepSource {
     done: bool,
     /// Files and bytes searched by this stream, reported as progress.
     scanned: Scanned,
-    /// Of those, the files the host ruled out by the search's needles.
+    /// Of those, the files the host ruled out by the search's needles (the
+    /// binary ones among them counted binary too).
     ruled_out: u64,
     /// The work since the last item or checkpoint.
     pace: Pace,

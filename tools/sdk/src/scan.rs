@@ -71,8 +71,9 @@ pub enum Sought {
     NoneFound { size: u32, first_nul: Option<u32> },
 }
 
-/// The most needles [`read_head_seeking`] takes, and the longest.
+/// The most needles [`read_head_seeking`] takes.
 pub const MAX_NEEDLES: usize = 16;
+/// The longest needle [`read_head_seeking`] takes, in bytes.
 pub const MAX_NEEDLE: usize = 256;
 
 /// [`read_head`] for a search that knows byte strings at least one of which
