@@ -14,7 +14,7 @@ use aho_corasick::AhoCorasick;
 use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt};
 use cap_std::fs::{Dir, OpenOptionsExt};
 
-use super::bindings::cordon::tool::scan::{Entry, EntryKind, Host, SoughtHead, WithoutNeedles};
+use super::bindings::cordon::tool::scan::{Entry, EntryKind, Host, Seeking, SoughtHead, WithoutNeedles};
 use super::bindings::{WitError, WitErrorCode};
 use super::call::CallState;
 use super::host_files::io_error;
@@ -26,14 +26,8 @@ impl Host for CallState {
         self.head(&path, follow, max, 0)
     }
 
-    fn read_head_seeking(
-        &mut self,
-        path: String,
-        follow: bool,
-        max: u32,
-        needles: Vec<Vec<u8>>,
-        nul_probe: u32,
-    ) -> Result<SoughtHead, WitError> {
+    fn read_head_seeking(&mut self, path: String, follow: bool, seeking: Seeking) -> Result<SoughtHead, WitError> {
+        let Seeking { max, needles, nul_probe } = seeking;
         // Bad needles are refused before the file is opened.
         self.seeker().prepare(needles)?;
         let (bytes, whole) = self.head(&path, follow, max, nul_probe)?;
@@ -417,7 +411,8 @@ mod tests {
         probe: u32,
     ) -> Result<String, WitErrorCode> {
         let needles = needles.iter().map(|n| n.to_vec()).collect();
-        match Host::read_head_seeking(store.data_mut(), path.to_string(), false, max, needles, probe) {
+        let seeking = Seeking { max, needles, nul_probe: probe };
+        match Host::read_head_seeking(store.data_mut(), path.to_string(), false, seeking) {
             Ok(SoughtHead::Bytes((bytes, whole))) => Ok(format!("bytes {:?} {whole}", String::from_utf8_lossy(&bytes))),
             Ok(SoughtHead::NoneFound(none)) => Ok(format!("none {} {:?}", none.size, none.first_nul)),
             Err(e) => Err(e.code),

@@ -19,6 +19,7 @@ pub mod walk;
 use std::path::{Path, PathBuf};
 
 use cordon_sdk::items::{ItemStream, Items, Start};
+use cordon_sdk::scan::Seeking;
 use cordon_sdk::{Error, ErrorCode, Manifest, Summary, paths, schema};
 use serde_json::json;
 
@@ -226,6 +227,13 @@ impl Grep {
         let bounds = Bounds { from: position.as_ref().map(|p| p.path.clone()), end };
         let walker = Walker::new(&setup.root, &setup.target, &spec, bounds);
         let heap = HeapLimit::new(tuning.memory.or_else(cordon_sdk::host::memory_bytes));
+        // A whole file beside what the search holds: where that is little,
+        // only the start that tells a binary file.
+        let read = if heap.bytes >= 4 * source::WHOLE { source::WHOLE } else { guard::HEAD };
+        // The needles, read as much of, a binary file told by its first 64 KiB.
+        let needles = if tuning.no_needles { Vec::new() } else { needles::required(args) };
+        let nul_probe = if args.binary { 0 } else { guard::HEAD as u32 };
+        let seeking = (!needles.is_empty()).then_some(Seeking { max: read as u32, needles, nul_probe });
         let plan = Plan {
             mode: args.output_mode,
             searcher: args.searcher(heap),
@@ -237,10 +245,8 @@ impl Grep {
             max_line: Some(args.max_line_length.map_or(heap.longest_shown(), |m| m.min(heap.longest_shown()))),
             batch_items: tuning.batch.unwrap_or(if args.multiline { 8192 } else { 2048 }),
             batch_bytes: if args.multiline { 8 << 20 } else { 1 << 20 },
-            // A whole file beside what the search holds: where that is little,
-            // only the start that tells a binary file.
-            read: if heap.bytes >= 4 * source::WHOLE { source::WHOLE } else { guard::HEAD },
-            needles: if tuning.no_needles { Vec::new() } else { needles::required(args) },
+            read,
+            seeking,
         };
         let items = Items::new(GrepSource::new(plan, walker, position), start)?;
         Ok(Grep { root: setup.target.display().to_string(), items })

@@ -55,10 +55,10 @@ pub struct Plan {
     /// little) without a NUL byte is searched where it lies, and only a
     /// larger one's rest is read on through a `Guard`.
     pub read: usize,
-    /// Byte strings at least one of which every match holds (see
+    /// How a file's start is read with the search's needles (see
     /// `needles`): a file the host reads whole without finding one is not
-    /// searched. Empty: every file is.
-    pub needles: Vec<Vec<u8>>,
+    /// searched. `None`: every file is.
+    pub seeking: Option<scan::Seeking>,
 }
 
 /// The most of a file one host call reads (`scan.read-head`'s most, 1 MiB).
@@ -273,8 +273,8 @@ impl GrepSource {
     /// further than `HEAD` in a file whose first `HEAD` bytes hold a NUL
     /// byte, and rules out a file read whole that holds none of them.
     fn read_start(&self, path: &std::path::Path, named: bool) -> Result<Start, Error> {
-        if !self.plan.needles.is_empty() {
-            return self.read_head(path, named, self.plan.read);
+        if let Some(seeking) = &self.plan.seeking {
+            return self.seek_start(path, named, seeking);
         }
         let start = self.read_head(path, named, HEAD)?;
         if start.whole || start.nul.is_some() || self.plan.read <= HEAD {
@@ -283,32 +283,32 @@ impl GrepSource {
         self.read_head(path, named, self.plan.read)
     }
 
-    /// One host call: a file's first `max` bytes (`read_head`), or with the
-    /// search's needles (`read_head_seeking`, a NUL byte looked for in the
-    /// first `HEAD` bytes first) word that it holds none. A file ruled out
-    /// that way but for a NUL byte past the first `HEAD` is read after all:
-    /// the search ends before the NUL's line, where the guard stops it, and
-    /// counts it binary there.
+    /// One host call: a file's first `max` bytes, and where their first NUL
+    /// byte lies when the search looks for them.
     fn read_head(&self, path: &std::path::Path, named: bool, max: usize) -> Result<Start, Error> {
-        let nul = |at: Option<usize>| if self.plan.binary { None } else { at };
-        let read = |(head, whole): (Vec<u8>, bool)| {
-            let nul = nul(memchr::memchr(0, &head));
-            Start { read: head.len() as u64, head, whole, nul, ruled_out: false }
-        };
-        if self.plan.needles.is_empty() {
-            return scan::read_head(path, named, max as u32).map(read);
-        }
-        let probe = if self.plan.binary { 0 } else { HEAD as u32 };
-        match scan::read_head_seeking(path, named, max as u32, &self.plan.needles, probe)? {
-            Sought::Bytes(head, whole) => Ok(read((head, whole))),
-            Sought::NoneFound { first_nul, .. }
-                if nul(first_nul.map(|at| at as usize)).is_some_and(|at| at >= HEAD) =>
-            {
-                scan::read_head(path, named, max as u32).map(read)
+        let (head, whole) = scan::read_head(path, named, max as u32)?;
+        let nul = if self.plan.binary { None } else { memchr::memchr(0, &head) };
+        Ok(Start { read: head.len() as u64, head, whole, nul, ruled_out: false })
+    }
+
+    /// One host call with the search's needles (`read_head_seeking`, a NUL
+    /// byte looked for in the first `HEAD` bytes first): the start as
+    /// `read_head` gives it, or word that the file holds none. A file ruled
+    /// out that way but for a NUL byte past the first `HEAD` is read after
+    /// all: the search ends before the NUL's line, where the guard stops it,
+    /// and counts it binary there.
+    fn seek_start(&self, path: &std::path::Path, named: bool, seeking: &scan::Seeking) -> Result<Start, Error> {
+        let nul = |at: Option<u32>| if self.plan.binary { None } else { at.map(|at| at as usize) };
+        match scan::read_head_seeking(path, named, seeking)? {
+            Sought::Bytes(head, whole) => {
+                let nul = nul(memchr::memchr(0, &head).map(|at| at as u32));
+                Ok(Start { read: head.len() as u64, head, whole, nul, ruled_out: false })
+            }
+            Sought::NoneFound { first_nul, .. } if nul(first_nul).is_some_and(|at| at >= HEAD) => {
+                self.read_head(path, named, seeking.max as usize)
             }
             Sought::NoneFound { size, first_nul } => {
-                let nul = nul(first_nul.map(|at| at as usize));
-                Ok(Start { head: Vec::new(), whole: true, nul, read: u64::from(size), ruled_out: true })
+                Ok(Start { head: Vec::new(), whole: true, nul: nul(first_nul), read: u64::from(size), ruled_out: true })
             }
         }
     }

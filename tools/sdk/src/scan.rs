@@ -76,22 +76,27 @@ pub const MAX_NEEDLES: usize = 16;
 /// The longest needle [`read_head_seeking`] takes, in bytes.
 pub const MAX_NEEDLE: usize = 256;
 
-/// [`read_head`] for a search that knows byte strings at least one of which
-/// every match holds (`needles`, 1 to [`MAX_NEEDLES`], each of 1 to
-/// [`MAX_NEEDLE`] bytes): when the bytes read are the whole file and hold none
-/// of them, the host says so in place of the bytes, so a file that cannot
-/// match never crosses into the tool. Other needles fail with
-/// `InvalidArgument`. With a `nul_probe` (0: none), a file whose first
-/// `nul_probe` bytes hold a NUL byte is read no further: they alone are
-/// given, not whole (a search's binary file, ripgrep's rule).
-pub fn read_head_seeking(
-    path: &Path,
-    follow: bool,
-    max: u32,
-    needles: &[Vec<u8>],
-    nul_probe: u32,
-) -> Result<Sought, Error> {
-    imp::read_head_seeking(path, follow, max, needles, nul_probe)
+/// How [`read_head_seeking`] reads a file, and what it looks for: made once
+/// for a search.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Seeking {
+    /// The most bytes read, as [`read_head`]'s `max` (at most 1 MiB).
+    pub max: u32,
+    /// Byte strings at least one of which every match of the search holds:
+    /// 1 to [`MAX_NEEDLES`], each of 1 to [`MAX_NEEDLE`] bytes.
+    pub needles: Vec<Vec<u8>>,
+    /// 0, or a file whose first `nul_probe` bytes hold a NUL byte is read no
+    /// further: they alone are given, not whole (a search's binary file,
+    /// ripgrep's rule).
+    pub nul_probe: u32,
+}
+
+/// [`read_head`] for a search that knows its needles (see [`Seeking`]): when
+/// the bytes read are the whole file and hold none of them, the host says so
+/// in place of the bytes, so a file that cannot match never crosses into the
+/// tool. Other needles fail with `InvalidArgument`.
+pub fn read_head_seeking(path: &Path, follow: bool, seeking: &Seeking) -> Result<Sought, Error> {
+    imp::read_head_seeking(path, follow, seeking)
 }
 
 /// The entries of the directory `dir` (absolute, inside a granted root),
@@ -154,15 +159,10 @@ mod imp {
         scan::read_head(text, follow, max).map_err(crate::component::from_wit)
     }
 
-    pub fn read_head_seeking(
-        path: &Path,
-        follow: bool,
-        max: u32,
-        needles: &[Vec<u8>],
-        nul_probe: u32,
-    ) -> Result<Sought, Error> {
+    pub fn read_head_seeking(path: &Path, follow: bool, seeking: &Seeking) -> Result<Sought, Error> {
         let text = text_of(path)?;
-        match scan::read_head_seeking(text, follow, max, needles, nul_probe).map_err(crate::component::from_wit)? {
+        let wit = scan::Seeking { max: seeking.max, needles: seeking.needles.clone(), nul_probe: seeking.nul_probe };
+        match scan::read_head_seeking(text, follow, &wit).map_err(crate::component::from_wit)? {
             scan::SoughtHead::Bytes((bytes, whole)) => Ok(Sought::Bytes(bytes, whole)),
             scan::SoughtHead::NoneFound(none) => Ok(Sought::NoneFound { size: none.size, first_nul: none.first_nul }),
         }
@@ -224,21 +224,16 @@ mod imp {
     }
 
     /// As the host answers: the needles checked before the file is read.
-    pub fn read_head_seeking(
-        path: &Path,
-        follow: bool,
-        max: u32,
-        needles: &[Vec<u8>],
-        nul_probe: u32,
-    ) -> Result<Sought, Error> {
+    pub fn read_head_seeking(path: &Path, follow: bool, seeking: &Seeking) -> Result<Sought, Error> {
+        let Seeking { max, needles, nul_probe } = seeking;
         let bad = needles.iter().find(|n| n.is_empty() || n.len() > MAX_NEEDLE);
         if needles.is_empty() || needles.len() > MAX_NEEDLES || bad.is_some() {
             let sizes: Vec<usize> = needles.iter().map(Vec::len).collect();
             let message = format!("needles of {sizes:?} bytes: 1 to {MAX_NEEDLES}, each of 1 to {MAX_NEEDLE} bytes");
             return Err(Error::new(ErrorCode::InvalidArgument, message));
         }
-        let (mut bytes, mut whole) = read_head(path, follow, max.min(1 << 20))?;
-        let probe = nul_probe as usize;
+        let (mut bytes, mut whole) = read_head(path, follow, (*max).min(1 << 20))?;
+        let probe = *nul_probe as usize;
         if probe > 0 && bytes.len() > probe && memchr::memchr(0, &bytes[..probe]).is_some() {
             bytes.truncate(probe);
             whole = false;
