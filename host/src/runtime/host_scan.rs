@@ -27,9 +27,9 @@ impl Host for CallState {
     }
 
     fn read_head_seeking(&mut self, path: String, follow: bool, seeking: Seeking) -> Result<SoughtHead, WitError> {
-        let Seeking { max, needles, nul_probe } = seeking;
+        let Seeking { max, needles, nul_probe, ascii_case_insensitive } = seeking;
         // Bad needles are refused before the file is opened.
-        self.seeker().prepare(needles)?;
+        self.seeker().prepare(needles, ascii_case_insensitive)?;
         let (bytes, whole) = self.head(&path, follow, max, nul_probe)?;
         if !whole || self.seeker().finds(&bytes) {
             return Ok(SoughtHead::Bytes((bytes, whole)));
@@ -170,14 +170,15 @@ const MAX_NEEDLE: usize = 256;
 #[derive(Default)]
 pub struct Seeker {
     needles: Vec<Vec<u8>>,
+    ascii_case_insensitive: bool,
     finder: Option<AhoCorasick>,
 }
 
 impl Seeker {
     /// Makes `needles` the ones looked for: checked and prepared, unless
     /// they are those of the last call.
-    fn prepare(&mut self, needles: Vec<Vec<u8>>) -> Result<(), WitError> {
-        if self.finder.is_some() && self.needles == needles {
+    fn prepare(&mut self, needles: Vec<Vec<u8>>, ascii_case_insensitive: bool) -> Result<(), WitError> {
+        if self.finder.is_some() && self.needles == needles && self.ascii_case_insensitive == ascii_case_insensitive {
             return Ok(());
         }
         let invalid = |message: String| WitError { code: WitErrorCode::InvalidArgument, message };
@@ -187,10 +188,12 @@ impl Seeker {
         if let Some(bad) = needles.iter().find(|n| n.is_empty() || n.len() > MAX_NEEDLE) {
             return Err(invalid(format!("a needle of {} bytes: each holds 1 to {MAX_NEEDLE}", bad.len())));
         }
-        let finder =
-            AhoCorasick::new(&needles).map_err(|e| invalid(format!("the needles cannot be looked for: {e}")))?;
+        let mut builder = AhoCorasick::builder();
+        builder.ascii_case_insensitive(ascii_case_insensitive);
+        let finder = builder.build(&needles).map_err(|e| invalid(format!("the needles cannot be looked for: {e}")))?;
         self.finder = Some(finder);
         self.needles = needles;
+        self.ascii_case_insensitive = ascii_case_insensitive;
         Ok(())
     }
 
@@ -411,7 +414,7 @@ mod tests {
         probe: u32,
     ) -> Result<String, WitErrorCode> {
         let needles = needles.iter().map(|n| n.to_vec()).collect();
-        let seeking = Seeking { max, needles, nul_probe: probe };
+        let seeking = Seeking { max, needles, nul_probe: probe, ascii_case_insensitive: false };
         match Host::read_head_seeking(store.data_mut(), path.to_string(), false, seeking) {
             Ok(SoughtHead::Bytes((bytes, whole))) => Ok(format!("bytes {:?} {whole}", String::from_utf8_lossy(&bytes))),
             Ok(SoughtHead::NoneFound(none)) => Ok(format!("none {} {:?}", none.size, none.first_nul)),
@@ -426,6 +429,12 @@ mod tests {
         std::fs::write(&text, "alpha\nbeta\0gamma\n").unwrap();
         std::fs::write(format!("{base}/root/plain.txt"), "alpha\n").unwrap();
         let mut store = store(&base, &["secret/", "*.pem"]);
+        let mut folded = |ascii_case_insensitive| {
+            let seeking = Seeking { max: 64, needles: vec![b"ALPHA".to_vec()], nul_probe: 0, ascii_case_insensitive };
+            matches!(Host::read_head_seeking(store.data_mut(), text.clone(), false, seeking), Ok(SoughtHead::Bytes(_)))
+        };
+        assert!(folded(true), "`alpha` found for `ALPHA` in any ASCII case");
+        assert!(!folded(false), "and not otherwise: the needles are prepared again");
         let big = format!("{base}/root/big.bin");
         std::fs::write(&big, [&b"ab\0"[..], &[b'c'; 100]].concat()).unwrap();
         let mut probed = |path: &str, probe| seek(&mut store, path, 64, &[b"zz"], probe);

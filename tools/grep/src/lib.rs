@@ -231,9 +231,11 @@ impl Grep {
         // only the start that tells a binary file.
         let read = if heap.bytes >= 4 * source::WHOLE { source::WHOLE } else { guard::HEAD };
         // The needles, read as much of, a binary file told by its first 64 KiB.
-        let needles = if tuning.no_needles { Vec::new() } else { needles::required(args) };
+        let needles = if tuning.no_needles { Default::default() } else { needles::required(args) };
         let nul_probe = if args.binary { 0 } else { guard::HEAD as u32 };
-        let seeking = (!needles.is_empty()).then_some(Seeking { max: read as u32, needles, nul_probe });
+        let needles::Needles { bytes: needles, ascii_case_insensitive } = needles;
+        let seeking =
+            (!needles.is_empty()).then_some(Seeking { max: read as u32, needles, nul_probe, ascii_case_insensitive });
         let plan = Plan {
             mode: args.output_mode,
             searcher: args.searcher(heap),

@@ -9,8 +9,11 @@
 //! whenever smart case is on, which can only add case variants: the needles
 //! then hold for every match the matcher can find, or there are none.
 
+use std::sync::OnceLock;
+
 use regex_syntax::ParserBuilder;
 use regex_syntax::hir::literal::{ExtractKind, Extractor, Seq};
+use regex_syntax::hir::{Class, Hir, HirKind};
 
 use crate::args::Args;
 
@@ -27,22 +30,50 @@ const SHORTEST: usize = 2;
 const LONGEST: usize = 64;
 const _: () = assert!(LONGEST <= cordon_sdk::scan::MAX_NEEDLE);
 
+/// A search's needles, and how the host is to look for them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Needles {
+    /// The byte strings; none when the search has no needles.
+    pub bytes: Vec<Vec<u8>>,
+    /// Whether they are to be found in any ASCII case.
+    pub ascii_case_insensitive: bool,
+}
+
 /// The needles of the search `args` asks for; none when the pattern has no
-/// short set of long enough literals every match starts or ends with.
-pub fn required(args: &Args) -> Vec<Vec<u8>> {
+/// short set of long enough literals every match starts or ends with. A
+/// case-insensitive pattern whose case variants are too many is taken as
+/// written and its literals looked for in any ASCII case, when none of their
+/// letters has a case variant outside ASCII (`k` has the Kelvin sign, `s`
+/// the long s, a non-ASCII letter its own).
+pub fn required(args: &Args) -> Needles {
     let pattern = match args.fixed_strings {
         true => regex_syntax::escape(&args.pattern),
         false => args.pattern.clone(),
     };
+    let folding = args.case_insensitive || args.smart_case;
+    let exact = literals(&pattern, folding);
+    if !exact.is_empty() || !folding {
+        return Needles { bytes: exact, ascii_case_insensitive: false };
+    }
+    let written = literals(&pattern, false);
+    match written.iter().flatten().all(|&b| folds_within_ascii(b)) {
+        true => Needles { bytes: written, ascii_case_insensitive: true },
+        false => Needles::default(),
+    }
+}
+
+/// The prefix or suffix literals of `pattern` parsed as grep-regex parses it
+/// (`folding`: case-insensitively), every match starting or ending with one.
+fn literals(pattern: &str, folding: bool) -> Vec<Vec<u8>> {
     let parsed = ParserBuilder::new()
         .utf8(false)
         .unicode(true)
         .octal(false)
         .multi_line(true)
         .dot_matches_new_line(false)
-        .case_insensitive(args.case_insensitive || args.smart_case)
+        .case_insensitive(folding)
         .build()
-        .parse(&pattern);
+        .parse(pattern);
     let Ok(hir) = parsed else { return Vec::new() };
     let usable = |seq: Seq| {
         let literals = seq.literals()?;
@@ -66,6 +97,28 @@ pub fn required(args: &Args) -> Vec<Vec<u8>> {
     }
 }
 
+/// Whether the byte `b` is ASCII and every character a case-insensitive
+/// match may put in its place is too, by the regex's own case folding.
+fn folds_within_ascii(b: u8) -> bool {
+    static WITHIN: OnceLock<[bool; 128]> = OnceLock::new();
+    let within = WITHIN.get_or_init(|| {
+        std::array::from_fn(|b| {
+            let folded = regex_syntax::ParserBuilder::new()
+                .case_insensitive(true)
+                .build()
+                .parse(&regex_syntax::escape(&char::from(b as u8).to_string()));
+            let ascii = |hir: &Hir| match hir.kind() {
+                HirKind::Literal(literal) => literal.0.is_ascii(),
+                HirKind::Class(Class::Unicode(class)) => class.ranges().iter().all(|r| r.end().is_ascii()),
+                HirKind::Class(Class::Bytes(class)) => class.ranges().iter().all(|r| r.end().is_ascii()),
+                _ => false,
+            };
+            folded.as_ref().is_ok_and(ascii)
+        })
+    });
+    within.get(usize::from(b)).copied().unwrap_or(false)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -73,7 +126,9 @@ mod tests {
     fn needles(pattern: &str, tweak: impl FnOnce(&mut Args)) -> Vec<String> {
         let mut args = Args { pattern: pattern.into(), ..Args::default() };
         tweak(&mut args);
-        required(&args).into_iter().map(|n| String::from_utf8_lossy(&n).into_owned()).collect()
+        let found = required(&args);
+        assert!(!found.ascii_case_insensitive, "{pattern:?} taken as written");
+        found.bytes.into_iter().map(|n| String::from_utf8_lossy(&n).into_owned()).collect()
     }
 
     #[test]
@@ -98,8 +153,32 @@ mod tests {
         for pattern in [".*", "x", "[a-z]+", r"\w+\d", "foo|.", "a|b|c", "", "(unclosed"] {
             assert!(needles(pattern, |_| {}).is_empty(), "{pattern:?}");
         }
+    }
+
+    #[test]
+    fn a_long_case_insensitive_literal_is_looked_for_in_any_ascii_case_if_it_folds_only_there() {
+        let folded = |pattern: &str, tweak: fn(&mut Args)| {
+            let mut args = Args { pattern: pattern.into(), ..Args::default() };
+            tweak(&mut args);
+            let found = required(&args);
+            let bytes: Vec<String> = found.bytes.iter().map(|n| String::from_utf8_lossy(n).into_owned()).collect();
+            (bytes, found.ascii_case_insensitive)
+        };
+        let ci: fn(&mut Args) = |a| a.case_insensitive = true;
         // Smart case is taken as case-insensitive: 2^5 variants are too many.
-        assert!(needles("Error", |a| a.smart_case = true).is_empty());
-        assert!(needles("error", |a| a.case_insensitive = true).is_empty());
+        assert_eq!(folded("Error", |a| a.smart_case = true), (vec!["Error".to_string()], true));
+        assert_eq!(folded("error", ci), (vec!["error".to_string()], true));
+        assert_eq!(folded("[A-Z]\\w+Handler", ci), (vec!["Handler".to_string()], true));
+        // `k` matches the Kelvin sign, `s` the long s, `é` others: none then.
+        for pattern in ["kernel", "session", "café_au_lait", "(?u)ma\\x{e9}tre"] {
+            assert_eq!(folded(pattern, ci), (vec![], false), "{pattern}");
+        }
+    }
+
+    #[test]
+    fn only_k_and_s_of_the_ascii_letters_fold_outside_ascii() {
+        let outside: Vec<char> = (0..128u8).filter(|&b| !folds_within_ascii(b)).map(char::from).collect();
+        assert_eq!(outside, ['K', 'S', 'k', 's']);
+        assert!(!folds_within_ascii(0xC3), "a byte past ASCII");
     }
 }

@@ -89,6 +89,9 @@ pub struct Seeking {
     /// further: they alone are given, not whole (a search's binary file,
     /// ripgrep's rule).
     pub nul_probe: u32,
+    /// Whether a needle is found in any ASCII case (`A` for `a`); other
+    /// bytes as they are.
+    pub ascii_case_insensitive: bool,
 }
 
 /// [`read_head`] for a search that knows its needles (see [`Seeking`]): when
@@ -161,7 +164,12 @@ mod imp {
 
     pub fn read_head_seeking(path: &Path, follow: bool, seeking: &Seeking) -> Result<Sought, Error> {
         let text = text_of(path)?;
-        let wit = scan::Seeking { max: seeking.max, needles: seeking.needles.clone(), nul_probe: seeking.nul_probe };
+        let wit = scan::Seeking {
+            max: seeking.max,
+            needles: seeking.needles.clone(),
+            nul_probe: seeking.nul_probe,
+            ascii_case_insensitive: seeking.ascii_case_insensitive,
+        };
         match scan::read_head_seeking(text, follow, &wit).map_err(crate::component::from_wit)? {
             scan::SoughtHead::Bytes((bytes, whole)) => Ok(Sought::Bytes(bytes, whole)),
             scan::SoughtHead::NoneFound(none) => Ok(Sought::NoneFound { size: none.size, first_nul: none.first_nul }),
@@ -225,7 +233,7 @@ mod imp {
 
     /// As the host answers: the needles checked before the file is read.
     pub fn read_head_seeking(path: &Path, follow: bool, seeking: &Seeking) -> Result<Sought, Error> {
-        let Seeking { max, needles, nul_probe } = seeking;
+        let Seeking { max, needles, nul_probe, ascii_case_insensitive } = seeking;
         let bad = needles.iter().find(|n| n.is_empty() || n.len() > MAX_NEEDLE);
         if needles.is_empty() || needles.len() > MAX_NEEDLES || bad.is_some() {
             let sizes: Vec<usize> = needles.iter().map(Vec::len).collect();
@@ -238,7 +246,14 @@ mod imp {
             bytes.truncate(probe);
             whole = false;
         }
-        if !whole || needles.iter().any(|n| memchr::memmem::find(&bytes, n).is_some()) {
+        let found = match ascii_case_insensitive {
+            true => {
+                let hay = bytes.to_ascii_lowercase();
+                needles.iter().any(|n| memchr::memmem::find(&hay, &n.to_ascii_lowercase()).is_some())
+            }
+            false => needles.iter().any(|n| memchr::memmem::find(&bytes, n).is_some()),
+        };
+        if !whole || found {
             return Ok(Sought::Bytes(bytes, whole));
         }
         let first_nul = memchr::memchr(0, &bytes).map(|at| at as u32);

@@ -76,6 +76,8 @@ fn files_ruled_out_by_the_needles_change_nothing_but_what_is_read_into_the_searc
         json!({"pattern": "need|needle", "multiline": true}),
         json!({"pattern": "NEE", "case_insensitive": true, "output_mode": "count"}),
         json!({"pattern": "nee", "smart_case": true, "output_mode": "count"}),
+        json!({"pattern": "NEEDLE", "case_insensitive": true, "output_mode": "count"}),
+        json!({"pattern": "Needle \\w", "smart_case": true}),
         json!({"pattern": "[a-z]+ needle", "output_mode": "count"}),
         json!({"pattern": "needle (", "fixed_strings": true, "output_mode": "count"}),
     ];
