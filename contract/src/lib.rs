@@ -10,10 +10,12 @@
 
 mod error;
 mod manifest;
+mod needles;
 mod output;
 
 pub use error::{ErrorCode, MAX_MESSAGE_BYTES, ToolError};
 pub use manifest::{Access, Manifest, valid_name};
+pub use needles::{MAX_NEEDLE, MAX_NEEDLES, check_needles};
 pub use output::{Budget, Chunk, Fingerprint, Payload, Span, Summary};
 
 /// The environment variable in which the host tells a tool instance how many

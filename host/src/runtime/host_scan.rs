@@ -161,10 +161,6 @@ impl CallState {
     }
 }
 
-/// The most needles `read-head-seeking` takes, and the longest.
-const MAX_NEEDLES: usize = 16;
-const MAX_NEEDLE: usize = 256;
-
 /// The needles `read-head-seeking` was last given, prepared once for the
 /// many files a search asks about with the same ones.
 #[derive(Default)]
@@ -182,12 +178,7 @@ impl Seeker {
             return Ok(());
         }
         let invalid = |message: String| WitError { code: WitErrorCode::InvalidArgument, message };
-        if needles.is_empty() || needles.len() > MAX_NEEDLES {
-            return Err(invalid(format!("{} needles given: 1 to {MAX_NEEDLES} are looked for", needles.len())));
-        }
-        if let Some(bad) = needles.iter().find(|n| n.is_empty() || n.len() > MAX_NEEDLE) {
-            return Err(invalid(format!("a needle of {} bytes: each holds 1 to {MAX_NEEDLE}", bad.len())));
-        }
+        cordon_contract::check_needles(&needles).map_err(invalid)?;
         let mut builder = AhoCorasick::builder();
         builder.ascii_case_insensitive(ascii_case_insensitive);
         let finder = builder.build(&needles).map_err(|e| invalid(format!("the needles cannot be looked for: {e}")))?;

@@ -69,17 +69,8 @@ pub const WHOLE: usize = 1 << 20;
 struct Current {
     /// The file's path, and how items and positions show it.
     name: Shown,
-    /// The file's first bytes, read in one host call (empty: not read).
-    head: Vec<u8>,
-    /// Whether `head` is the whole file.
-    whole: bool,
-    /// Where in `head` its first NUL byte is, when the search looks for them.
-    nul: Option<usize>,
-    /// The bytes the host read of it: `head`'s, or the whole file's when
-    /// the host ruled it out.
-    read: u64,
-    /// Read whole by the host, it holds none of the search's needles.
-    ruled_out: bool,
+    /// The file's start as the host read it (not read: resumed inside).
+    start: Start,
     /// The file, opened when what is searched lies past `head`.
     file: Option<File>,
     /// The line and byte the next search run starts at.
@@ -248,11 +239,7 @@ impl GrepSource {
             self.ruled_out += u64::from(start.ruled_out);
             self.current = Some(Current {
                 name: Shown::new(path),
-                head: start.head,
-                whole: start.whole,
-                nul: start.nul,
-                read: start.read,
-                ruled_out: start.ruled_out,
+                start,
                 file,
                 line,
                 byte,
@@ -287,8 +274,14 @@ impl GrepSource {
     /// byte lies when the search looks for them.
     fn read_head(&self, path: &std::path::Path, named: bool, max: usize) -> Result<Start, Error> {
         let (head, whole) = scan::read_head(path, named, max as u32)?;
+        Ok(self.started(head, whole))
+    }
+
+    /// A start read as bytes, with where their first NUL byte lies when the
+    /// search looks for them.
+    fn started(&self, head: Vec<u8>, whole: bool) -> Start {
         let nul = if self.plan.binary { None } else { memchr::memchr(0, &head) };
-        Ok(Start { read: head.len() as u64, head, whole, nul, ruled_out: false })
+        Start { read: head.len() as u64, head, whole, nul, ruled_out: false }
     }
 
     /// One host call with the search's needles (`read_head_seeking`, a NUL
@@ -300,10 +293,7 @@ impl GrepSource {
     fn seek_start(&self, path: &std::path::Path, named: bool, seeking: &scan::Seeking) -> Result<Start, Error> {
         let nul = |at: Option<u32>| if self.plan.binary { None } else { at.map(|at| at as usize) };
         match scan::read_head_seeking(path, named, seeking)? {
-            Sought::Bytes(head, whole) => {
-                let nul = nul(memchr::memchr(0, &head).map(|at| at as u32));
-                Ok(Start { read: head.len() as u64, head, whole, nul, ruled_out: false })
-            }
+            Sought::Bytes(head, whole) => Ok(self.started(head, whole)),
             Sought::NoneFound { first_nul, .. } if nul(first_nul).is_some_and(|at| at >= HEAD) => {
                 self.read_head(path, named, seeking.max as usize)
             }
@@ -381,19 +371,19 @@ impl GrepSource {
         }
         let check = !self.plan.binary;
         // ripgrep's rule: a NUL byte in the first `HEAD` bytes, and the file is binary.
-        if cur.byte == 0 && cur.nul.is_some_and(|at| at < HEAD) {
+        if cur.byte == 0 && cur.start.nul.is_some_and(|at| at < HEAD) {
             self.counts.binary_files += 1;
-            self.scanned.add(1, cur.read);
+            self.scanned.add(1, cur.start.read);
             return Ok(Some(cur.name));
         }
-        if cur.ruled_out {
-            self.scanned.add(1, cur.read);
+        if cur.start.ruled_out {
+            self.scanned.add(1, cur.start.read);
             return Ok(Some(cur.name));
         }
         // What lies in `head` from the byte searched on, then the rest of the file.
-        let from = (cur.byte as usize).min(cur.head.len());
-        let rest_at = cur.byte.max(cur.head.len() as u64);
-        let rest = match (cur.whole, &mut cur.file) {
+        let from = (cur.byte as usize).min(cur.start.head.len());
+        let rest_at = cur.byte.max(cur.start.head.len() as u64);
+        let rest = match (cur.start.whole, &mut cur.file) {
             (true, _) => Ok(None),
             (false, Some(file)) => file.seek(SeekFrom::Start(rest_at)).map(|_| cur.file.as_mut()),
             (false, None) => File::open(&cur.name.path)
@@ -420,17 +410,17 @@ impl GrepSource {
             max_bytes: self.plan.batch_bytes,
         };
         let mut out = VecDeque::new();
-        let head = &cur.head[from..];
+        let head = &cur.start.head[from..];
         let mut sink = Collector::new(&settings, &mut cur.name, cur.line - 1, cur.byte, &mut out);
         let (result, tripped, failed, served) = match rest {
             // The head is the whole file and holds no NUL byte: searched
             // where it lies, not copied through the searcher's buffer.
-            None if cur.nul.is_none() => {
+            None if cur.start.nul.is_none() => {
                 let result = self.plan.searcher.search_slice(&self.plan.matcher, head, &mut sink);
                 (result, false, false, head.len() as u64)
             }
             rest => {
-                let mut guard = match cur.nul {
+                let mut guard = match cur.start.nul {
                     // Past `HEAD`: the lines before the NUL's line are searched.
                     Some(_) => Guard::with_unchecked_head(Rest(rest), head, check),
                     None => Guard::new(Rest(rest), head, check),

@@ -71,10 +71,8 @@ pub enum Sought {
     NoneFound { size: u32, first_nul: Option<u32> },
 }
 
-/// The most needles [`read_head_seeking`] takes.
-pub const MAX_NEEDLES: usize = 16;
-/// The longest needle [`read_head_seeking`] takes, in bytes.
-pub const MAX_NEEDLE: usize = 256;
+/// The bounds of [`read_head_seeking`]'s needles (the contract's).
+pub use cordon_contract::{MAX_NEEDLE, MAX_NEEDLES};
 
 /// How [`read_head_seeking`] reads a file, and what it looks for: made once
 /// for a search.
@@ -234,12 +232,7 @@ mod imp {
     /// As the host answers: the needles checked before the file is read.
     pub fn read_head_seeking(path: &Path, follow: bool, seeking: &Seeking) -> Result<Sought, Error> {
         let Seeking { max, needles, nul_probe, ascii_case_insensitive } = seeking;
-        let bad = needles.iter().find(|n| n.is_empty() || n.len() > MAX_NEEDLE);
-        if needles.is_empty() || needles.len() > MAX_NEEDLES || bad.is_some() {
-            let sizes: Vec<usize> = needles.iter().map(Vec::len).collect();
-            let message = format!("needles of {sizes:?} bytes: 1 to {MAX_NEEDLES}, each of 1 to {MAX_NEEDLE} bytes");
-            return Err(Error::new(ErrorCode::InvalidArgument, message));
-        }
+        cordon_contract::check_needles(needles).map_err(|message| Error::new(ErrorCode::InvalidArgument, message))?;
         let (mut bytes, mut whole) = read_head(path, follow, (*max).min(1 << 20))?;
         let probe = *nul_probe as usize;
         if probe > 0 && bytes.len() > probe && memchr::memchr(0, &bytes[..probe]).is_some() {
