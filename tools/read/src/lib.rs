@@ -8,6 +8,7 @@ pub mod reader;
 pub mod sniff;
 
 use cordon_sdk::file::ReadFile;
+use cordon_sdk::scan::Kind;
 use cordon_sdk::{
     Budget, Chunk, Error, ErrorCode, Fingerprint, Manifest, Payload, Span, Stream, Summary, paths, progress, schema,
 };
@@ -161,25 +162,25 @@ impl Read {
         let selection = args.selection()?;
         let resolved = paths::resolve(roots, &args.path)?;
         let shown = resolved.display().to_string();
-        // Looked at without following a symlink first: one `statx` on the
-        // host, where following is an open, a `statx` and a close.
-        let stat = |follow: bool| {
-            let meta = if follow { std::fs::metadata(&resolved) } else { std::fs::symlink_metadata(&resolved) };
-            meta.map_err(|e| Error::io(&format!("`{shown}`"), &e))
-        };
-        let seen = stat(false)?;
-        let meta = if seen.file_type().is_symlink() { stat(true)? } else { seen.clone() };
-        if meta.is_dir() {
-            return Err(Error::new(ErrorCode::InvalidArgument, format!("`{shown}` is a directory, not a file")));
-        }
-        if !meta.is_file() {
-            return Err(Error::new(
-                ErrorCode::Unsupported,
-                format!("`{shown}` is not a regular file (a FIFO, socket or device); it cannot be read"),
-            ));
+        // Looked at without following a symlink first: one WASI `stat-at`, one
+        // `statx` on the host (following is an open, a `statx` and a close;
+        // `std::fs::symlink_metadata` made a second call for an inode number).
+        let seen = paths::stat(&resolved, false)?;
+        let meta = if seen.kind == Kind::Symlink { paths::stat(&resolved, true)? } else { seen };
+        match meta.kind {
+            Kind::File => {}
+            Kind::Dir => {
+                return Err(Error::new(ErrorCode::InvalidArgument, format!("`{shown}` is a directory, not a file")));
+            }
+            Kind::Symlink | Kind::Other => {
+                return Err(Error::new(
+                    ErrorCode::Unsupported,
+                    format!("`{shown}` is not a regular file (a FIFO, socket or device); it cannot be read"),
+                ));
+            }
         }
         let mut file = ReadFile::open_seen(&resolved, &shown, &seen)?;
-        let size = meta.len();
+        let size = meta.size;
         let head = Head::read(&mut file, size, sniff::HEAD_BYTES).map_err(|e| Error::io(&format!("`{shown}`"), &e))?;
         let whole = (head.bytes.len() as u64) >= size;
         let sniffed = sniff::notebook(&args.path, sniff::sniff(&head.bytes, whole), &head.bytes);

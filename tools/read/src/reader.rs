@@ -37,7 +37,7 @@ impl Head {
     pub fn read(src: &mut impl Read, size: u64, most: usize) -> std::io::Result<Head> {
         let ask = usize::try_from(size.saturating_add(1)).map_or(most, |left| left.min(most));
         let mut bytes = vec![0; ask];
-        let got = read_into(src, &mut bytes)?;
+        let got = read_into(src, &mut bytes, usize::try_from(size).unwrap_or(usize::MAX))?;
         bytes.truncate(got);
         Ok(Head { bytes, ended: got < ask })
     }
@@ -45,12 +45,16 @@ impl Head {
 
 /// Fills `room` from `src` until it is full or the file ends; how many bytes
 /// came. Into room made for all of it: each `read` is a host call, and
-/// `read_to_end` would start with a 32-byte probe and small reads.
-fn read_into(src: &mut impl Read, room: &mut [u8]) -> std::io::Result<usize> {
+/// `read_to_end` would start with a 32-byte probe and small reads. A read
+/// that comes back short once `expected` bytes are in (what the file held
+/// there when it was opened) is taken as the file's end: another read would
+/// only confirm it, a host call and a `pread` more for every small file.
+fn read_into(src: &mut impl Read, room: &mut [u8], expected: usize) -> std::io::Result<usize> {
     let mut got = 0;
     while got < room.len() {
         match src.read(&mut room[got..]) {
             Ok(0) => break,
+            Ok(n) if got + n >= expected && got + n < room.len() => return Ok(got + n),
             Ok(n) => got += n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
@@ -311,7 +315,8 @@ impl<R: Read + Seek> ReadStream<R> {
         let ask = left.map_or(ask, |left| ask.min(usize::try_from(left).unwrap_or(usize::MAX)));
         let start = self.buf.len();
         self.buf.resize(start + ask, 0);
-        let got = match read_into(&mut self.src, &mut self.buf[start..]) {
+        let expected = left.map_or(usize::MAX, |left| usize::try_from(left - 1).unwrap_or(usize::MAX));
+        let got = match read_into(&mut self.src, &mut self.buf[start..], expected) {
             Ok(got) => got,
             Err(e) => {
                 self.buf.truncate(start);

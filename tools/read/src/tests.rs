@@ -359,15 +359,19 @@ fn a_file_that_grew_or_shrank_since_it_was_opened_is_read_to_its_real_end() {
 }
 
 /// A file that counts the bytes read from it.
+/// A file that counts the bytes read from it, and the reads (each a host call
+/// in a component).
 struct Counted {
     file: Cursor<Vec<u8>>,
     read: std::rc::Rc<std::cell::Cell<usize>>,
+    calls: std::rc::Rc<std::cell::Cell<usize>>,
 }
 
 impl std::io::Read for Counted {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let n = self.file.read(buf)?;
         self.read.set(self.read.get() + n);
+        self.calls.set(self.calls.get() + 1);
         Ok(n)
     }
 }
@@ -396,8 +400,8 @@ fn the_sniffed_head_is_not_read_again_and_every_selection_gives_the_same_bytes()
             let Ok(plain) = ReadStream::open(Cursor::new(file.to_vec()), len as u64, selection, resume) else {
                 continue;
             };
-            let read = std::rc::Rc::new(std::cell::Cell::new(0));
-            let mut counted = Counted { file: Cursor::new(file.to_vec()), read: read.clone() };
+            let (read, calls) = (std::rc::Rc::new(std::cell::Cell::new(0)), std::rc::Rc::new(std::cell::Cell::new(0)));
+            let mut counted = Counted { file: Cursor::new(file.to_vec()), read: read.clone(), calls: calls.clone() };
             let head = Head::read(&mut counted, len as u64, 8 * 1024).unwrap();
             assert_eq!(head.bytes, file[..len.min(8 * 1024)], "{len} bytes");
             assert_eq!(head.ended, len < 8 * 1024, "{len} bytes");
@@ -412,6 +416,10 @@ fn the_sniffed_head_is_not_read_again_and_every_selection_gives_the_same_bytes()
             }
             if (selection, resume) == (lines(1, None), None) {
                 assert_eq!(read.get(), len, "{len} bytes read once");
+                // A short read at the size the file had is its end: no read
+                // more to see it. A file under the head's 8 KiB is one read;
+                // a larger one the head's and one for the rest.
+                assert_eq!(calls.get(), if len < 8 * 1024 { 1 } else { 2 }, "{len} bytes: reads");
             }
         }
     }

@@ -11,6 +11,7 @@
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
+use crate::scan::{Kind, Stat};
 use crate::{Error, Fingerprint};
 
 /// A regular file opened for reading, with the position `Read` goes on from.
@@ -33,14 +34,14 @@ impl ReadFile {
     }
 
     /// Opens `path` as `open` does, given what the caller saw at the path
-    /// just before without following a symlink (`std::fs::symlink_metadata`).
+    /// just before without following a symlink (`paths::stat(path, false)`).
     /// When that was not a symlink, the fingerprint's identity is asked of the
     /// path without following one, which the host answers with one `statx`
     /// instead of an open, a `statx` and a close; a path replaced by a symlink
     /// since has another identity either way.
-    pub fn open_seen(path: &Path, shown: &str, seen: &std::fs::Metadata) -> Result<ReadFile, Error> {
+    pub fn open_seen(path: &Path, shown: &str, seen: &Stat) -> Result<ReadFile, Error> {
         let mut file = ReadFile::open(path, shown)?;
-        file.follow = seen.file_type().is_symlink();
+        file.follow = seen.kind == Kind::Symlink;
         Ok(file)
     }
 
@@ -205,7 +206,7 @@ mod tests {
         std::fs::write(&path, "a file").unwrap();
         std::fs::write(&target, "a target").unwrap();
         std::os::unix::fs::symlink(&target, &link).unwrap();
-        let seen = |p: &Path| std::fs::symlink_metadata(p).unwrap();
+        let seen = |p: &Path| crate::paths::stat(p, false).unwrap();
         // Seen as a file: the same identity as when opened by `open`.
         let file = ReadFile::open_seen(&path, "f.txt", &seen(&path)).unwrap();
         let followed = ReadFile::open(&path, "f.txt").unwrap();

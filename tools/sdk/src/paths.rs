@@ -8,6 +8,7 @@
 
 use std::path::{Component, Path, PathBuf};
 
+use crate::scan::{Kind, Stat};
 use crate::{Error, ErrorCode};
 
 /// Resolves `input` against `roots` (absolute paths, first one the default).
@@ -121,6 +122,43 @@ pub(crate) fn identity_at(path: &Path, shown: &str, follow: bool) -> Result<u64,
     Ok(hash.lower ^ hash.upper.rotate_left(1))
 }
 
+/// The metadata of the entry at `path` (absolute, inside a granted root), a
+/// symlink its last component is followed only with `follow`: one WASI
+/// `stat-at`, without the second call (`metadata-hash-at`, for an inode
+/// number) that `std::fs::symlink_metadata` and `std::fs::metadata` make
+/// through wasi-libc. Errors name `path` as `Error::io` words them.
+#[cfg(target_arch = "wasm32")]
+pub fn stat(path: &Path, follow: bool) -> Result<Stat, Error> {
+    use wasip2::filesystem::types::{DescriptorType, PathFlags};
+    let flags = if follow { PathFlags::SYMLINK_FOLLOW } else { PathFlags::empty() };
+    let st = at_preopen(path, &path.display().to_string(), |dir, rel| dir.stat_at(flags, rel))?;
+    let kind = match st.type_ {
+        DescriptorType::RegularFile => Kind::File,
+        DescriptorType::Directory => Kind::Dir,
+        DescriptorType::SymbolicLink => Kind::Symlink,
+        _ => Kind::Other,
+    };
+    let mtime_ns = st
+        .data_modification_timestamp
+        .map_or(0, |t| t.seconds.saturating_mul(1_000_000_000).saturating_add(u64::from(t.nanoseconds)));
+    Ok(Stat { kind, size: st.size, mtime_ns })
+}
+
+/// The metadata of the entry at `path`, a symlink its last component is
+/// followed only with `follow`.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn stat(path: &Path, follow: bool) -> Result<Stat, Error> {
+    let meta = if follow { std::fs::metadata(path) } else { std::fs::symlink_metadata(path) };
+    let meta = meta.map_err(|e| Error::io(&format!("`{}`", path.display()), &e))?;
+    let kind = match meta.file_type() {
+        t if t.is_file() => Kind::File,
+        t if t.is_dir() => Kind::Dir,
+        t if t.is_symlink() => Kind::Symlink,
+        _ => Kind::Other,
+    };
+    Ok(Stat { kind, size: meta.len(), mtime_ns: mtime_ns(&meta) })
+}
+
 /// How many hard links the file at `path` has (the path itself not followed if
 /// it is a symlink).
 #[cfg(target_arch = "wasm32")]
@@ -194,14 +232,14 @@ pub struct Entry {
 
 impl Entry {
     /// The entry at `path`, described by one stat of its own (unfollowed)
-    /// metadata ([`listing::stat`](crate::scan::stat)).
+    /// metadata ([`stat`]).
     pub fn at(path: &Path) -> Result<Entry, Error> {
-        let stat = crate::scan::stat(path)?;
+        let stat = stat(path, false)?;
         let kind = match stat.kind {
-            crate::scan::Kind::File => "file",
-            crate::scan::Kind::Dir => "dir",
-            crate::scan::Kind::Symlink => "symlink",
-            crate::scan::Kind::Other => "other",
+            Kind::File => "file",
+            Kind::Dir => "dir",
+            Kind::Symlink => "symlink",
+            Kind::Other => "other",
         };
         Ok(Entry { path: path.to_string_lossy().into_owned(), kind, size: stat.size, mtime_ns: stat.mtime_ns })
     }

@@ -1,8 +1,8 @@
 //! What scanning many files needs, cheaply: a directory's entries with their
-//! types, an entry's metadata, and a file's first bytes. In a component through
-//! the host's `scan` import (one directory read and no stat per entry; a file's
-//! head in one host call; deny rules applied by the host) and one WASI stat;
-//! natively through `std::fs` (for unit tests).
+//! types, and a file's first bytes. In a component through the host's `scan`
+//! import (one directory read and no stat per entry; a file's head in one host
+//! call; deny rules applied by the host); natively through `std::fs` (for unit
+//! tests). An entry's own metadata is `paths::stat`'s (one WASI stat).
 
 use std::path::Path;
 
@@ -42,13 +42,6 @@ pub struct Stat {
     pub size: u64,
     /// The modification time in nanoseconds since the Unix epoch (0: unknown).
     pub mtime_ns: u64,
-}
-
-/// The metadata of the entry at `path` (absolute, inside a granted root),
-/// symlinks not followed: one stat, without the second one (for an inode
-/// number) that `std::fs::symlink_metadata` makes through wasi-libc.
-pub fn stat(path: &Path) -> Result<Stat, Error> {
-    imp::stat(path)
 }
 
 /// The first bytes of the regular file at `path` (absolute, inside a granted
@@ -112,42 +105,6 @@ pub fn read_dir(dir: &Path, follow: bool) -> Result<Vec<DirEntry>, Error> {
 mod imp {
     use super::*;
     use crate::component::cordon::tool::scan::{self, EntryKind};
-    use wasip2::filesystem::types::{DescriptorType, ErrorCode as WasiError, PathFlags};
-
-    pub fn stat(path: &Path) -> Result<Stat, Error> {
-        let shown = || format!("`{}`", path.display());
-        crate::preopens::with(|roots| {
-            let (dir, rel) = roots
-                .iter()
-                .filter_map(|(dir, root)| path.strip_prefix(root).ok().map(|rel| (dir, root.len(), rel)))
-                .max_by_key(|&(_, len, _)| len)
-                .map(|(dir, _, rel)| (dir, rel))
-                .ok_or_else(|| Error::new(ErrorCode::PermissionDenied, format!("{} is outside every root", shown())))?;
-            let rel = match rel.to_str() {
-                Some("") => ".",
-                Some(rel) => rel,
-                None => return Err(Error::new(ErrorCode::NotFound, format!("{} is not UTF-8", shown()))),
-            };
-            let st = dir.stat_at(PathFlags::empty(), rel).map_err(|e| {
-                let code = match e {
-                    WasiError::NoEntry => ErrorCode::NotFound,
-                    WasiError::Access | WasiError::NotPermitted => ErrorCode::PermissionDenied,
-                    _ => ErrorCode::Io,
-                };
-                Error::new(code, format!("{} could not be described: {}", shown(), e.message()))
-            })?;
-            let kind = match st.type_ {
-                DescriptorType::RegularFile => Kind::File,
-                DescriptorType::Directory => Kind::Dir,
-                DescriptorType::SymbolicLink => Kind::Symlink,
-                _ => Kind::Other,
-            };
-            let mtime_ns = st
-                .data_modification_timestamp
-                .map_or(0, |t| t.seconds.saturating_mul(1_000_000_000).saturating_add(u64::from(t.nanoseconds)));
-            Ok(Stat { kind, size: st.size, mtime_ns })
-        })
-    }
 
     /// A path as WIT passes it: UTF-8, or not found (WASI cannot name it).
     fn text_of(path: &Path) -> Result<&str, Error> {
@@ -251,12 +208,6 @@ mod imp {
         }
         let first_nul = memchr::memchr(0, &bytes).map(|at| at as u32);
         Ok(Sought::NoneFound { size: bytes.len() as u32, first_nul })
-    }
-
-    pub fn stat(path: &Path) -> Result<Stat, Error> {
-        let meta = std::fs::symlink_metadata(path).map_err(|e| Error::io(&format!("`{}`", path.display()), &e))?;
-        let kind = kind_of(meta.file_type());
-        Ok(Stat { kind, size: meta.len(), mtime_ns: super::mtime_ns(&meta) })
     }
 
     pub fn read_dir(dir: &Path, follow: bool) -> Result<Vec<DirEntry>, Error> {
