@@ -315,7 +315,7 @@ impl Walker {
 
     /// The text `path` relative to the root searched.
     fn relative_text<'p>(&self, path: &'p str) -> Option<&'p str> {
-        let rest = path.strip_prefix(self.root.as_str())?;
+        let rest = cordon_sdk::paths::strip_text_prefix(path, &self.root)?;
         if rest.is_empty() { Some(rest) } else { rest.strip_prefix('/') }
     }
 }

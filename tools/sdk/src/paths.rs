@@ -55,14 +55,31 @@ pub fn resolve_or_first_root(roots: &[String], input: Option<&str>) -> Result<Pa
     resolve(roots, input.unwrap_or("."))
 }
 
+/// `text` after `prefix`, if it starts with it: as `str::strip_prefix`, with
+/// the bytes compared eight at a time. In a component, `strip_prefix` is
+/// wasi-libc's `memcmp`, a byte at a time, and walks ask this of every entry
+/// (its path below the walk's root, and below each directory of its ignore
+/// files): 3–4 % of a glob's time.
+pub fn strip_text_prefix<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
+    let (head, prefix_bytes) = (text.as_bytes().get(..prefix.len())?, prefix.as_bytes());
+    let whole = prefix.len() / 8 * 8;
+    let word = |w: &[u8]| u64::from_ne_bytes(w.try_into().expect("eight bytes"));
+    let same = head.chunks_exact(8).zip(prefix_bytes.chunks_exact(8)).all(|(a, b)| word(a) == word(b))
+        && head[whole..] == prefix_bytes[whole..];
+    // Equal bytes end where `prefix`, whole characters, ends: a boundary.
+    if same { text.get(prefix.len()..) } else { None }
+}
+
 /// Finds the root that holds `path` (the longest, when roots nest) and returns
 /// its index with `path` relative to it (`.` for the root itself).
 pub fn within_root<'a>(roots: &[&str], path: &'a Path) -> Option<(usize, &'a Path)> {
     roots
         .iter()
         .enumerate()
-        .filter_map(|(i, root)| path.strip_prefix(root).ok().map(|rel| (i, Path::new(root).components().count(), rel)))
-        .max_by_key(|&(_, depth, _)| depth)
+        // Of the roots that hold it, the longest is the deepest (roots are
+        // absolute and normalized).
+        .filter_map(|(i, root)| path.strip_prefix(root).ok().map(|rel| (i, root.len(), rel)))
+        .max_by_key(|&(_, len, _)| len)
         .map(|(i, _, rel)| (i, if rel.as_os_str().is_empty() { Path::new(".") } else { rel }))
 }
 
@@ -321,6 +338,28 @@ mod tests {
     fn empty_and_nul_paths_are_invalid() {
         assert_eq!(resolve(&roots(), "").unwrap_err().code, ErrorCode::InvalidArgument);
         assert_eq!(resolve(&roots(), "a\0b").unwrap_err().code, ErrorCode::InvalidArgument);
+    }
+
+    #[test]
+    fn a_text_prefix_is_stripped_as_str_strip_prefix_does() {
+        let texts = ["", "a", "/srv/root", "/srv/root/", "/srv/root/a/b.rs", "/srv/rooted/x", "/srv/ro", "/srv/röot/ä", "ä"];
+        for text in texts {
+            for prefix in texts.iter().chain(&["/srv/root/a/b.r", "/srv/root/a/b.rs/", "/srv/röot", "/srv/r\u{f6}"]) {
+                assert_eq!(strip_text_prefix(text, prefix), text.strip_prefix(prefix), "{text:?} {prefix:?}");
+            }
+        }
+        // Every length, and a difference at every place, about the words' edges.
+        let long = "/a/very/long/root/of/a/walk/0123456789abcdef";
+        for len in 0..=long.len() {
+            let prefix = &long[..len];
+            assert_eq!(strip_text_prefix(long, prefix), Some(&long[len..]));
+            for at in 0..len {
+                let mut bytes = prefix.as_bytes().to_vec();
+                bytes[at] ^= 0x01;
+                let changed = String::from_utf8(bytes).unwrap();
+                assert_eq!(strip_text_prefix(long, &changed), None, "{changed:?}");
+            }
+        }
     }
 
     #[test]

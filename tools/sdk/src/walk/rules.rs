@@ -155,7 +155,9 @@ pub(super) fn keeps(f: &Filters, rules: Option<&Rc<Rules>>, path: &Path, name: &
 /// their strip gives up at the first component.
 pub(super) fn below<'a>(text: Option<&'a str>, path: &'a Path, dir: &Path) -> Option<&'a Path> {
     let rest = match (text, dir.to_str()) {
-        (Some(text), Some(dir)) => Path::new(text.strip_prefix(dir.trim_end_matches('/'))?.strip_prefix('/')?),
+        (Some(text), Some(dir)) => {
+            Path::new(crate::paths::strip_text_prefix(text, dir.trim_end_matches('/'))?.strip_prefix('/')?)
+        }
         // Not text (only off WASI): by components.
         _ => path.strip_prefix(dir).ok()?,
     };
