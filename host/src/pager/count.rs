@@ -18,7 +18,6 @@
 //! least". It never fails the page: a count that cannot run is a count of
 //! nothing, not exact.
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 // Paths are hashed with foldhash, not SipHash: a glob's count hashes each
@@ -498,6 +497,8 @@ impl Pager {
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::*;
 
     #[test]
@@ -603,8 +604,24 @@ mod tests {
     #[test]
     fn path_order_by_bytes_is_the_order_of_components() {
         let paths = [
-            "", "/", "/a", "/a.rs", "/a/b", "/a/b.rs", "/a/b/c", "/a-b", "/a0", "/ab", "/ab/c", "/b", "/a/bc",
-            "/a/b c", "/ä", "/a/ä.rs", "/z/\u{7f}", "/a b/c",
+            "",
+            "/",
+            "/a",
+            "/a.rs",
+            "/a/b",
+            "/a/b.rs",
+            "/a/b/c",
+            "/a-b",
+            "/a0",
+            "/ab",
+            "/ab/c",
+            "/b",
+            "/a/bc",
+            "/a/b c",
+            "/ä",
+            "/a/ä.rs",
+            "/z/\u{7f}",
+            "/a b/c",
         ];
         for a in paths {
             for b in paths {

@@ -342,7 +342,8 @@ mod tests {
 
     #[test]
     fn a_text_prefix_is_stripped_as_str_strip_prefix_does() {
-        let texts = ["", "a", "/srv/root", "/srv/root/", "/srv/root/a/b.rs", "/srv/rooted/x", "/srv/ro", "/srv/röot/ä", "ä"];
+        let texts =
+            ["", "a", "/srv/root", "/srv/root/", "/srv/root/a/b.rs", "/srv/rooted/x", "/srv/ro", "/srv/röot/ä", "ä"];
         for text in texts {
             for prefix in texts.iter().chain(&["/srv/root/a/b.r", "/srv/root/a/b.rs/", "/srv/röot", "/srv/r\u{f6}"]) {
                 assert_eq!(strip_text_prefix(text, prefix), text.strip_prefix(prefix), "{text:?} {prefix:?}");
