@@ -14,21 +14,14 @@
 //! budget reached.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::runtime::Reclaim;
 
-/// A fresh stream id: the next of a counter that starts at a random value
-/// once a process, so that ids from before a restart, or of another replica,
-/// do not collide, without asking the OS for randomness on every call (a
-/// `getrandom` a first page). The id need not be unpredictable: it travels
-/// in the cursor, which the server signs, so no client can name another one.
+/// A fresh stream id, random so that ids from before a restart do not collide.
 pub fn new_id() -> u64 {
-    static NEXT: OnceLock<AtomicU64> = OnceLock::new();
-    NEXT.get_or_init(|| AtomicU64::new(getrandom::u64().expect("the OS random source works")))
-        .fetch_add(1, Ordering::Relaxed)
+    getrandom::u64().expect("the OS random source works")
 }
 
 struct Entry<T> {
@@ -101,13 +94,13 @@ pub struct ParkedStreams<T> {
     table: Mutex<Table<T>>,
     bounds: Bounds,
     /// Streams given up so far: expired, evicted or reclaimed.
-    given_up: AtomicU64,
+    given_up: std::sync::atomic::AtomicU64,
 }
 
 impl<T> ParkedStreams<T> {
     pub fn new(bounds: Bounds) -> ParkedStreams<T> {
         let table = Mutex::new(Table { entries: HashMap::new(), bytes: 0 });
-        ParkedStreams { table, bounds, given_up: AtomicU64::new(0) }
+        ParkedStreams { table, bounds, given_up: std::sync::atomic::AtomicU64::new(0) }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Table<T>> {
