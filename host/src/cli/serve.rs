@@ -205,8 +205,26 @@ fn http_auth(addr: SocketAddr, settings: &AuthSettings, insecure: bool) -> anyho
     }
 }
 
-/// 32 random hex digits.
+/// 32 random hex digits, straight from the OS's random source: a secret, so
+/// not borrowed from anything else that makes random numbers (a stream id
+/// travels readable in every cursor).
 fn random_token() -> String {
-    let random = crate::pager::parked::new_id;
-    format!("{:016x}{:016x}", random(), random())
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).expect("the OS random source works");
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_generated_token_is_32_hex_digits_drawn_afresh() {
+        let (a, b) = (super::random_token(), super::random_token());
+        assert_eq!(a.len(), 32);
+        assert!(a.bytes().all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c)), "{a}");
+        assert_ne!(a, b);
+        // Its halves are not consecutive numbers, as two draws of a counter
+        // (stream ids, readable in cursors, were one for a while) would be.
+        let (high, low) = (u64::from_str_radix(&a[..16], 16).unwrap(), u64::from_str_radix(&a[16..], 16).unwrap());
+        assert_ne!(high.wrapping_add(1), low);
+    }
 }

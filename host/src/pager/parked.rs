@@ -19,7 +19,10 @@ use std::time::{Duration, Instant};
 
 use crate::runtime::Reclaim;
 
-/// A fresh stream id, random so that ids from before a restart do not collide.
+/// A fresh stream id, random so that ids from before a restart do not collide,
+/// and drawn afresh each time: ids travel readable in cursors, so ids from a
+/// counter would tell a client how many streams others started between its
+/// own.
 pub fn new_id() -> u64 {
     getrandom::u64().expect("the OS random source works")
 }
