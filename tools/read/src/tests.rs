@@ -358,7 +358,57 @@ fn a_file_that_grew_or_shrank_since_it_was_opened_is_read_to_its_real_end() {
     }
 }
 
-/// A file that counts the bytes read from it.
+/// A file that gives at most `most` bytes a read, as a source may give short
+/// reads before its end.
+struct Trickle {
+    file: Cursor<Vec<u8>>,
+    most: usize,
+}
+
+impl std::io::Read for Trickle {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = buf.len().min(self.most);
+        self.file.read(&mut buf[..n])
+    }
+}
+
+impl std::io::Seek for Trickle {
+    fn seek(&mut self, to: std::io::SeekFrom) -> std::io::Result<u64> {
+        self.file.seek(to)
+    }
+}
+
+/// Every byte a stream over a trickling file gives, from its head on.
+fn trickled(file: &[u8], size: usize, most: usize) -> Vec<u8> {
+    let mut src = Trickle { file: Cursor::new(file.to_vec()), most };
+    let head = crate::reader::Head::read(&mut src, size as u64, 8 * 1024).unwrap();
+    let mut stream = ReadStream::open(src, size as u64, lines(1, None), None).unwrap().with_head(head).unwrap();
+    let mut out = Vec::new();
+    while let Some(chunk) = stream.next(3000, 1000).unwrap() {
+        out.push(chunk);
+    }
+    bytes_of(&out)
+}
+
+#[test]
+fn short_reads_before_the_end_still_give_what_the_file_held_at_open() {
+    // A read short of the size at open is not the end; one that reaches it
+    // is taken as the end (another read would only confirm it).
+    let text: Vec<u8> = (0..3_000u32).flat_map(|n| format!("line {n}\n").into_bytes()).collect();
+    for most in [1, 5, 7, 4096] {
+        for len in [0, 1, 41, 42, 100, 8 * 1024, 8 * 1024 + 1, text.len()] {
+            let file = &text[..len];
+            assert_eq!(trickled(file, len, most), file, "{len} bytes, {most} a read");
+            // Shrunk since it was opened: what it still holds.
+            assert_eq!(trickled(&file[..len / 2], len, most), &file[..len / 2], "shrunk, {most} a read");
+            // Grown since: at least what it held at open, never past what it holds.
+            let grown = [file, b"more\n"].concat();
+            let got = trickled(&grown, len, most);
+            assert!(got.len() >= len && grown.starts_with(&got), "grown from {len}, {most} a read: {}", got.len());
+        }
+    }
+}
+
 /// A file that counts the bytes read from it, and the reads (each a host call
 /// in a component).
 struct Counted {
