@@ -167,13 +167,7 @@ pub fn stat(path: &Path, follow: bool) -> Result<Stat, Error> {
 pub fn stat(path: &Path, follow: bool) -> Result<Stat, Error> {
     let meta = if follow { std::fs::metadata(path) } else { std::fs::symlink_metadata(path) };
     let meta = meta.map_err(|e| Error::io(&format!("`{}`", path.display()), &e))?;
-    let kind = match meta.file_type() {
-        t if t.is_file() => Kind::File,
-        t if t.is_dir() => Kind::Dir,
-        t if t.is_symlink() => Kind::Symlink,
-        _ => Kind::Other,
-    };
-    Ok(Stat { kind, size: meta.len(), mtime_ns: mtime_ns(&meta) })
+    Ok(Stat { kind: Kind::of(meta.file_type()), size: meta.len(), mtime_ns: mtime_ns(&meta) })
 }
 
 /// How many hard links the file at `path` has (the path itself not followed if

@@ -24,6 +24,22 @@ pub enum Kind {
     Other,
 }
 
+#[cfg(not(target_arch = "wasm32"))]
+impl Kind {
+    /// What a file type is, as the walks name it (natively).
+    pub(crate) fn of(t: std::fs::FileType) -> Kind {
+        if t.is_file() {
+            Kind::File
+        } else if t.is_dir() {
+            Kind::Dir
+        } else if t.is_symlink() {
+            Kind::Symlink
+        } else {
+            Kind::Other
+        }
+    }
+}
+
 /// One entry of a directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DirEntry {
@@ -153,19 +169,6 @@ mod imp {
 mod imp {
     use super::*;
 
-    /// What a file type is, as the walks name it.
-    fn kind_of(t: std::fs::FileType) -> Kind {
-        if t.is_file() {
-            Kind::File
-        } else if t.is_dir() {
-            Kind::Dir
-        } else if t.is_symlink() {
-            Kind::Symlink
-        } else {
-            Kind::Other
-        }
-    }
-
     /// Refuses `path` when it is a symlink and `follow` is off, as the host does.
     fn not_a_link(path: &Path, follow: bool, shown: &str) -> Result<(), Error> {
         match !follow && std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
@@ -217,7 +220,7 @@ mod imp {
         for entry in std::fs::read_dir(dir).map_err(|e| Error::io(&shown, &e))? {
             let entry = entry.map_err(|e| Error::io(&shown, &e))?;
             let Ok(name) = entry.file_name().into_string() else { continue };
-            let kind = kind_of(entry.file_type().map_err(|e| Error::io(&shown, &e))?);
+            let kind = Kind::of(entry.file_type().map_err(|e| Error::io(&shown, &e))?);
             if entries.len() == MAX_ENTRIES as usize {
                 return Err(Error::new(ErrorCode::TooLarge, format!("{shown} holds more than {MAX_ENTRIES} entries")));
             }
