@@ -230,12 +230,17 @@ impl Grep {
         // A whole file beside what the search holds: where that is little,
         // only the start that tells a binary file.
         let read = if heap.bytes >= 4 * source::WHOLE { source::WHOLE } else { guard::HEAD };
-        // The needles, read as much of, a binary file told by its first 64 KiB.
-        let needles = if tuning.no_needles { Default::default() } else { needles::required(args) };
+        // With needles, a file's start is read as far and looked for them
+        // by the host; a binary file is told by its first 64 KiB.
+        let needles::Needles { bytes, ascii_case_insensitive } =
+            if tuning.no_needles { Default::default() } else { needles::required(args) };
         let nul_probe = if args.binary { 0 } else { guard::HEAD as u32 };
-        let needles::Needles { bytes: needles, ascii_case_insensitive } = needles;
-        let seeking =
-            (!needles.is_empty()).then_some(Seeking { max: read as u32, needles, nul_probe, ascii_case_insensitive });
+        let seeking = (!bytes.is_empty()).then_some(Seeking {
+            max: read as u32,
+            needles: bytes,
+            nul_probe,
+            ascii_case_insensitive,
+        });
         let plan = Plan {
             mode: args.output_mode,
             searcher: args.searcher(heap),

@@ -108,11 +108,7 @@ mod imp {
         /// The size, and the modification time as `paths::mtime_ns` gives it.
         pub fn size_and_time(&self) -> io::Result<(u64, u64)> {
             let stat = self.0.stat().map_err(wasi_io_error)?;
-            let mtime_ns = stat.data_modification_timestamp.map_or(0, |t| {
-                let ns = u128::from(t.seconds) * 1_000_000_000 + u128::from(t.nanoseconds);
-                u64::try_from(ns).unwrap_or(u64::MAX)
-            });
-            Ok((stat.size, mtime_ns))
+            Ok((stat.size, crate::paths::wasi_mtime_ns(&stat)))
         }
     }
 

@@ -155,10 +155,15 @@ pub fn stat(path: &Path, follow: bool) -> Result<Stat, Error> {
         DescriptorType::SymbolicLink => Kind::Symlink,
         _ => Kind::Other,
     };
-    let mtime_ns = st
-        .data_modification_timestamp
-        .map_or(0, |t| t.seconds.saturating_mul(1_000_000_000).saturating_add(u64::from(t.nanoseconds)));
-    Ok(Stat { kind, size: st.size, mtime_ns })
+    Ok(Stat { kind, size: st.size, mtime_ns: wasi_mtime_ns(&st) })
+}
+
+/// A WASI stat's modification time in nanoseconds since the Unix epoch, as
+/// [`mtime_ns`] gives it natively (0: unknown; saturated past `u64`).
+#[cfg(target_arch = "wasm32")]
+pub(crate) fn wasi_mtime_ns(st: &wasip2::filesystem::types::DescriptorStat) -> u64 {
+    st.data_modification_timestamp
+        .map_or(0, |t| t.seconds.saturating_mul(1_000_000_000).saturating_add(u64::from(t.nanoseconds)))
 }
 
 /// The metadata of the entry at `path`, a symlink its last component is
